@@ -1,0 +1,68 @@
+#include "common/elf_notes.h"
+
+#include <cstring>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+namespace weave {
+
+namespace {
+constexpr unsigned kGoBuildIdNote = 4; // cmd/link: ELF_NOTE_GOBUILDID_TAG
+constexpr unsigned kGnuBuildIdNote = 3; // NT_GNU_BUILD_ID
+} // namespace
+
+std::string read_build_id(Elf *elf) {
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) != 0)
+    return {};
+  std::string gnu;
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (!gelf_getphdr(elf, static_cast<int>(i), &phdr) || phdr.p_type != PT_NOTE)
+      continue;
+    Elf_Data *data = elf_getdata_rawchunk(elf, phdr.p_offset, phdr.p_filesz, ELF_T_NHDR);
+    if (!data)
+      continue;
+    size_t offset = 0, name_off = 0, desc_off = 0;
+    GElf_Nhdr note;
+    while ((offset = gelf_getnote(data, offset, &note, &name_off, &desc_off)) > 0) {
+      const char *base = static_cast<const char *>(data->d_buf);
+      std::string owner(base + name_off, strnlen(base + name_off, note.n_namesz));
+      if (owner == "Go" && note.n_type == kGoBuildIdNote)
+        return std::string(base + desc_off, strnlen(base + desc_off, note.n_descsz));
+      if (owner == "GNU" && note.n_type == kGnuBuildIdNote && gnu.empty()) {
+        static const char digits[] = "0123456789abcdef";
+        gnu = "gnu:";
+        for (size_t b = 0; b < note.n_descsz; ++b) {
+          unsigned char c = static_cast<unsigned char>(base[desc_off + b]);
+          gnu += digits[c >> 4];
+          gnu += digits[c & 15];
+        }
+      }
+    }
+  }
+  return gnu;
+}
+
+std::string read_build_id_file(const std::string &path, std::string &error) {
+  elf_version(EV_CURRENT);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = std::string("cannot open: ") + strerror(errno);
+    return {};
+  }
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  std::string id;
+  if (!elf || elf_kind(elf) != ELF_K_ELF)
+    error = "not an ELF file";
+  else
+    id = read_build_id(elf);
+  if (elf)
+    elf_end(elf);
+  close(fd);
+  return id;
+}
+
+} // namespace weave

@@ -1,0 +1,19 @@
+// Build ids from ELF notes, shared by the generator (recorded in the manifest) and the tracer
+// (checked against the binary it attaches to).
+#pragma once
+
+#include <string>
+
+typedef struct Elf Elf;
+
+namespace weave {
+
+// The Go build id (".note.go.buildid", owner "Go", type 4) as its text, or else the GNU build id
+// (owner "GNU", type NT_GNU_BUILD_ID) as lowercase hex, prefixed "gnu:". Empty when neither exists.
+// Reads PT_NOTE segments, so it works without section headers.
+std::string read_build_id(Elf *elf);
+
+// The same for a file; on failure returns empty and sets `error`.
+std::string read_build_id_file(const std::string &path, std::string &error);
+
+} // namespace weave

@@ -1,0 +1,3 @@
+module weave.example/hello
+
+go 1.19

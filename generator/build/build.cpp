@@ -1,0 +1,164 @@
+#include "build/build.h"
+
+#include "common/diag.h"
+#include "payload.h"
+#include "plan/plan.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace weave {
+
+namespace {
+
+void write_file(const fs::path &path, const std::string &content) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  if (!out.good())
+    throw UserError("write-failed", fmt::format("cannot write {}: {}", path.string(), strerror(errno)));
+}
+
+std::string read_file(const fs::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// TempDir is removed when it goes out of scope, unless it was moved into place.
+struct TempDir {
+  fs::path path;
+  bool keep = false;
+  ~TempDir() {
+    std::error_code ec;
+    if (!keep && !path.empty())
+      fs::remove_all(path, ec);
+  }
+};
+
+} // namespace
+
+int run_command(const std::vector<std::string> &argv, const std::string &cwd, std::string &output) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    output = strerror(errno);
+    return -1;
+  }
+  int exec_error[2];
+  if (pipe2(exec_error, O_CLOEXEC) != 0) {
+    output = strerror(errno);
+    return -1;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], 1);
+    dup2(pipe_fds[1], 2);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0)
+      _exit(127);
+    std::vector<char *> args;
+    for (const auto &a : argv)
+      args.push_back(const_cast<char *>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    int err = errno;
+    (void)!write(exec_error[1], &err, sizeof(err));
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  close(exec_error[1]);
+  char buffer[4096];
+  ssize_t n;
+  output.clear();
+  while ((n = read(pipe_fds[0], buffer, sizeof(buffer))) > 0)
+    output.append(buffer, static_cast<size_t>(n));
+  close(pipe_fds[0]);
+  int err = 0;
+  bool exec_failed = read(exec_error[0], &err, sizeof(err)) == sizeof(err);
+  close(exec_error[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (exec_failed) {
+    output = strerror(err);
+    return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string default_runtime_path() {
+  if (const char *env = getenv("WEAVE_RUNTIME"); env && *env)
+    return env;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return (self.parent_path() / "weave-tracer").string();
+}
+
+void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
+                  const BuildOptions &options) {
+  fs::path out = options.out_dir;
+  std::error_code ec;
+  if (fs::exists(out, ec)) {
+    // Replace only what weave wrote before: never delete a user's directory by accident.
+    bool is_ours = fs::is_directory(out, ec) && (fs::exists(out / "probes.json", ec) || fs::is_empty(out, ec));
+    if (!is_ours)
+      throw UserError("output-exists",
+                      fmt::format("{} exists and is not a weave output directory; refusing to replace it",
+                                  out.string()),
+                      {}, "choose another directory with -o, or remove it");
+  }
+  if (!fs::exists(options.runtime_path, ec))
+    throw UserError("runtime-missing",
+                    fmt::format("the tracer runtime {} is missing", options.runtime_path), {},
+                    "build weave fully (it installs weave-tracer next to weave), or set WEAVE_RUNTIME");
+
+  fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  TempDir tmp;
+  tmp.path = parent / fmt::format(".{}.weave-tmp-{}", out.filename().string(), getpid());
+  fs::remove_all(tmp.path, ec);
+  if (!fs::create_directories(tmp.path, ec))
+    throw UserError("write-failed", fmt::format("cannot create {}: {}", tmp.path.string(), ec.message()));
+  for (const auto &file : files)
+    write_file(tmp.path / file.name, file.content);
+
+  std::vector<std::string> argv = {options.clang};
+  for (const auto &arg : bpf_clang_args(plan))
+    argv.push_back(arg);
+  std::string clang_output;
+  int status = run_command(argv, tmp.path.string(), clang_output);
+  if (status == -1)
+    throw UserError("clang-missing", fmt::format("cannot run {}: {}", options.clang, clang_output), {},
+                    "install clang (apt-get install clang), or name it with --clang");
+  if (status != 0)
+    throw UserError("clang-failed",
+                    fmt::format("clang failed to compile the generated probes.bpf.c (exit {}):\n{}",
+                                status, clang_output));
+
+  std::string object = read_file(tmp.path / "probes.bpf.o");
+  std::string manifest = render_manifest(plan);
+  std::string error;
+  if (!append_payload(options.runtime_path, object, manifest, (tmp.path / "tracer").string(), error))
+    throw UserError("write-failed", "cannot assemble the tracer: " + error);
+
+  fs::path old = parent / fmt::format(".{}.weave-old-{}", out.filename().string(), getpid());
+  if (fs::exists(out, ec)) {
+    fs::rename(out, old, ec);
+    if (ec)
+      throw UserError("write-failed", fmt::format("cannot replace {}: {}", out.string(), ec.message()));
+  }
+  fs::rename(tmp.path, out, ec);
+  if (ec)
+    throw UserError("write-failed", fmt::format("cannot create {}: {}", out.string(), ec.message()));
+  tmp.keep = true;
+  fs::remove_all(old, ec);
+}
+
+} // namespace weave

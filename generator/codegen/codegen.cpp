@@ -1,0 +1,276 @@
+#include "codegen/codegen.h"
+
+#include "common/resources.h"
+#include "plan/plan.h"
+
+#include <fmt/format.h>
+#include <kainjow/mustache.hpp>
+#include <nlohmann/json.hpp>
+
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+namespace weave {
+
+namespace {
+
+using Data = kainjow::mustache::data;
+
+// StrictContext makes a template that names a variable the view does not have fail loudly instead
+// of rendering it as empty text.
+class StrictContext : public kainjow::mustache::context<std::string> {
+public:
+  StrictContext(const Data *data, std::string template_name)
+      : kainjow::mustache::context<std::string>(data), template_name_(std::move(template_name)) {}
+  const Data *get(const std::string &name) const override {
+    const Data *found = kainjow::mustache::context<std::string>::get(name);
+    if (!found)
+      throw std::logic_error(template_name_ + ": template uses {{" + name + "}}, which the view lacks");
+    return found;
+  }
+
+private:
+  std::string template_name_;
+};
+
+std::string render(const std::string &template_name, const Data &view) {
+  kainjow::mustache::mustache tmpl(resource(template_name));
+  if (!tmpl.is_valid())
+    throw std::logic_error(template_name + ": " + tmpl.error_message());
+  tmpl.set_custom_escape([](const std::string &s) { return s; }); // C, not HTML
+  StrictContext ctx(&view, template_name);
+  std::string rendered = tmpl.render(ctx);
+  if (!tmpl.is_valid())
+    throw std::logic_error(template_name + ": " + tmpl.error_message());
+  // Empty sections leave whitespace-only lines behind, so those are dropped, and the templates ask
+  // for a blank line explicitly with a line holding only "~".
+  std::string out;
+  size_t start = 0;
+  while (start < rendered.size()) {
+    size_t end = rendered.find('\n', start);
+    if (end == std::string::npos)
+      end = rendered.size();
+    std::string_view line(rendered.data() + start, end - start);
+    if (line == "~")
+      out += "\n";
+    else if (line.find_first_not_of(" \t") != std::string_view::npos)
+      out.append(line).append("\n");
+    start = end + 1;
+  }
+  return out;
+}
+
+// Text placed inside a C comment must not close it.
+std::string comment(const std::string &text) { return std::regex_replace(text, std::regex(R"(\*/)"), "* /"); }
+
+std::string hex(uint64_t v) { return fmt::format("{:#x}", v); }
+
+std::string conversion(const EventField &f, const std::string &var) {
+  static const char *sbits[] = {"", "__s8", "__s16", "", "__s32", "", "", "", "__s64"};
+  static const char *ubits[] = {"", "__u8", "__u16", "", "__u32", "", "", "", "__u64"};
+  if (f.size != 1 && f.size != 2 && f.size != 4 && f.size != 8)
+    throw std::logic_error("field of unexpected size " + std::to_string(f.size));
+  // Registers holding sub-word values have unspecified upper bits: truncate to the declared size,
+  // then sign- or zero-extend.
+  if (f.kind == "int")
+    return f.size == 8 ? fmt::format("(__s64){}", var) : fmt::format("(__s64)({}){}", sbits[f.size], var);
+  if (f.kind == "bool")
+    return fmt::format("(__u8){} != 0", var);
+  return f.size == 8 ? var : fmt::format("({}){}", ubits[f.size], var);
+}
+
+Data read_view(const ValueRead &read) {
+  Data view;
+  view.set("base_reg", read.base_reg);
+  view.set("base_comment", comment(read.base_comment));
+  Data loads{Data::type::list};
+  for (const LoadStep &step : read.loads) {
+    Data load;
+    load.set("offset", std::to_string(step.offset));
+    load.set("size", std::to_string(step.size));
+    load.set("comment", comment(step.comment));
+    loads.push_back(load);
+  }
+  view.set("loads", loads);
+  return view;
+}
+
+std::string member_name(size_t capture, size_t field, size_t field_count) {
+  return field_count == 1 ? fmt::format("c{}", capture) : fmt::format("c{}_{}", capture, field);
+}
+
+Data plan_view(const Plan &plan) {
+  Data view;
+  view.set("version", WEAVE_VERSION);
+  view.set("target_path", comment(plan.target.path));
+  view.set("build_id", comment(plan.target.build_id));
+  view.set("go_version", plan.target.go_version);
+  view.set("arch", plan.target.arch);
+  view.set("probe_count", std::to_string(plan.probes.size()));
+  Data probes{Data::type::list};
+  for (const ProbePlan &probe : plan.probes) {
+    Data p;
+    p.set("id", std::to_string(probe.id));
+    p.set("function", comment(probe.function));
+    p.set("abi", probe.abi);
+    p.set("program", probe.program);
+    p.set("struct_name", probe.struct_name);
+    p.set("event_size", std::to_string(probe.event_size));
+    p.set("entry_vaddr", hex(probe.attach.at(0).vaddr));
+    p.set("entry_offset", hex(probe.attach.at(0).file_offset));
+    // g sits in its register only at ABIInternal entries; elsewhere goid stays 0 for now.
+    p.set("read_goid", probe.abi == "ABIInternal");
+    p.set("g_reg", plan.g_register);
+    p.set("g_reg_name", plan.g_register_name);
+    p.set("goid_offset", std::to_string(plan.goid_offset));
+    p.set("goid_source", comment(plan.goid_source));
+    Data captures{Data::type::list};
+    Data members{Data::type::list};
+    for (size_t c = 0; c < probe.captures.size(); ++c) {
+      const CapturePlan &capture = probe.captures[c];
+      Data cv;
+      cv.set("fault_bit", std::to_string(capture.fault_bit));
+      cv.set("expr", comment(capture.expr));
+      cv.set("go_type", comment(capture.go_type));
+      Data fields{Data::type::list};
+      for (size_t f = 0; f < capture.fields.size(); ++f) {
+        const EventField &field = capture.fields[f];
+        std::string member = member_name(c, f, capture.fields.size());
+        std::string label = comment(capture.expr + (field.name.empty() ? "" : " ." + field.name));
+        Data fv;
+        fv.set("label", label);
+        fv.set("value", read_view(field.value));
+        bool is_string = field.kind == "string";
+        fv.set("is_string", is_string);
+        fv.set("is_scalar", !is_string);
+        if (is_string) {
+          fv.set("length", read_view(field.length));
+          fv.set("len_member", member + "_len");
+          fv.set("data_member", member + "_data");
+          fv.set("max_len", std::to_string(field.max_len));
+          Data len_m, data_m;
+          len_m.set("decl", "__u64 " + member + "_len");
+          len_m.set("name", member + "_len");
+          len_m.set("offset", std::to_string(field.offset));
+          len_m.set("comment", label + ": length (" + comment(field.go_type) + ")");
+          data_m.set("decl", fmt::format("char {}_data[{}]", member, (field.max_len + 7) / 8 * 8));
+          data_m.set("name", member + "_data");
+          data_m.set("offset", std::to_string(field.offset + 8));
+          data_m.set("comment", fmt::format("{}: first {} bytes", label, field.max_len));
+          members.push_back(len_m);
+          members.push_back(data_m);
+        } else {
+          fv.set("member", member);
+          fv.set("conversion", conversion(field, "v"));
+          Data m;
+          m.set("decl", (field.kind == "int" ? "__s64 " : "__u64 ") + member);
+          m.set("name", member);
+          m.set("offset", std::to_string(field.offset));
+          m.set("comment", label + " (" + comment(field.go_type) + ")");
+          members.push_back(m);
+        }
+        fields.push_back(fv);
+      }
+      cv.set("fields", fields);
+      captures.push_back(cv);
+    }
+    p.set("captures", captures);
+    p.set("members", members);
+    probes.push_back(p);
+  }
+  view.set("probes", probes);
+  view.set("target_arch", plan.target.arch == "arm64" ? "arm64" : "x86");
+  std::string flags;
+  for (const auto &arg : bpf_cflags(plan))
+    flags += (flags.empty() ? "" : " ") + arg;
+  view.set("bpf_cflags", flags);
+  return view;
+}
+
+nlohmann::ordered_json read_json(const ValueRead &read) {
+  nlohmann::ordered_json loads = nlohmann::ordered_json::array();
+  for (const auto &l : read.loads)
+    loads.push_back({{"offset", l.offset}, {"size", l.size}});
+  return {{"base", read.base_reg}, {"loads", loads}};
+}
+
+} // namespace
+
+std::vector<std::string> bpf_cflags(const Plan &plan) {
+  std::string arch = plan.target.arch == "arm64" ? "arm64" : "x86";
+  return {"-O2", "-g", "-target", "bpf", "-D__TARGET_ARCH_" + arch, "-fdebug-compilation-dir=."};
+}
+
+std::vector<std::string> bpf_clang_args(const Plan &plan) {
+  std::vector<std::string> args = bpf_cflags(plan);
+  for (const char *arg : {"-c", "probes.bpf.c", "-o", "probes.bpf.o"})
+    args.push_back(arg);
+  return args;
+}
+
+std::string render_manifest(const Plan &plan) {
+  using json = nlohmann::ordered_json;
+  json manifest;
+  manifest["format"] = 1;
+  manifest["weave_version"] = WEAVE_VERSION;
+  manifest["target"] = {{"path", plan.target.path},
+                        {"build_id", plan.target.build_id},
+                        {"go_version", plan.target.go_version},
+                        {"arch", plan.target.arch},
+                        {"pointer_size", plan.target.ptr_size}};
+  manifest["options"] = {{"string_max", plan.string_max}};
+  manifest["event_header_size"] = plan.header_size;
+  manifest["goid"] = {{"offset", plan.goid_offset}, {"source", plan.goid_source}};
+  json probes = json::array();
+  for (const ProbePlan &probe : plan.probes) {
+    json attach = json::array();
+    for (const auto &a : probe.attach)
+      attach.push_back({{"kind", a.kind},
+                        {"vaddr", hex(a.vaddr)},
+                        {"file_offset", hex(a.file_offset)},
+                        {"cookie", a.cookie}});
+    json captures = json::array();
+    for (const auto &c : probe.captures) {
+      json fields = json::array();
+      for (const auto &f : c.fields) {
+        json field = {{"name", f.name}, {"kind", f.kind},     {"go_type", f.go_type},
+                      {"size", f.size}, {"offset", f.offset}};
+        if (f.kind == "string")
+          field["max_len"] = f.max_len;
+        field["read"] = read_json(f.value);
+        if (f.kind == "string")
+          field["length_read"] = read_json(f.length);
+        fields.push_back(field);
+      }
+      captures.push_back({{"expr", c.expr},
+                          {"type", c.go_type},
+                          {"fault_bit", c.fault_bit},
+                          {"fields", fields}});
+    }
+    probes.push_back({{"id", probe.id},
+                      {"name", probe.name},
+                      {"function", probe.function},
+                      {"abi", probe.abi},
+                      {"program", probe.program},
+                      {"event_size", probe.event_size},
+                      {"attach", attach},
+                      {"captures", captures}});
+  }
+  manifest["probes"] = probes;
+  return manifest.dump(2) + "\n";
+}
+
+std::vector<GeneratedFile> generate(const Plan &plan) {
+  Data view = plan_view(plan);
+  return {
+      {"probes.bpf.c", render("templates/probes.bpf.c.mustache", view)},
+      {"probes.h", render("templates/probes.h.mustache", view)},
+      {"weave_bpf.h", resource("templates/weave_bpf.h")},
+      {"weave_event.h", resource("templates/weave_event.h")},
+      {"Makefile.bpf", render("templates/Makefile.bpf.mustache", view)},
+      {"probes.json", render_manifest(plan)},
+  };
+}
+
+} // namespace weave

@@ -1,0 +1,45 @@
+// Diagnostics shared by every generator stage.
+//
+// UserError is what a user can act on: bad spec, unknown function, unsupported type, a binary that
+// is not Go. It carries a stable id ("unknown-function"), an optional spec location and a hint,
+// and is printed bpftrace-style: "spec.yaml:3:15: error[unknown-function]: ...", the source line,
+// a caret, then the hint. Anything else that escapes (std::logic_error, ...) is an internal bug.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weave {
+
+// SourceLoc is a position in a spec file (1-based line and column); line 0 means "no location".
+struct SourceLoc {
+  std::string file;
+  int line = 0;
+  int column = 0;
+};
+
+class UserError : public std::runtime_error {
+public:
+  UserError(std::string id, std::string message, SourceLoc loc = {}, std::string hint = {})
+      : std::runtime_error(message), id(std::move(id)), loc(std::move(loc)), hint(std::move(hint)) {}
+
+  std::string id;
+  SourceLoc loc;
+  std::string hint;
+};
+
+// Renders an error with its location, the offending source line and a caret under the column
+// (when the file can be read), and the hint.
+std::string format_error(const UserError &error);
+
+// Up to `max` candidates closest to `wanted` by edit distance (case-insensitive), best first,
+// only those close enough to be a plausible typo. Ties keep the candidates' order.
+std::vector<std::string> nearest_names(std::string_view wanted,
+                                       const std::vector<std::string> &candidates, size_t max = 3);
+
+// "did you mean X?" / "did you mean X, Y or Z?" / "" when nothing is close.
+std::string did_you_mean(std::string_view wanted, const std::vector<std::string> &candidates);
+
+} // namespace weave

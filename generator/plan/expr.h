@@ -1,0 +1,31 @@
+// Capture expressions: `req.Header.Port`, `s.Name`, `deadline`, `*p`.
+// Parsed into a root parameter and a chain of steps; positions are character offsets in the
+// expression so errors can point at the exact segment.
+#pragma once
+
+#include "common/diag.h"
+
+#include <string>
+#include <vector>
+
+namespace weave {
+
+struct ExprStep {
+  enum class Kind { Field, Deref } kind = Kind::Field;
+  std::string name; // Field
+  size_t column = 0; // 0-based offset of the step in the expression text
+};
+
+struct CaptureExpr {
+  std::string root;
+  size_t root_column = 0;
+  std::vector<ExprStep> steps; // applied left to right after the root
+};
+
+// Throws UserError [bad-expression] located at `loc` advanced to the offending character.
+CaptureExpr parse_capture_expr(const std::string &text, const SourceLoc &loc);
+
+// `loc` moved right by `column` characters (for pointing inside an expression).
+SourceLoc advance(SourceLoc loc, size_t column);
+
+} // namespace weave

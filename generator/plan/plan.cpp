@@ -1,0 +1,436 @@
+#include "plan/plan.h"
+
+#include "abi/abi.h"
+#include "binary/binary.h"
+#include "debuginfo/debuginfo.h"
+#include "plan/expr.h"
+#include "spec/spec.h"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+namespace weave {
+
+namespace {
+
+constexpr uint32_t kEventHeaderSize = 48; // sizeof(struct weave_event_header), templates/weave_event.h
+constexpr size_t kMaxCaptures = 64;       // one fault bit each in the header's `faults`
+constexpr size_t kMaxFieldsPerCapture = 32;
+
+uint32_t round8(uint64_t n) { return static_cast<uint32_t>((n + 7) / 8 * 8); }
+
+// Place is where the value being resolved lives at the probe: either spread over registers, or in
+// memory at (base register, followed through `loads`) + offset.
+struct Place {
+  struct Piece {
+    std::string reg;  // pt_regs field
+    std::string name; // assembler name
+    uint64_t offset = 0;
+    uint64_t size = 0;
+    bool is_float = false;
+  };
+  bool in_regs = false;
+  std::vector<Piece> pieces;
+  std::string base_reg;
+  std::string base_comment;
+  std::vector<LoadStep> loads;
+  int64_t offset = 0;
+};
+
+// Resolver turns one probe's capture expressions into event fields.
+class Resolver {
+public:
+  Resolver(TypeTable &types, const ArchRegisters &regs, int ptr_size, int string_max)
+      : types_(types), regs_(regs), ptr_size_(ptr_size), string_max_(string_max) {}
+
+  Place root_place(const std::string &name, TypeId type, const ParamLocation &loc) {
+    Place place;
+    const std::string type_name = types_.at(type).name;
+    if (loc.on_stack) {
+      place.base_reg = regs_.sp;
+      place.base_comment = "stack pointer at entry";
+      place.offset = static_cast<int64_t>(regs_.stack_args_offset + loc.stack_offset);
+      return place;
+    }
+    place.in_regs = true;
+    for (const RegPiece &piece : loc.pieces) {
+      Place::Piece p;
+      p.offset = piece.offset;
+      p.size = piece.size;
+      p.is_float = piece.cls == RegClass::Float;
+      if (p.is_float) {
+        p.name = "X" + std::to_string(piece.index);
+      } else {
+        p.reg = regs_.int_args.at(static_cast<size_t>(piece.index));
+        p.name = regs_.int_arg_names.at(static_cast<size_t>(piece.index));
+      }
+      place.pieces.push_back(p);
+    }
+    return place;
+  }
+
+  // The part of `place` holding a member `size` bytes long at `offset` inside the value.
+  Place member(const Place &place, uint64_t offset, uint64_t size) {
+    Place sub = place;
+    if (place.in_regs) {
+      sub.pieces.clear();
+      for (const auto &p : place.pieces)
+        if (p.offset >= offset && p.offset < offset + size) {
+          auto q = p;
+          q.offset -= offset;
+          sub.pieces.push_back(q);
+        }
+    } else {
+      sub.offset += static_cast<int64_t>(offset);
+    }
+    return sub;
+  }
+
+  // The place a pointer value at `place` points to.
+  Place deref(const Place &place, const std::string &path, const std::string &type_name,
+              const SourceLoc &loc) {
+    Place target;
+    if (place.in_regs) {
+      if (place.pieces.size() != 1 || place.pieces[0].is_float)
+        throw std::logic_error("pointer " + path + " is not in one integer register");
+      target.base_reg = place.pieces[0].reg;
+      target.base_comment = path + ": " + type_name + " in " + place.pieces[0].name;
+      return target;
+    }
+    target = place;
+    target.loads.push_back({place.offset, static_cast<uint32_t>(ptr_size_),
+                            fmt::format("{}: {} at {}", path, type_name, offset_text(place))});
+    target.offset = 0;
+    return target;
+  }
+
+  ValueRead scalar(const Place &place, uint64_t size, const std::string &path,
+                   const std::string &type_name, const SourceLoc &loc) {
+    ValueRead read;
+    read.size = static_cast<uint32_t>(size);
+    if (place.in_regs) {
+      if (place.pieces.size() == 1 && place.pieces[0].is_float)
+        throw UserError("float-in-register",
+                        fmt::format("{} ({}) is passed in floating-point register {}, which a uprobe "
+                                    "cannot read (pt_regs holds only integer registers)",
+                                    path, type_name, place.pieces[0].name),
+                        loc, "capture it where it is stored in memory, or leave it out");
+      if (place.pieces.size() != 1)
+        throw UserError("unsupported-type",
+                        fmt::format("{} ({}) spans {} registers; not yet supported", path, type_name,
+                                    place.pieces.size()),
+                        loc);
+      read.base_reg = place.pieces[0].reg;
+      read.base_comment = fmt::format("{}: {} in {}", path, type_name, place.pieces[0].name);
+      return read;
+    }
+    read.base_reg = place.base_reg;
+    read.base_comment = place.base_comment;
+    read.loads = place.loads;
+    read.loads.push_back({place.offset, static_cast<uint32_t>(size),
+                          fmt::format("{}: {} at {}", path, type_name, offset_text(place))});
+    return read;
+  }
+
+  // Appends the event fields of a value of type `type` at `place`.
+  void emit(const Place &place, TypeId type_id, const std::string &field_name,
+            const std::string &path, const SourceLoc &loc, CapturePlan &capture, int depth) {
+    const GoType &type = types_.at(type_id);
+    if (capture.fields.size() >= kMaxFieldsPerCapture)
+      throw UserError("capture-too-large",
+                      fmt::format("{} has more than {} fields to capture", capture.expr,
+                                  kMaxFieldsPerCapture),
+                      loc, "capture the fields you need one by one");
+    EventField field;
+    field.name = field_name;
+    field.go_type = type.name;
+    field.size = static_cast<uint32_t>(type.size);
+    switch (type.kind) {
+    case TypeKind::Bool:
+    case TypeKind::Int:
+    case TypeKind::Uint:
+    case TypeKind::Uintptr:
+    case TypeKind::Pointer:
+    case TypeKind::UnsafePointer:
+      field.kind = type.kind == TypeKind::Bool                                         ? "bool"
+                   : type.kind == TypeKind::Int                                        ? "int"
+                   : type.kind == TypeKind::Uint || type.kind == TypeKind::Uintptr     ? "uint"
+                                                                                       : "pointer";
+      field.value = scalar(place, type.size, path, type.name, loc);
+      capture.fields.push_back(field);
+      return;
+    case TypeKind::String: {
+      field.kind = "string";
+      uint64_t word = static_cast<uint64_t>(ptr_size_);
+      field.value = scalar(member(place, 0, word), word, path + ".ptr", "*uint8", loc);
+      field.length = scalar(member(place, word, word), word, path + ".len", "int", loc);
+      field.max_len = static_cast<uint32_t>(string_max_);
+      capture.fields.push_back(field);
+      return;
+    }
+    case TypeKind::Struct:
+      if (depth >= 4)
+        throw UserError("capture-too-large", fmt::format("{} nests structs too deeply", path), loc,
+                        "capture the inner fields by path");
+      for (const GoField &f : type.fields) {
+        const GoType &ft = types_.at(f.type);
+        emit(member(place, f.offset, ft.size), f.type,
+             field_name.empty() ? f.name : field_name + "." + f.name, path + "." + f.name, loc,
+             capture, depth + 1);
+      }
+      return;
+    case TypeKind::Float:
+      if (place.in_regs)
+        scalar(place, type.size, path, type.name, loc); // throws [float-in-register]
+      [[fallthrough]];
+    default:
+      throw UserError("unsupported-type",
+                      fmt::format("{} has type {} ({}), which weave cannot capture yet", path,
+                                  type.name, kind_name(type.kind)),
+                      loc,
+                      "supported: integers, bool, uintptr, pointers, strings, and structs of those; "
+                      "capture a field of it instead");
+    }
+  }
+
+  static std::string offset_text(const Place &place) {
+    return place.offset >= 0 ? fmt::format("+{}", place.offset) : fmt::format("{}", place.offset);
+  }
+
+  TypeTable &types() { return types_; }
+
+private:
+  TypeTable &types_;
+  const ArchRegisters &regs_;
+  int ptr_size_;
+  int string_max_;
+};
+
+std::vector<std::string> field_names(const GoType &type) {
+  std::vector<std::string> names;
+  for (const auto &f : type.fields)
+    names.push_back(f.name);
+  return names;
+}
+
+std::string join(const std::vector<std::string> &items) {
+  std::string out;
+  for (const auto &item : items)
+    out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+uint32_t layout_fields(CapturePlan &capture, uint32_t offset) {
+  for (EventField &field : capture.fields) {
+    field.offset = offset;
+    offset += field.kind == "string" ? 8 + round8(field.max_len) : 8;
+  }
+  return offset;
+}
+
+// goid's offset in runtime.g when there is no DWARF for it: GO-ABI.md §5 (152 up to 1.22, 160 in
+// 1.23 and 1.24 with g.syscallbp, 152 again from 1.25 when gobuf.ret went away).
+uint64_t goid_offset_for(GoVersion v) {
+  if (v.major == 1 && (v.minor == 23 || v.minor == 24))
+    return 160;
+  return 152;
+}
+
+} // namespace
+
+Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
+  Plan plan;
+  plan.target.path = image.path;
+  plan.target.build_id = image.build_id;
+  plan.target.go_version = image.buildinfo ? image.buildinfo->go_version : "unknown";
+  plan.target.arch = arch_name(image.arch);
+  plan.target.ptr_size = image.ptr_size;
+  plan.string_max = spec.options.string_max;
+  plan.header_size = kEventHeaderSize;
+
+  if (image.arch != Arch::X86_64)
+    throw UserError("unsupported-arch",
+                    fmt::format("{} is a {} binary; this version of weave traces amd64 binaries",
+                                image.path, arch_name(image.arch)),
+                    SourceLoc{image.path});
+  ArchRegisters regs = amd64_registers();
+  GoVersion version = parse_go_version(plan.target.go_version);
+  bool version_has_regabi = version.major > 1 || (version.major == 1 && version.minor >= 17);
+
+  if (auto goid = debug.member_offset("runtime.g", "goid")) {
+    plan.goid_offset = *goid;
+    plan.goid_source = "DWARF runtime.g.goid";
+  } else {
+    plan.goid_offset = goid_offset_for(version);
+    plan.goid_source = "table for " + plan.target.go_version;
+  }
+  plan.g_register = regs.g;
+  plan.g_register_name = regs.g_name;
+
+  for (size_t index = 0; index < spec.probes.size(); ++index) {
+    const ProbeSpec &probe_spec = spec.probes[index];
+    const GoFunction *fn = debug.find_function(probe_spec.function);
+    if (!fn) {
+      std::string hint = did_you_mean(probe_spec.function, debug.function_names());
+      throw UserError("unknown-function",
+                      fmt::format("no function {} in {}", probe_spec.function, image.path),
+                      probe_spec.loc,
+                      hint.empty() ? "list the functions with: weave funcs " + image.path + " 'main.*'"
+                                   : hint);
+    }
+    ProbePlan probe;
+    probe.id = static_cast<int>(index);
+    probe.name = probe_spec.name;
+    probe.function = fn->name;
+    probe.program = fmt::format("probe_{}_entry", index);
+    probe.struct_name = fmt::format("probe_{}_event", index);
+
+    bool regabi = fn->regabi && version_has_regabi;
+    AbiConfig config = regabi ? abi_internal_amd64() : abi0(image.ptr_size);
+    probe.abi = config.name;
+
+    std::vector<const GoParam *> inputs;
+    std::vector<TypeId> input_types, result_types;
+    for (const GoParam &p : fn->params) {
+      if (p.is_result) {
+        result_types.push_back(p.type);
+      } else {
+        inputs.push_back(&p);
+        input_types.push_back(p.type);
+      }
+    }
+    FunctionLayout layout;
+    try {
+      layout = assign_locations(debug.types(), input_types, result_types, config);
+    } catch (const std::invalid_argument &e) {
+      throw UserError("unsupported-type", fmt::format("{}: {}", fn->name, e.what()), probe_spec.loc);
+    }
+
+    auto offset = file_offset(image, fn->low_pc);
+    if (!offset)
+      throw UserError("bad-address",
+                      fmt::format("{} at {:#x} is outside every loadable segment of {}", fn->name,
+                                  fn->low_pc, image.path),
+                      probe_spec.loc);
+    probe.attach.push_back({"entry", fn->low_pc, *offset, 0});
+
+    if (probe_spec.captures.size() > kMaxCaptures)
+      throw UserError("too-many-captures",
+                      fmt::format("probe {} captures {} values; at most {}", probe.name,
+                                  probe_spec.captures.size(), kMaxCaptures),
+                      probe_spec.captures[kMaxCaptures].loc);
+
+    Resolver resolver(debug.types(), regs, image.ptr_size, spec.options.string_max);
+    uint32_t event_offset = kEventHeaderSize;
+    for (size_t c = 0; c < probe_spec.captures.size(); ++c) {
+      const CaptureSpec &cs = probe_spec.captures[c];
+      CaptureExpr expr = parse_capture_expr(cs.expr, cs.loc);
+      size_t p = 0;
+      while (p < inputs.size() && inputs[p]->name != expr.root)
+        ++p;
+      if (p == inputs.size()) {
+        std::vector<std::string> names;
+        for (auto *in : inputs)
+          names.push_back(in->name);
+        std::string hint = did_you_mean(expr.root, names);
+        throw UserError("unknown-parameter",
+                        fmt::format("{} has no parameter {}", fn->name, expr.root),
+                        advance(cs.loc, expr.root_column),
+                        (hint.empty() ? "" : hint + " ") + "parameters: " +
+                            (names.empty() ? "(none)" : join(names)));
+      }
+      CapturePlan capture;
+      capture.expr = cs.expr;
+      capture.loc = cs.loc;
+      capture.fault_bit = static_cast<int>(c);
+
+      TypeId type = inputs[p]->type;
+      std::string path = expr.root;
+      Place place = resolver.root_place(expr.root, type, layout.inputs[p]);
+      for (const ExprStep &step : expr.steps) {
+        const GoType *t = &debug.types().at(type);
+        SourceLoc step_loc = advance(cs.loc, step.column);
+        if (step.kind == ExprStep::Kind::Deref) {
+          if (t->kind != TypeKind::Pointer || t->elem == kNoType)
+            throw UserError("not-a-pointer",
+                            fmt::format("*{}: {} is {}, not a pointer", path, path, t->name),
+                            advance(cs.loc, 0));
+          place = resolver.deref(place, path, t->name, step_loc);
+          path = "*" + path;
+          type = t->elem;
+          continue;
+        }
+        // A selector on a pointer to a struct follows the pointer first, as Go does.
+        if (t->kind == TypeKind::Pointer && t->elem != kNoType &&
+            debug.types().at(t->elem).kind == TypeKind::Struct) {
+          place = resolver.deref(place, path, t->name, step_loc);
+          type = t->elem;
+          t = &debug.types().at(type);
+        }
+        if (t->kind != TypeKind::Struct)
+          throw UserError("not-a-struct",
+                          fmt::format("{} is {} ({}), which has no field {}", path, t->name,
+                                      kind_name(t->kind), step.name),
+                          step_loc);
+        const GoField *field = nullptr;
+        for (const GoField &f : t->fields)
+          if (f.name == step.name)
+            field = &f;
+        if (!field) {
+          auto names = field_names(*t);
+          std::string hint = did_you_mean(step.name, names);
+          throw UserError("unknown-field",
+                          fmt::format("{} ({}) has no field {}", path, t->name, step.name), step_loc,
+                          (hint.empty() ? "" : hint + " ") + "fields: " + join(names));
+        }
+        place = resolver.member(place, field->offset, debug.types().at(field->type).size);
+        path += "." + step.name;
+        type = field->type;
+      }
+      capture.go_type = debug.types().at(type).name;
+      resolver.emit(place, type, "", path, cs.loc, capture, 0);
+      event_offset = layout_fields(capture, event_offset);
+      probe.captures.push_back(std::move(capture));
+    }
+    probe.event_size = event_offset;
+    plan.probes.push_back(std::move(probe));
+  }
+  return plan;
+}
+
+std::string dump_plan(const Plan &plan) {
+  std::ostringstream out;
+  out << fmt::format("target {} build_id={} go={} arch={} ptr_size={}\n", plan.target.path,
+                     plan.target.build_id, plan.target.go_version, plan.target.arch,
+                     plan.target.ptr_size);
+  out << fmt::format("goid *({} + {}) from {}\n", plan.g_register_name, plan.goid_offset,
+                     plan.goid_source);
+  auto read_text = [](const ValueRead &r) {
+    std::string text = r.base_reg;
+    for (const auto &l : r.loads)
+      text = fmt::format("*{}({} + {})", l.size, text, l.offset);
+    return text;
+  };
+  for (const auto &probe : plan.probes) {
+    out << fmt::format("probe {} {} {} program={} event_size={}\n", probe.id, probe.name, probe.abi,
+                       probe.program, probe.event_size);
+    for (const auto &a : probe.attach)
+      out << fmt::format("  attach {} vaddr={:#x} file_offset={:#x} cookie={}\n", a.kind, a.vaddr,
+                         a.file_offset, a.cookie);
+    for (const auto &c : probe.captures) {
+      out << fmt::format("  capture {} : {} fault_bit={}\n", c.expr, c.go_type, c.fault_bit);
+      for (const auto &f : c.fields) {
+        out << fmt::format("    field '{}' {} {} size={} offset={}", f.name, f.kind, f.go_type,
+                           f.size, f.offset);
+        out << " value=" << read_text(f.value);
+        if (f.kind == "string")
+          out << fmt::format(" length={} max_len={}", read_text(f.length), f.max_len);
+        out << "\n";
+      }
+    }
+  }
+  return out.str();
+}
+
+} // namespace weave

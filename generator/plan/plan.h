@@ -1,0 +1,100 @@
+// Stage 5 — plan: the spec resolved against the binary. The single source of truth: codegen renders
+// the BPF C from it, and the manifest the runtime decodes events with is this same data serialized.
+//
+// A captured value is read by a ValueRead: start from a register (or the stack pointer), then follow
+// a chain of loads, each "address = current + offset; current = load(size)". No loads means the value
+// is the register itself. Every number is computed here; templates only print them.
+#pragma once
+
+#include "common/diag.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weave {
+
+struct Spec;
+struct BinaryImage;
+class DebugInfo;
+
+struct LoadStep {
+  int64_t offset = 0;
+  uint32_t size = 8;   // bytes loaded (the last step loads the value itself)
+  std::string comment; // what this load reads: "req.Header: *main.Header at +8"
+};
+
+struct ValueRead {
+  std::string base_reg;     // pt_regs field: "bx", "sp"
+  std::string base_comment; // "req: *main.Request in RBX (integer argument register 1)"
+  std::vector<LoadStep> loads;
+  uint32_t size = 8; // size of the final value in bytes (masks a register value to this width)
+};
+
+// EventField is one slot of the event record.
+//  int/uint/bool/pointer: 8 bytes at `offset` (ints sign- or zero-extended from `size`).
+//  string: 8-byte length at `offset`, then `max_len` bytes of data at offset + 8.
+struct EventField {
+  std::string name;    // path inside the capture: "" for the value itself, "Header.Port" in a struct
+  std::string kind;    // "int", "uint", "bool", "pointer", "string"
+  std::string go_type; // "int16", "string", "*main.Header"
+  uint32_t size = 8;   // declared byte size of the Go value (1, 2, 4, 8; 16 for strings)
+  uint32_t offset = 0; // in the event record
+  uint32_t max_len = 0; // string: bytes reserved for data
+  ValueRead value;      // scalar value, or a string's data pointer
+  ValueRead length;     // string only: its length
+};
+
+struct CapturePlan {
+  std::string expr; // as written in the spec: the output key
+  SourceLoc loc;
+  std::string go_type;
+  int fault_bit = 0; // bit in the event header's `faults` set when any read of this capture faults
+  std::vector<EventField> fields;
+};
+
+struct AttachPoint {
+  std::string kind; // "entry"
+  uint64_t vaddr = 0;
+  uint64_t file_offset = 0;
+  uint64_t cookie = 0; // passed to the program with bpf_get_attach_cookie
+};
+
+struct ProbePlan {
+  int id = 0;
+  std::string name;
+  std::string function;
+  std::string abi;      // "ABIInternal" / "ABI0"
+  std::string program;  // BPF program name: "probe_0_entry"
+  std::vector<AttachPoint> attach;
+  std::vector<CapturePlan> captures;
+  uint32_t event_size = 0;
+  std::string struct_name; // C struct of its event: "probe_0_event"
+};
+
+struct TargetInfo {
+  std::string path; // as given on the command line
+  std::string build_id;
+  std::string go_version;
+  std::string arch; // "amd64"
+  int ptr_size = 8;
+};
+
+struct Plan {
+  TargetInfo target;
+  int string_max = 64;
+  uint64_t goid_offset = 0;     // of goid inside runtime.g
+  std::string goid_source;      // "DWARF runtime.g.goid" / "Go version table"
+  std::string g_register;       // pt_regs field holding g at ABIInternal entries ("r14")
+  std::string g_register_name;  // "R14"
+  uint32_t header_size = 0;     // sizeof(struct weave_event_header)
+  std::vector<ProbePlan> probes;
+};
+
+// Resolves every probe; throws UserError pointing at the spec node at fault.
+Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug);
+
+// Deterministic text dump for `weave build --dump=plan`.
+std::string dump_plan(const Plan &plan);
+
+} // namespace weave

@@ -1,0 +1,426 @@
+// Stage 1 — spec: reads a probe spec, checks it against specs/weave.schema.json and builds the
+// Spec.
+//
+// YAML and JSON go through the same parser, yaml-cpp (JSON is YAML's flow style), so every error in
+// either points at a line and column. yaml-cpp 0.7 accepts a few things a spec must not contain
+// (a key twice in one mapping, an unterminated quoted string at the end of the file, an alias
+// inside its own anchor); Linter catches those before the schema is checked.
+#include "spec/spec.h"
+
+#include "spec/schema.h"
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <unistd.h>
+
+namespace weave {
+
+namespace {
+
+using spec_schema::describe_found;
+using spec_schema::location;
+using spec_schema::quote;
+
+const char *const kExample = "a spec lists the functions to trace, e.g. "
+                             "probes: [{function: main.main}]";
+
+std::string unreadable_hint(int error, const std::string &path) {
+  switch (error) {
+  case ENOENT:
+    if (std::filesystem::path(path).is_relative()) {
+      std::error_code ec;
+      auto cwd = std::filesystem::current_path(ec);
+      if (!ec)
+        return "the path is relative to the current directory, " + cwd.string();
+    }
+    return {};
+  case EACCES:
+    return "weave needs read permission on the file and search permission on its directories";
+  case EISDIR:
+    return "give the path of a spec file (YAML or JSON), not of a directory";
+  default:
+    return {};
+  }
+}
+
+[[noreturn]] void unreadable(const std::string &what, const std::string &path) {
+  int error = errno;
+  throw UserError("spec-unreadable", what + ": " + std::strerror(error), SourceLoc{path},
+                  unreadable_hint(error, path));
+}
+
+std::string read_file(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    unreadable("cannot open the spec file", path);
+  std::string text;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int error = errno;
+      ::close(fd);
+      errno = error;
+      unreadable("cannot read the spec file", path);
+    }
+    if (n == 0)
+      break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+SourceLoc loc_at(const std::string &text, size_t pos, const std::string &path) {
+  SourceLoc loc{path, 1, 1};
+  for (size_t i = 0; i < pos && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++loc.line;
+      loc.column = 1;
+    } else {
+      ++loc.column;
+    }
+  }
+  return loc;
+}
+
+std::string line_at(const std::string &text, int line) {
+  std::istringstream in(text);
+  std::string content;
+  for (int n = 1; std::getline(in, content); ++n)
+    if (n == line)
+      return content;
+  return {};
+}
+
+// The end of the quoted scalar whose opening quote is at `open`, or nullopt when the file ends
+// first.
+std::optional<size_t> closing_quote(const std::string &text, size_t open) {
+  char quote_char = text[open];
+  for (size_t i = open + 1; i < text.size(); ++i) {
+    if (quote_char == '"' && text[i] == '\\')
+      ++i;
+    else if (text[i] == quote_char && quote_char == '\'' && i + 1 < text.size() &&
+             text[i + 1] == '\'')
+      ++i; // '' is an escaped quote in a single-quoted scalar
+    else if (text[i] == quote_char)
+      return i;
+  }
+  return std::nullopt;
+}
+
+// Where a quoted scalar starts that is never closed, found by a rough scan that knows quotes begin
+// a node. Only asked when yaml-cpp already failed at the end of the file, to explain why.
+std::optional<size_t> unterminated_quote(const std::string &text) {
+  bool node_start = true;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if ((c == '"' || c == '\'') && node_start) {
+      auto end = closing_quote(text, i);
+      if (!end)
+        return i;
+      i = *end;
+      node_start = false;
+    } else if (c == '#' && (i == 0 || std::isspace(static_cast<unsigned char>(text[i - 1])))) {
+      while (i + 1 < text.size() && text[i + 1] != '\n')
+        ++i;
+    } else if (std::string_view("\n:,[{-?").find(c) != std::string_view::npos) {
+      node_start = true;
+    } else if (c != ' ' && c != '\t' && c != '\r') {
+      node_start = false;
+    }
+  }
+  return std::nullopt;
+}
+
+// The character at `pos` as a message shows it: "','", "the end of the line".
+std::string shown_char(const std::string &text, size_t pos) {
+  if (pos >= text.size())
+    return "the end of the file";
+  if (text[pos] == '\n' || text[pos] == '\r')
+    return "the end of the line";
+  size_t end = pos + 1;
+  while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+    ++end;
+  return "'" + text.substr(pos, end - pos) + "'";
+}
+
+// yaml-cpp's messages name its parser's states ("end of map flow not found"); say instead what is
+// wrong in the text, and how it is usually fixed.
+UserError syntax_error(const YAML::Exception &e, const std::string &text, const std::string &path) {
+  auto error = [&](std::string message, SourceLoc loc, std::string hint = {}) {
+    return UserError("spec-syntax", std::move(message), std::move(loc), std::move(hint));
+  };
+  if (e.mark.is_null())
+    return error(e.msg, SourceLoc{path});
+  SourceLoc loc{path, e.mark.line + 1, e.mark.column + 1};
+  size_t pos = std::min(static_cast<size_t>(e.mark.pos), text.size());
+  std::string here = shown_char(text, pos);
+  const std::string &msg = e.msg;
+  const char *indent_hint = "the keys of one mapping, and the \"-\" items of one list, must start "
+                            "in the same column";
+
+  std::string line = line_at(text, loc.line);
+  size_t indent = std::min(line.find_first_not_of(" \t"), line.size());
+  size_t tab = line.find('\t');
+  if (tab < indent)
+    return error("tab in indentation", {path, loc.line, static_cast<int>(tab) + 1},
+                 "YAML indents with spaces only");
+
+  bool at_end = text.find_first_not_of(" \t\r\n", pos) == std::string::npos;
+  if (at_end && (msg == YAML::ErrorMsg::END_OF_MAP_FLOW || msg == YAML::ErrorMsg::END_OF_SEQ_FLOW ||
+                 msg == YAML::ErrorMsg::EOF_IN_SCALAR)) {
+    if (auto open = unterminated_quote(text))
+      return error("unterminated string", loc_at(text, *open, path),
+                   "the string's closing quote is missing");
+  }
+  if (at_end &&
+      (msg == YAML::ErrorMsg::END_OF_MAP_FLOW || msg == YAML::ErrorMsg::END_OF_SEQ_FLOW)) {
+    size_t last = text.find_last_not_of(" \t\r\n");
+    bool map = msg == YAML::ErrorMsg::END_OF_MAP_FLOW;
+    return error(std::string("missing '") + (map ? "}" : "]") + "' at the end of the file",
+                 loc_at(text, last == std::string::npos ? 0 : last + 1, path),
+                 std::string("a '") + (map ? "{" : "[") + "' above is never closed");
+  }
+  if (msg == YAML::ErrorMsg::END_OF_MAP_FLOW)
+    return error("expected ',' or '}' before this", loc,
+                 "the entries of a {...} mapping are separated by commas");
+  if (msg == YAML::ErrorMsg::END_OF_SEQ_FLOW)
+    return error("expected ',' or ']' before this", loc,
+                 "the items of a [...] list are separated by commas");
+  if (msg == YAML::ErrorMsg::FLOW_END)
+    return error("unexpected " + here, loc, "every '[' is closed by ']', and every '{' by '}'");
+  if (msg == YAML::ErrorMsg::END_OF_MAP || msg == YAML::ErrorMsg::END_OF_SEQ) {
+    // At the start of a line the indentation is at fault; within one, the token itself.
+    if (static_cast<size_t>(loc.column) == indent + 1)
+      return error("unexpected indentation", loc, indent_hint);
+    return error("unexpected " + here, loc);
+  }
+  if (msg == YAML::ErrorMsg::BLOCK_ENTRY)
+    return error("unexpected list item", loc, indent_hint);
+  if (msg == YAML::ErrorMsg::MAP_VALUE)
+    return error("unexpected " + here, loc,
+                 "a value containing \": \" must be quoted; a key must line up with the keys "
+                 "above it");
+  if (msg.starts_with(YAML::ErrorMsg::INVALID_ESCAPE)) {
+    // yaml-cpp marks the character after the escape; point at its backslash.
+    size_t backslash = text.rfind('\\', pos);
+    if (backslash != std::string::npos && text.find('\n', backslash) >= pos)
+      loc = loc_at(text, backslash, path);
+    return error(msg, loc, "write a backslash as \\\\ in a double-quoted string");
+  }
+  if (msg == YAML::ErrorMsg::UNKNOWN_TOKEN)
+    return error("unexpected " + here, loc,
+                 here == "'@'" || here == "'`'" ? "YAML reserves '@' and '`': quote a value that "
+                                                  "starts with one"
+                                                : "");
+  return error(msg, loc);
+}
+
+// Sees where each document of the stream starts and where its content is, from parser events alone.
+class DocumentScan : public YAML::EventHandler {
+public:
+  struct Document {
+    YAML::Mark start;
+    std::optional<YAML::Mark> content; // first node that is not null, if any
+  };
+  std::vector<Document> documents;
+
+  void OnDocumentStart(const YAML::Mark &mark) override { documents.push_back({mark, {}}); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark &, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark &mark, YAML::anchor_t) override { note(mark); }
+  void OnScalar(const YAML::Mark &mark, const std::string &, YAML::anchor_t,
+                const std::string &) override {
+    note(mark);
+  }
+  void OnSequenceStart(const YAML::Mark &mark, const std::string &, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    note(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark &mark, const std::string &, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    note(mark);
+  }
+  void OnMapEnd() override {}
+
+private:
+  void note(const YAML::Mark &mark) {
+    if (!documents.empty() && !documents.back().content)
+      documents.back().content = mark;
+  }
+};
+
+// The one document of the spec; a null node when there is none or it is empty ("---" alone, or only
+// comments).
+//
+// yaml-cpp 0.7's LoadAll loops forever, allocating, on some malformed input such as a lone ",": its
+// parser reports an empty document without consuming the token (jbeder/yaml-cpp#1040, fixed
+// upstream by #1319). So the documents are first scanned by events, where a document that starts
+// where the previous one did is that bug and reported as a syntax error; once the scan ends,
+// LoadAll on the same text ends too.
+YAML::Node load(const std::string &text, const std::string &path) {
+  try {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentScan scan;
+    while (parser.HandleNextDocument(scan)) {
+      auto &docs = scan.documents;
+      if (docs.size() >= 2 && docs[docs.size() - 2].start.pos == docs.back().start.pos) {
+        int pos = docs.back().start.pos;
+        throw UserError("spec-syntax", "unexpected " + shown_char(text, static_cast<size_t>(pos)),
+                        loc_at(text, static_cast<size_t>(pos), path));
+      }
+    }
+    std::vector<size_t> with_content;
+    for (size_t i = 0; i < scan.documents.size(); ++i)
+      if (scan.documents[i].content)
+        with_content.push_back(i);
+    if (with_content.empty())
+      return YAML::Node(YAML::NodeType::Null);
+    if (with_content.size() > 1) {
+      const YAML::Mark &mark = *scan.documents[with_content[1]].content;
+      throw UserError("spec-syntax", "unexpected content after the end of the spec",
+                      SourceLoc{path, mark.line + 1, mark.column + 1},
+                      "a spec file holds one document; remove this, or the \"---\" before it");
+    }
+    return YAML::LoadAll(text).at(with_content[0]);
+  } catch (const YAML::Exception &e) {
+    throw syntax_error(e, text, path);
+  }
+}
+
+// Rejects what yaml-cpp accepts but a spec must not contain.
+class Linter {
+public:
+  Linter(const std::string &text, const std::string &path) : text_(text), path_(path) {}
+
+  void lint(const YAML::Node &node) {
+    // Aliases make the tree a graph: an alias inside its own anchor would recurse forever, and
+    // nested aliases can expand a small file exponentially ("billion laughs").
+    for (const auto &ancestor : ancestors_)
+      if (ancestor.is(node))
+        throw UserError("spec-syntax", "an alias refers to a node that contains it",
+                        location(node, path_), "a spec cannot be recursive");
+    if (++visited_ > kMaxNodes)
+      throw UserError("spec-syntax",
+                      "the spec has more than " + std::to_string(kMaxNodes) +
+                          " values once its aliases are expanded",
+                      location(node, path_));
+    if (node.IsScalar()) {
+      size_t pos = node.Mark().is_null() ? text_.size() : static_cast<size_t>(node.Mark().pos);
+      if (pos < text_.size() && (text_[pos] == '"' || text_[pos] == '\'') && node.Tag() == "!" &&
+          !closing_quote(text_, pos))
+        throw UserError("spec-syntax", "unterminated string", location(node, path_),
+                        "the string's closing quote is missing");
+      return;
+    }
+    ancestors_.push_back(node);
+    if (node.IsSequence()) {
+      for (const auto &item : node)
+        lint(item);
+    } else if (node.IsMap()) {
+      // yaml-cpp keeps both pairs of a repeated key and lookups see only the first, so a repeated
+      // key would silently lose its second value.
+      std::map<std::string, YAML::Node> seen;
+      for (const auto &pair : node) {
+        const YAML::Node &key = pair.first;
+        lint(key);
+        if (key.IsScalar()) {
+          auto [first, inserted] = seen.emplace(key.Scalar(), key);
+          if (!inserted)
+            throw UserError("duplicate-key", "duplicate key " + quote(key.Scalar()),
+                            location(key, path_),
+                            quote(key.Scalar()) + " is first given at line " +
+                                std::to_string(location(first->second, path_).line));
+        }
+        lint(pair.second);
+      }
+    }
+    ancestors_.pop_back();
+  }
+
+private:
+  static constexpr size_t kMaxNodes = 100000;
+  const std::string &text_;
+  const std::string &path_;
+  std::vector<YAML::Node> ancestors_;
+  size_t visited_ = 0;
+};
+
+Spec build(const YAML::Node &root, const std::string &path) {
+  Spec spec;
+  spec.path = path;
+  std::map<std::string, SourceLoc> names;
+  for (const auto &probe : root["probes"]) {
+    ProbeSpec p;
+    YAML::Node function = probe["function"];
+    p.function = function.Scalar();
+    p.loc = location(function, path);
+    YAML::Node name = probe["name"];
+    p.name = name ? name.Scalar() : p.function;
+    SourceLoc name_loc = name ? location(name, path) : p.loc;
+    if (YAML::Node captures = probe["capture"])
+      for (const auto &capture : captures)
+        p.captures.push_back({capture.Scalar(), location(capture, path)});
+    auto [first, inserted] = names.emplace(p.name, name_loc);
+    if (!inserted)
+      throw UserError("duplicate-probe", "duplicate probe name " + quote(p.name), name_loc,
+                      "the first probe named " + quote(p.name) + " is at line " +
+                          std::to_string(first->second.line) +
+                          "; set a different \"name\" on one of them");
+    spec.probes.push_back(std::move(p));
+  }
+  if (YAML::Node options = root["options"])
+    if (YAML::Node string_max = options["string_max"])
+      spec.options.string_max = static_cast<int>(*spec_schema::parse_integer(string_max.Scalar()));
+  return spec;
+}
+
+} // namespace
+
+Spec parse_spec_file(const std::string &path) {
+  return parse_spec_text(read_file(path), path);
+}
+
+Spec parse_spec_text(const std::string &text, const std::string &path) {
+  YAML::Node root = load(text, path);
+  if (root.IsNull())
+    throw UserError("spec-schema", "the spec is empty", SourceLoc{path}, kExample);
+  Linter(text, path).lint(root);
+  if (!root.IsMap())
+    throw UserError("spec-schema",
+                    "the spec must be a mapping with a \"probes\" list, found " +
+                        describe_found(root),
+                    location(root, path), kExample);
+  spec_schema::validate(root, spec_schema::spec_schema(), path);
+  return build(root, path);
+}
+
+std::string dump_spec(const Spec &spec) {
+  std::ostringstream out;
+  for (size_t i = 0; i < spec.probes.size(); ++i) {
+    const ProbeSpec &probe = spec.probes[i];
+    std::string prefix = "probes[" + std::to_string(i) + "].";
+    out << prefix << "name = " << quote(probe.name) << "\n";
+    out << prefix << "function = " << quote(probe.function) << "\n";
+    for (size_t j = 0; j < probe.captures.size(); ++j)
+      out << prefix << "capture[" << j << "] = " << quote(probe.captures[j].expr) << "\n";
+  }
+  out << "options.string_max = " << spec.options.string_max << "\n";
+  return out.str();
+}
+
+} // namespace weave

@@ -1,0 +1,52 @@
+// Stage 1 — spec: the probe specification a user writes, in YAML or JSON (same model).
+//
+//   probes:
+//     - function: main.(*Server).Handle
+//       capture: [req.Path, req.Header.Port, deadline, s.Name]
+//   options: {string_max: 64}
+//
+// Every node keeps its source location so later stages can point at it. The document is validated
+// against specs/weave.schema.json (embedded into weave at build time) before it is turned into a Spec.
+#pragma once
+
+#include "common/diag.h"
+
+#include <string>
+#include <vector>
+
+namespace weave {
+
+struct CaptureSpec {
+  std::string expr; // exactly as written, e.g. "req.Header.Port"; also the output key
+  SourceLoc loc;
+};
+
+struct ProbeSpec {
+  std::string name;     // "name:" if given, else the function name; unique within the spec
+  std::string function; // exact Go symbol name
+  SourceLoc loc;        // of the function name
+  std::vector<CaptureSpec> captures;
+};
+
+struct SpecOptions {
+  int string_max = 64; // bytes copied from each string (1..4096)
+};
+
+struct Spec {
+  std::string path; // as given on the command line
+  std::vector<ProbeSpec> probes;
+  SpecOptions options;
+};
+
+// Parses and validates a spec file. The format is chosen by content, not by name: JSON is parsed by
+// the same YAML parser (JSON is YAML's flow style), so both keep line:column for every node.
+// Throws UserError ([spec-syntax], [spec-schema], [duplicate-probe], [spec-unreadable]).
+Spec parse_spec_file(const std::string &path);
+
+// The same from text already in memory; `path` is only used in locations.
+Spec parse_spec_text(const std::string &text, const std::string &path);
+
+// Deterministic dump for `weave build --dump=spec`.
+std::string dump_spec(const Spec &spec);
+
+} // namespace weave

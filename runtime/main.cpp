@@ -1,0 +1,551 @@
+// weave-tracer: the runtime half of a weave tracer. `weave build` appends a BPF object and its
+// manifest to a copy of this program (payload.h); run, it attaches the probes to a Go binary and
+// prints one line per event until the traced program exits or it is interrupted.
+//
+//   tracer [--format text|json] [--pid N] [--binary PATH] [-v] [--version] [-- CMD ARGS...]
+#include <CLI/CLI.hpp>
+#include <bpf/libbpf.h>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/elf_notes.h"
+#include "loader.h"
+#include "manifest.h"
+#include "output.h"
+#include "payload.h"
+
+namespace {
+
+using namespace weave;
+
+constexpr int kExitSetup = 2;      // usage and setup errors: nothing was traced
+constexpr int kExitRuntime = 1;    // tracing started but broke
+constexpr int kExitNotFound = 127; // the command after -- could not be run, as in a shell
+
+template <typename... Args> void say(fmt::format_string<Args...> format, Args &&...args) {
+  fmt::print(stderr, "weave: {}\n", fmt::format(format, std::forward<Args>(args)...));
+}
+
+std::string count(size_t n, const char *noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
+uint64_t monotonic_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+}
+
+// ---- Signals ----------------------------------------------------------------------------------
+// The handler only records and forwards; the poll loop notices within one poll timeout because
+// the signal interrupts epoll_wait (installed without SA_RESTART).
+volatile sig_atomic_t g_signal = 0;       // the last SIGINT/SIGTERM
+volatile sig_atomic_t g_signal_count = 0; // how many arrived
+volatile pid_t g_child = 0;               // the command started after --, once it runs
+
+void on_signal(int sig, siginfo_t *info, void *) {
+  g_signal = sig;
+  g_signal_count = g_signal_count + 1;
+  // Ctrl-C reaches the whole foreground process group, the child included, and then arrives here
+  // as SI_KERNEL: forwarding it would deliver it twice. A `kill` aimed at the tracer alone
+  // (SI_USER) is passed on.
+  if (g_child > 0 && info->si_code != SI_KERNEL)
+    kill(g_child, sig);
+}
+
+void install_signal_handlers() {
+  struct sigaction sa = {};
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  // A closed stdout (`tracer | head`) becomes a write error the loop handles, not a silent death
+  // that would skip the summary.
+  signal(SIGPIPE, SIG_IGN);
+}
+
+// ---- Command line -----------------------------------------------------------------------------
+struct Options {
+  std::string format = "text";
+  pid_t pid = 0;
+  std::string binary;
+  int verbosity = 0;
+  bool version = false;
+  std::string object_path;          // debugging: instead of the embedded payload
+  std::string manifest_path;        // debugging: instead of the embedded payload
+  std::vector<std::string> command; // after --
+};
+
+// Returns -1 to go on, else the exit code.
+int parse_command_line(int argc, char **argv, Options &opt) {
+  // Everything after the first "--" is the command, taken verbatim: CLI11 would otherwise try to
+  // read the command's own flags (`-rounds 2`) as ours.
+  int ours = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--") == 0) {
+      ours = i;
+      opt.command.assign(argv + i + 1, argv + argc);
+      break;
+    }
+
+  CLI::App app{"Traces the Go functions this tracer was built for (by `weave build`) and prints "
+               "one line per call.",
+               "tracer"};
+  app.add_option("--format", opt.format, "output: text lines, or JSON lines")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--pid", opt.pid, "trace only process N, until it exits")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--binary", opt.binary,
+                 "the binary to attach to (default: CMD, /proc/N/exe, or the path recorded at "
+                 "build time)");
+  app.add_flag("-v,--verbose", opt.verbosity,
+               "show libbpf's messages (twice: with its debug output)");
+  app.add_flag("--version", opt.version, "print versions and the target this tracer is for");
+  auto *object = app.add_option("--object", opt.object_path,
+                                "debugging: use this BPF object instead of the embedded one");
+  auto *manifest = app.add_option("--manifest", opt.manifest_path,
+                                  "debugging: use this manifest instead of the embedded one");
+  object->needs(manifest);
+  manifest->needs(object);
+  app.allow_extras();
+  app.footer("  -- CMD ARGS...             attach first, then run CMD and trace only it; exit "
+             "with its status\n\nWithout --pid or --, every process running the binary is "
+             "traced until Ctrl-C.");
+  try {
+    app.parse(ours, argv);
+  } catch (const CLI::ParseError &e) {
+    int code = app.exit(e); // prints help, or the error with a hint
+    return code == 0 ? 0 : kExitSetup;
+  }
+  if (std::vector<std::string> extras = app.remaining(); !extras.empty()) {
+    const std::string &extra = extras.front(); // remaining() returns a copy: keep it alive
+    if (extra.size() > 1 && extra[0] == '-')
+      say("unknown option '{}' (see --help)", extra);
+    else
+      say("unexpected argument '{}'; to start a program, put it after --: tracer [options] -- "
+          "CMD ARGS...",
+          extra);
+    return kExitSetup;
+  }
+  if (opt.pid && !opt.command.empty()) {
+    say("--pid and -- CMD exclude each other: trace a running process, or start one");
+    return kExitSetup;
+  }
+  if (ours < argc && opt.command.empty()) {
+    say("nothing after --: give the command to run");
+    return kExitSetup;
+  }
+  return -1;
+}
+
+bool read_file(const std::string &path, std::string &out, std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  out = text.str();
+  return true;
+}
+
+// Resolves a command the way execvp would: as is when it has a slash, else the first executable
+// regular file of that name in $PATH. "" when there is none, which fails like a shell does (127).
+std::string find_command(const std::string &command) {
+  if (command.find('/') != std::string::npos)
+    return access(command.c_str(), X_OK) == 0 ? command : std::string();
+  const char *env = getenv("PATH");
+  std::string path = env ? env : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t colon = path.find(':', start);
+    std::string dir = path.substr(start, colon == std::string::npos ? colon : colon - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + command;
+    struct stat st;
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (colon == std::string::npos)
+      break;
+    start = colon + 1;
+  }
+  return {};
+}
+
+// Whether process `pid` still runs: it exists and is not a zombie waiting for its parent.
+bool process_alive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno != EPERM)
+    return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line))
+    return false;
+  size_t paren = line.rfind(')'); // the command name in parentheses may itself hold ") "
+  return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
+}
+
+int exit_status(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void print_version(const Manifest *m) {
+  fmt::print("weave-tracer {}\n", WEAVE_VERSION);
+  if (!m) {
+    fmt::print("no probes: this is the runtime alone; `weave build` makes a tracer\n");
+    return;
+  }
+  fmt::print("built by weave {} (manifest format {})\n",
+             m->weave_version.empty() ? "?" : m->weave_version, m->format);
+  fmt::print("target: {}\nbuild id: {}\ngo: {} {}\n", m->target.path, m->target.build_id,
+             m->target.go_version, m->target.arch);
+  fmt::print("{} at {}\n", count(m->probes.size(), "probe"),
+             count(m->attach_count(), "attach point"));
+}
+
+// ---- The command after -- ---------------------------------------------------------------------
+// The child is forked before anything is attached and waits on a pipe; the tracer attaches,
+// filters on the child's pid, and only then lets it exec. So no call is missed, and nothing but
+// the child is traced. If the tracer fails, it closes the pipe and the child exits unexec'd.
+struct Child {
+  pid_t pid = 0;
+  int release_fd = -1;
+};
+
+Child fork_waiting_child(const std::string &path, const std::vector<std::string> &command) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    return {};
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return {};
+  }
+  if (pid == 0) {
+    close(fds[1]);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL); // ignored dispositions survive exec; the program expects defaults
+    char go;
+    ssize_t n;
+    do
+      n = read(fds[0], &go, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+      _exit(kExitNotFound); // the tracer could not attach and has said why
+    std::vector<char *> argv;
+    for (const std::string &arg : command)
+      argv.push_back(const_cast<char *>(arg.c_str()));
+    argv.push_back(nullptr);
+    // The resolved path, not execvp: it is the file whose build id was checked.
+    execv(path.c_str(), argv.data());
+    fmt::print(stderr, "weave: cannot run '{}': {}\n", command[0], std::strerror(errno));
+    _exit(kExitNotFound);
+  }
+  close(fds[0]);
+  return {pid, fds[1]};
+}
+
+// ---- Consuming events -------------------------------------------------------------------------
+int on_sample(void *ctx, void *data, size_t size) {
+  static_cast<EventWriter *>(ctx)->on_event(data, size);
+  return 0;
+}
+
+// EventStream drains the ring buffer in batches. With wakeups (BPF submits with flags 0) it
+// sleeps in ring_buffer__poll until data arrives. With BPF_RB_NO_WAKEUP submits nothing would
+// wake that poll and the buffer would fill, so it calls ring_buffer__consume on a short timer
+// instead; DESIGN.md measured that to keep up with a million events. The generator chooses by
+// options.ringbuf_wakeup in the manifest.
+class EventStream {
+public:
+  static constexpr int kPollTimeoutMs = 50;
+  static constexpr long kConsumeIntervalNs = 5'000'000;
+
+  EventStream(ring_buffer *rb, EventWriter &writer, bool wakeup)
+      : rb_(rb), writer_(writer), wakeup_(wakeup) {}
+
+  // Waits up to one interval for events and prints what arrived. Returns a negative errno on
+  // failure; an interrupting signal is not one.
+  int wait_and_drain() {
+    int n;
+    if (wakeup_) {
+      n = ring_buffer__poll(rb_, kPollTimeoutMs);
+    } else {
+      n = ring_buffer__consume(rb_);
+      if (n == 0) {
+        struct timespec ts = {0, kConsumeIntervalNs};
+        nanosleep(&ts, nullptr);
+      }
+    }
+    writer_.flush();
+    return n == -EINTR ? 0 : n;
+  }
+
+  // Prints everything already in the buffer. Bounded, because in all-process mode producers may
+  // keep writing while we drain.
+  void drain_all() {
+    for (int round = 0; round < 1000; ++round) {
+      int n = ring_buffer__consume(rb_);
+      if (n == -EINTR)
+        continue;
+      if (n <= 0)
+        break;
+    }
+    writer_.flush();
+  }
+
+private:
+  ring_buffer *rb_;
+  EventWriter &writer_;
+  bool wakeup_;
+};
+
+void print_summary(const Manifest &m, const EventWriter &writer, const std::vector<uint64_t> &lost,
+                   bool lost_known) {
+  uint64_t total_events = 0, total_lost = 0;
+  for (size_t i = 0; i < m.probes.size(); ++i) {
+    uint64_t l = lost_known ? lost[i] : 0;
+    total_events += writer.events_per_probe()[i];
+    total_lost += l;
+    say("{}: {} events, {} lost", m.probes[i].name, writer.events_per_probe()[i], l);
+  }
+  if (m.probes.size() > 1)
+    say("total: {} events, {} lost", total_events, total_lost);
+  if (total_lost > 0)
+    say("{} events lost (ring buffer full)", total_lost);
+  if (!lost_known)
+    say("the number of lost events is unknown");
+  if (writer.malformed() > 0)
+    say("{} malformed events skipped (they do not match the manifest)", writer.malformed());
+}
+
+enum class Mode { Command, Pid, All };
+
+int run(int argc, char **argv) {
+  uint64_t start_ns = monotonic_ns(); // the zero of the text format's time column
+
+  Options opt;
+  if (int code = parse_command_line(argc, argv, opt); code >= 0)
+    return code;
+
+  std::string object, manifest_text, error;
+  if (!opt.object_path.empty()) {
+    if (!read_file(opt.object_path, object, error) ||
+        !read_file(opt.manifest_path, manifest_text, error)) {
+      say("{}", error);
+      return kExitSetup;
+    }
+  } else {
+    std::optional<Payload> payload = read_payload("/proc/self/exe", error);
+    if (!payload) {
+      if (!error.empty()) {
+        say("{}", error);
+        return kExitSetup;
+      }
+      if (opt.version) {
+        print_version(nullptr);
+        return 0;
+      }
+      say("this is the weave tracer runtime without probes; `weave build` makes a tracer");
+      return kExitSetup;
+    }
+    object = std::move(payload->object);
+    manifest_text = std::move(payload->manifest);
+  }
+  std::optional<Manifest> parsed = parse_manifest(manifest_text, error);
+  if (!parsed) {
+    say("manifest: {}", error);
+    return kExitSetup;
+  }
+  const Manifest &manifest = *parsed;
+  if (opt.version) {
+    print_version(&manifest);
+    return 0;
+  }
+  setup_libbpf_logging(opt.verbosity);
+
+  Mode mode = !opt.command.empty() ? Mode::Command : opt.pid ? Mode::Pid : Mode::All;
+  if (mode == Mode::Pid && !process_alive(opt.pid)) {
+    say("--pid {}: no such process", opt.pid);
+    return kExitSetup;
+  }
+
+  // The binary to attach to, and how to name it in messages.
+  std::string binary = opt.binary, command_path;
+  if (mode == Mode::Command) {
+    command_path = find_command(opt.command[0]);
+    if (command_path.empty()) {
+      say("cannot run '{}': {}", opt.command[0],
+          opt.command[0].find('/') == std::string::npos ? "not found in $PATH"
+                                                        : std::strerror(errno));
+      return kExitNotFound;
+    }
+  }
+  if (binary.empty())
+    binary = mode == Mode::Command ? command_path
+             : mode == Mode::Pid   ? "/proc/" + std::to_string(opt.pid) + "/exe"
+                                   : manifest.target.path;
+  std::string build_id = read_build_id_file(binary, error);
+  if (!error.empty()) {
+    say("{}: {}", binary, error);
+    return kExitSetup;
+  }
+  if (build_id != manifest.target.build_id) {
+    say("{} has build id {}, but this tracer was generated for build id {}; regenerate it with "
+        "weave build",
+        binary, build_id.empty() ? "(none)" : build_id, manifest.target.build_id);
+    return kExitSetup;
+  }
+
+  install_signal_handlers();
+  Child child;
+  if (mode == Mode::Command) {
+    child = fork_waiting_child(command_path, opt.command);
+    if (child.pid <= 0) {
+      say("cannot start '{}': {}", opt.command[0], std::strerror(errno));
+      return kExitSetup;
+    }
+    g_child = child.pid;
+  }
+  // Reaps the waiting child after a setup failure: closing the pipe makes it exit unexec'd.
+  auto abandon_child = [&] {
+    if (child.pid > 0) {
+      close(child.release_fd);
+      waitpid(child.pid, nullptr, 0);
+    }
+  };
+
+  Loader loader(manifest);
+  uint32_t tgid = mode == Mode::Command ? uint32_t(child.pid)
+                  : mode == Mode::Pid   ? uint32_t(opt.pid)
+                                        : 0;
+  // The pid filter goes in before the first attach, so no other process is ever traced.
+  if (!loader.load(object, error) || !loader.set_target_tgid(tgid, error) ||
+      !loader.attach(binary, binary, error)) {
+    say("{}", error);
+    show_libbpf_backlog();
+    abandon_child();
+    return kExitSetup;
+  }
+  object.clear();
+  object.shrink_to_fit(); // libbpf no longer needs it after load
+
+  EventWriter writer(manifest, opt.format == "json" ? OutputFormat::Json : OutputFormat::Text,
+                     start_ns, STDOUT_FILENO);
+  ring_buffer *rb = ring_buffer__new(loader.events_fd(), on_sample, &writer, nullptr);
+  if (!rb) {
+    say("map 'weave_events': cannot open the ring buffer: {}", std::strerror(errno));
+    show_libbpf_backlog();
+    abandon_child();
+    return kExitSetup;
+  }
+  EventStream stream(rb, writer, manifest.ringbuf_wakeup);
+
+  size_t points = loader.link_count();
+  if (mode == Mode::Command) {
+    if (opt.verbosity)
+      say("attached {} at {} in {}; starting {}", count(manifest.probes.size(), "probe"),
+          count(points, "point"), binary, opt.command[0]);
+    if (write(child.release_fd, "g", 1) != 1) {
+      say("cannot start '{}': {}", opt.command[0], std::strerror(errno));
+      abandon_child();
+      ring_buffer__free(rb);
+      return kExitSetup;
+    }
+    close(child.release_fd);
+  } else {
+    say("tracing {} at {} in {} ({}); Ctrl-C to stop", count(manifest.probes.size(), "probe"),
+        count(points, "point"), binary,
+        mode == Mode::Pid ? "pid " + std::to_string(opt.pid) : "all processes");
+  }
+
+  int exit_code = 0;
+  bool child_done = false, told_waiting = false, broken = false;
+  uint64_t first_signal_ns = 0, last_check_ns = 0;
+  while (true) {
+    if (g_signal_count > 0) {
+      // With a command, the signal went to it as well: keep tracing until it exits, so its
+      // shutdown is traced too. A second signal stops at once.
+      if (mode != Mode::Command || g_signal_count > 1)
+        break;
+      uint64_t now = monotonic_ns();
+      if (!first_signal_ns)
+        first_signal_ns = now;
+      if (!told_waiting && now - first_signal_ns > 500'000'000) {
+        say("waiting for pid {} to exit; interrupt again to stop tracing now", child.pid);
+        told_waiting = true;
+      }
+    }
+    int n = stream.wait_and_drain();
+    if (n < 0) {
+      say("map 'weave_events': reading the ring buffer failed: {}", std::strerror(-n));
+      broken = true;
+      break;
+    }
+    if (writer.failed()) {
+      say("{}; stopping", writer.error());
+      broken = true;
+      break;
+    }
+    uint64_t now = monotonic_ns();
+    if (mode == Mode::Command) {
+      int status;
+      if (waitpid(child.pid, &status, WNOHANG) == child.pid) {
+        child_done = true;
+        exit_code = exit_status(status);
+        break;
+      }
+    } else if (mode == Mode::Pid && now - last_check_ns >= 50'000'000) {
+      last_check_ns = now;
+      if (!process_alive(opt.pid))
+        break;
+    }
+  }
+
+  // Drain, detach, and drain again: the second pass prints what arrived while the links closed,
+  // so no event that the BPF side submitted goes unprinted.
+  stream.drain_all();
+  if (points > 20)
+    say("detaching {} attach points...", points);
+  loader.detach();
+  stream.drain_all();
+  std::vector<uint64_t> lost;
+  bool lost_known = loader.lost_per_probe(lost, error);
+  if (!lost_known)
+    say("{}", error);
+  ring_buffer__free(rb);
+  print_summary(manifest, writer, lost, lost_known);
+
+  if (mode == Mode::Command && !child_done) {
+    if (g_signal_count > 1) {
+      say("stopped tracing before pid {} exited", child.pid);
+      return 128 + g_signal;
+    }
+    // Tracing broke (say, `| head` exited): the program runs on untraced to its end, as it would
+    // in a shell pipeline, and then the failure is reported in the exit code.
+    int status = 0;
+    while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR)
+      ;
+    return kExitRuntime;
+  }
+  return broken ? kExitRuntime : exit_code;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  return run(argc, argv);
+}

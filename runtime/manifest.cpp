@@ -1,0 +1,400 @@
+#include "manifest.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include "event.h"
+
+namespace weave {
+
+namespace {
+
+using json = nlohmann::json;
+
+// ManifestError carries a message that already names the key; parse_manifest catches it.
+struct ManifestError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void fail(const std::string &path, const std::string &what) {
+  throw ManifestError(path + ": " + what);
+}
+
+std::string describe(const json &v) {
+  std::string text = v.dump();
+  return text.size() > 40 ? text.substr(0, 37) + "..." : text;
+}
+
+const json &member(const json &obj, const std::string &path, const char *key) {
+  auto it = obj.find(key);
+  if (it == obj.end())
+    fail(path.empty() ? key : path + "." + key, "missing");
+  return *it;
+}
+
+std::string key_path(const std::string &path, const char *key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+const json &object_at(const json &obj, const std::string &path, const char *key) {
+  const json &v = member(obj, path, key);
+  if (!v.is_object())
+    fail(key_path(path, key), "expected an object, found " + describe(v));
+  return v;
+}
+
+const json &array_at(const json &obj, const std::string &path, const char *key) {
+  const json &v = member(obj, path, key);
+  if (!v.is_array())
+    fail(key_path(path, key), "expected an array, found " + describe(v));
+  return v;
+}
+
+std::string string_at(const json &obj, const std::string &path, const char *key) {
+  const json &v = member(obj, path, key);
+  if (!v.is_string())
+    fail(key_path(path, key), "expected a string, found " + describe(v));
+  return v.get<std::string>();
+}
+
+std::string optional_string(const json &obj, const std::string &path, const char *key) {
+  return obj.contains(key) ? string_at(obj, path, key) : std::string();
+}
+
+// A non-negative integer: a JSON integer, or a string strtoull reads in full with base 0
+// ("0xa0580", "123"). strtoull would accept "-1" and " 1"; those are refused.
+uint64_t u64_value(const json &v, const std::string &path) {
+  if (v.is_number_unsigned())
+    return v.get<uint64_t>();
+  if (v.is_number_integer())
+    fail(path, "expected a non-negative integer, found " + describe(v));
+  if (v.is_string()) {
+    const std::string &s = v.get_ref<const std::string &>();
+    if (!s.empty() && s[0] >= '0' && s[0] <= '9') {
+      errno = 0;
+      char *end = nullptr;
+      unsigned long long n = std::strtoull(s.c_str(), &end, 0);
+      if (errno == 0 && *end == '\0')
+        return n;
+    }
+    fail(path, "expected an integer such as \"0x4a0580\", found " + describe(v));
+  }
+  fail(path, "expected an integer, found " + describe(v));
+}
+
+uint64_t u64_at(const json &obj, const std::string &path, const char *key) {
+  return u64_value(member(obj, path, key), key_path(path, key));
+}
+
+uint32_t u32_at(const json &obj, const std::string &path, const char *key, uint32_t max) {
+  uint64_t n = u64_at(obj, path, key);
+  if (n > max)
+    fail(key_path(path, key), std::to_string(n) + " is larger than " + std::to_string(max));
+  return static_cast<uint32_t>(n);
+}
+
+std::string indexed(const std::string &path, const char *key, size_t i) {
+  return key_path(path, key) + "[" + std::to_string(i) + "]";
+}
+
+// The ring buffer holds 4 MiB (weave_bpf.h); an event a good deal smaller keeps it useful.
+constexpr uint32_t kMaxEventSize = 1 << 20;
+
+FieldKind parse_kind(const json &obj, const std::string &path) {
+  std::string kind = string_at(obj, path, "kind");
+  if (kind == "int")
+    return FieldKind::Int;
+  if (kind == "uint")
+    return FieldKind::Uint;
+  if (kind == "bool")
+    return FieldKind::Bool;
+  if (kind == "pointer")
+    return FieldKind::Pointer;
+  if (kind == "string")
+    return FieldKind::String;
+  fail(path + ".kind", "unknown field kind \"" + kind +
+                           "\" (this tracer decodes int, uint, bool, pointer, string); "
+                           "the tracer and manifest come from different weave versions");
+}
+
+// Splits "A.B.C" into its segments; an empty segment is an error.
+std::vector<std::string> split_name(const std::string &name, const std::string &path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t dot = name.find('.', start);
+    std::string part = name.substr(start, dot == std::string::npos ? dot : dot - start);
+    if (part.empty())
+      fail(path, "field name \"" + name + "\" has an empty component");
+    parts.push_back(std::move(part));
+    if (dot == std::string::npos)
+      return parts;
+    start = dot + 1;
+  }
+}
+
+// Builds the display walk of a capture: its fields nest by the dots in their names, each struct
+// in order of first appearance, so {"Port", "Inner.Host", "Inner.Port"} prints as
+// {Port=.., Inner={Host=.., Port=..}}.
+struct Node {
+  std::string label;
+  int field = -1;
+  std::vector<Node> children;
+};
+
+void emit(const Node &node, std::vector<DisplayOp> &ops) {
+  if (node.field >= 0) {
+    ops.push_back({DisplayOp::Value, node.label, static_cast<uint32_t>(node.field)});
+    return;
+  }
+  ops.push_back({DisplayOp::Open, node.label, 0});
+  for (const Node &child : node.children)
+    emit(child, ops);
+  ops.push_back({DisplayOp::Close, "", 0});
+}
+
+std::vector<DisplayOp> build_display(const ManifestCapture &capture, const std::string &path) {
+  if (capture.fields.size() == 1 && capture.fields[0].name.empty())
+    return {{DisplayOp::Value, "", 0}};
+  Node root;
+  for (size_t i = 0; i < capture.fields.size(); ++i) {
+    std::string field_path = indexed(path, "fields", i) + ".name";
+    const std::string &name = capture.fields[i].name;
+    if (name.empty())
+      fail(field_path, "\"\" names the whole value, so it must be the capture's only field");
+    Node *node = &root;
+    std::vector<std::string> parts = split_name(name, field_path);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      if (node->field >= 0)
+        fail(field_path, "\"" + name + "\" nests inside a field that is a value, not a struct");
+      Node *next = nullptr;
+      for (Node &child : node->children)
+        if (child.label == parts[p])
+          next = &child;
+      if (!next) {
+        node->children.push_back({parts[p], -1, {}});
+        next = &node->children.back();
+      } else if (p + 1 == parts.size()) {
+        fail(field_path, "\"" + name + "\" is named twice, or is also a struct of other fields");
+      }
+      node = next;
+    }
+    node->field = static_cast<int>(i);
+  }
+  std::vector<DisplayOp> ops;
+  emit(root, ops);
+  return ops;
+}
+
+ManifestField parse_field(const json &f, const std::string &path, uint32_t header_size,
+                          uint32_t event_size) {
+  if (!f.is_object())
+    fail(path, "expected an object, found " + describe(f));
+  ManifestField field;
+  field.name = string_at(f, path, "name");
+  field.kind = parse_kind(f, path);
+  field.go_type = optional_string(f, path, "go_type");
+  if (f.contains("size"))
+    field.size = u32_at(f, path, "size", kMaxEventSize);
+  field.offset = u32_at(f, path, "offset", kMaxEventSize);
+  uint64_t end = uint64_t(field.offset) + 8;
+  if (field.kind == FieldKind::String) {
+    field.max_len = u32_at(f, path, "max_len", kMaxEventSize);
+    end += field.max_len;
+  }
+  if (field.offset < header_size)
+    fail(path + ".offset", std::to_string(field.offset) + " lies inside the " +
+                               std::to_string(header_size) + "-byte event header");
+  if (end > event_size)
+    fail(path + ".offset", std::to_string(field.offset) + " + " +
+                               std::to_string(end - field.offset) + " bytes end past event_size " +
+                               std::to_string(event_size));
+  return field;
+}
+
+ManifestCapture parse_capture(const json &c, const std::string &path, uint32_t header_size,
+                              uint32_t event_size) {
+  if (!c.is_object())
+    fail(path, "expected an object, found " + describe(c));
+  ManifestCapture capture;
+  capture.expr = string_at(c, path, "expr");
+  if (capture.expr.empty())
+    fail(path + ".expr", "empty");
+  capture.type = optional_string(c, path, "type");
+  capture.fault_bit = u32_at(c, path, "fault_bit", 63); // header.faults is a u64
+  const json &fields = array_at(c, path, "fields");
+  if (fields.empty())
+    fail(path + ".fields", "empty: a capture has at least one field");
+  for (size_t i = 0; i < fields.size(); ++i)
+    capture.fields.push_back(
+        parse_field(fields[i], indexed(path, "fields", i), header_size, event_size));
+  capture.display = build_display(capture, path);
+  return capture;
+}
+
+ManifestProbe parse_probe(const json &p, size_t index, uint32_t header_size) {
+  std::string path = "probes[" + std::to_string(index) + "]";
+  if (!p.is_object())
+    fail(path, "expected an object, found " + describe(p));
+  ManifestProbe probe;
+  probe.id = u32_at(p, path, "id", UINT32_MAX);
+  // The BPF side writes the id into the event and the tracer indexes probes by it.
+  if (probe.id != index)
+    fail(path + ".id",
+         std::to_string(probe.id) + ", but ids must equal their index " + std::to_string(index));
+  probe.name = string_at(p, path, "name");
+  probe.function = string_at(p, path, "function");
+  probe.abi = optional_string(p, path, "abi");
+  probe.program = string_at(p, path, "program");
+  if (probe.program.empty())
+    fail(path + ".program", "empty");
+  probe.event_size = u32_at(p, path, "event_size", kMaxEventSize);
+  if (probe.event_size < header_size)
+    fail(path + ".event_size", std::to_string(probe.event_size) + " is smaller than the " +
+                                   std::to_string(header_size) + "-byte event header");
+
+  const json &attach = array_at(p, path, "attach");
+  if (attach.empty())
+    fail(path + ".attach", "empty: a probe has at least one attach point");
+  for (size_t i = 0; i < attach.size(); ++i) {
+    std::string apath = indexed(path, "attach", i);
+    const json &a = attach[i];
+    if (!a.is_object())
+      fail(apath, "expected an object, found " + describe(a));
+    ManifestAttach point;
+    std::string kind = string_at(a, apath, "kind");
+    if (kind == "entry")
+      point.kind = AttachKind::Entry;
+    else if (kind == "return")
+      point.kind = AttachKind::Return;
+    else
+      fail(apath + ".kind", "expected \"entry\" or \"return\", found \"" + kind + "\"");
+    if (a.contains("vaddr"))
+      point.vaddr = u64_at(a, apath, "vaddr");
+    point.file_offset = u64_at(a, apath, "file_offset");
+    point.cookie = u64_at(a, apath, "cookie");
+    probe.attach.push_back(point);
+  }
+
+  const json &captures = array_at(p, path, "captures");
+  std::set<uint32_t> bits;
+  std::set<std::string> exprs;
+  for (size_t i = 0; i < captures.size(); ++i) {
+    std::string cpath = indexed(path, "captures", i);
+    ManifestCapture capture = parse_capture(captures[i], cpath, header_size, probe.event_size);
+    if (!bits.insert(capture.fault_bit).second)
+      fail(cpath + ".fault_bit",
+           std::to_string(capture.fault_bit) + " is already used by another capture");
+    // exprs are the keys of the JSON output's "args" object, so they must be unique.
+    if (!exprs.insert(capture.expr).second)
+      fail(cpath + ".expr", "\"" + capture.expr + "\" is captured twice");
+    probe.captures.push_back(std::move(capture));
+  }
+  return probe;
+}
+
+Manifest parse(const json &root) {
+  if (!root.is_object())
+    fail("manifest", "expected a JSON object at the top");
+  Manifest m;
+  uint64_t format = u64_at(root, "", "format");
+  if (format != kManifestFormat)
+    fail("format", std::to_string(format) + " is not supported: this tracer reads format " +
+                       std::to_string(kManifestFormat) +
+                       "; build the tracer and the manifest with the same weave");
+  m.format = static_cast<int>(format);
+  m.weave_version = optional_string(root, "", "weave_version");
+
+  const json &target = object_at(root, "", "target");
+  m.target.path = string_at(target, "target", "path");
+  if (m.target.path.empty())
+    fail("target.path", "empty");
+  m.target.build_id = string_at(target, "target", "build_id");
+  m.target.go_version = string_at(target, "target", "go_version");
+  m.target.arch = string_at(target, "target", "arch");
+  if (target.contains("pointer_size"))
+    m.target.pointer_size = u32_at(target, "target", "pointer_size", 8);
+
+  if (root.contains("options")) {
+    const json &options = object_at(root, "", "options");
+    if (options.contains("string_max"))
+      m.string_max = u32_at(options, "options", "string_max", kMaxEventSize);
+    std::string wakeup = optional_string(options, "options", "ringbuf_wakeup");
+    if (wakeup == "none")
+      m.ringbuf_wakeup = false;
+    else if (!wakeup.empty() && wakeup != "always")
+      fail("options.ringbuf_wakeup", "expected \"always\" or \"none\", found \"" + wakeup + "\"");
+  }
+
+  m.event_header_size = u32_at(root, "", "event_header_size", kMaxEventSize);
+  if (m.event_header_size != kEventHeaderSize)
+    fail("event_header_size", std::to_string(m.event_header_size) +
+                                  ", but this tracer's struct weave_event_header is " +
+                                  std::to_string(kEventHeaderSize) + " bytes");
+
+  if (root.contains("goid")) {
+    const json &goid = object_at(root, "", "goid");
+    if (goid.contains("offset"))
+      m.goid_offset = u32_at(goid, "goid", "offset", UINT32_MAX);
+    m.goid_source = optional_string(goid, "goid", "source");
+  }
+
+  const json &probes = array_at(root, "", "probes");
+  for (size_t i = 0; i < probes.size(); ++i)
+    m.probes.push_back(parse_probe(probes[i], i, m.event_header_size));
+  // The lost-events map has one slot per probe id; 2^16 probes is far beyond any sane spec.
+  if (m.probes.size() > 65536)
+    fail("probes", std::to_string(m.probes.size()) + " probes; at most 65536");
+  return m;
+}
+
+} // namespace
+
+size_t Manifest::attach_count() const {
+  size_t n = 0;
+  for (const ManifestProbe &p : probes)
+    n += p.attach.size();
+  return n;
+}
+
+const char *field_kind_name(FieldKind kind) {
+  switch (kind) {
+  case FieldKind::Int:
+    return "int";
+  case FieldKind::Uint:
+    return "uint";
+  case FieldKind::Bool:
+    return "bool";
+  case FieldKind::Pointer:
+    return "pointer";
+  case FieldKind::String:
+    return "string";
+  }
+  return "?";
+}
+
+std::optional<Manifest> parse_manifest(std::string_view text, std::string &error) {
+  error.clear();
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception &e) {
+    // nlohmann's text starts "[json.exception.parse_error.101] parse error at line 1, ...".
+    std::string what = e.what();
+    size_t bracket = what.find("] ");
+    error = "not valid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2));
+    return std::nullopt;
+  }
+  try {
+    return parse(root);
+  } catch (const ManifestError &e) {
+    error = e.what();
+    return std::nullopt;
+  }
+}
+
+} // namespace weave

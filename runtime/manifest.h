@@ -1,0 +1,108 @@
+// Manifest: the tracer's reading of probes.json, the contract between the generator (which
+// serializes its plan into it) and the runtime (which attaches and decodes by it).
+//
+// Keys the runtime requires (anything else is ignored, so the generator may add keys freely):
+//   format (== 1), event_header_size (== 48),
+//   target.{path, build_id, go_version, arch},
+//   probes[].{id (== its index), name, function, program, event_size, attach, captures},
+//   probes[].attach[].{kind ("entry"|"return"), file_offset, cookie},
+//   probes[].captures[].{expr, fault_bit, fields},
+//   probes[].captures[].fields[].{name, kind, offset} and max_len for kind "string".
+// Read when present: weave_version, target.pointer_size, options.string_max,
+//   options.ringbuf_wakeup ("always" | "none"), attach[].vaddr, goid.{offset, source}, and
+//   abi, type, go_type, size (only shown, never needed to decode).
+// Addresses and offsets are hex strings ("0xa0580"); plain JSON integers are accepted as well.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weave {
+
+// How a field's value lies in the event record (all slots are 8 bytes, little-endian):
+enum class FieldKind {
+  Int,     // s64, already sign-extended by the BPF program
+  Uint,    // u64
+  Bool,    // u64, nonzero is true
+  Pointer, // u64 address
+  String,  // u64 full length, then min(length, max_len) bytes of data at offset + 8
+};
+
+struct ManifestField {
+  std::string name; // "" for a capture that is a single value, else "A.B" nesting by dots
+  FieldKind kind = FieldKind::Int;
+  std::string go_type;
+  uint32_t size = 0;   // the Go value's size; informational
+  uint32_t offset = 0; // of the slot within the event record
+  uint32_t max_len = 0;
+};
+
+// DisplayOp: one step of the pre-order walk that prints a capture. Computed once at load, so
+// printing an event walks a flat array instead of splitting names.
+struct DisplayOp {
+  enum Kind { Open, Value, Close } kind;
+  std::string label;  // the key within the enclosing struct ("" at the top of a single value)
+  uint32_t field = 0; // for Value: index into the capture's fields
+};
+
+struct ManifestCapture {
+  std::string expr;
+  std::string type;
+  uint32_t fault_bit = 0;
+  std::vector<ManifestField> fields;
+  std::vector<DisplayOp> display; // single value: one Value op; struct: Open ... Close
+};
+
+enum class AttachKind { Entry, Return };
+
+struct ManifestAttach {
+  AttachKind kind = AttachKind::Entry;
+  uint64_t vaddr = 0;
+  uint64_t file_offset = 0;
+  uint64_t cookie = 0;
+};
+
+struct ManifestProbe {
+  uint32_t id = 0;
+  std::string name;
+  std::string function;
+  std::string abi;
+  std::string program;
+  uint32_t event_size = 0;
+  std::vector<ManifestAttach> attach;
+  std::vector<ManifestCapture> captures;
+};
+
+struct Manifest {
+  int format = 0;
+  std::string weave_version;
+  struct {
+    std::string path;
+    std::string build_id;
+    std::string go_version;
+    std::string arch;
+    uint32_t pointer_size = 0;
+  } target;
+  uint32_t string_max = 0;
+  // false when the BPF side submits with BPF_RB_NO_WAKEUP: nothing wakes a poller then, so the
+  // tracer must drain with ring_buffer__consume on a timer (DESIGN.md, "Measured on this machine").
+  bool ringbuf_wakeup = true;
+  uint32_t event_header_size = 0;
+  std::optional<uint32_t> goid_offset;
+  std::string goid_source;
+  std::vector<ManifestProbe> probes;
+
+  size_t attach_count() const;
+};
+
+// parse_manifest validates while it reads. On failure it returns nullopt and sets `error` to a
+// message naming the offending key, e.g. "probes[0].captures[1].fields[0].offset: 200 + 8 bytes
+// end past event_size 160".
+std::optional<Manifest> parse_manifest(std::string_view text, std::string &error);
+
+const char *field_kind_name(FieldKind kind);
+
+} // namespace weave

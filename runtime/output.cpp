@@ -1,0 +1,456 @@
+#include "output.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+
+#include "event.h"
+
+namespace weave {
+
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+// Events are read with memcpy: the ring buffer aligns records to 8 bytes, but a record's layout
+// comes from the manifest, and memcpy is free where the address is aligned anyway.
+uint64_t load_u64(const uint8_t *p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+void append_escape(std::string &out, const char *prefix, unsigned byte) {
+  out += prefix;
+  out += kHex[byte >> 4];
+  out += kHex[byte & 15];
+}
+
+// "Seconds since tracer start" with 6 decimals, by integer arithmetic: a double would print
+// rounding noise after a day of uptime.
+void append_time(std::string &out, uint64_t ts_ns, uint64_t start_ns) {
+  uint64_t d = ts_ns - start_ns;
+  if (ts_ns < start_ns) {
+    out += '-';
+    d = start_ns - ts_ns;
+  }
+  append_u64(out, d / 1000000000);
+  out += '.';
+  char micros[6];
+  uint64_t us = d % 1000000000 / 1000;
+  for (int i = 5; i >= 0; --i, us /= 10)
+    micros[i] = static_cast<char>('0' + us % 10);
+  out.append(micros, sizeof micros);
+}
+
+std::string json_quoted(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
+const char *kind_name(uint32_t kind) {
+  return kind == WEAVE_EVENT_RETURN ? "return" : "entry";
+}
+
+} // namespace
+
+size_t utf8_sequence_length(const unsigned char *p, size_t n) {
+  if (n == 0)
+    return 0;
+  unsigned c = p[0];
+  if (c < 0x80)
+    return 1;
+  size_t len;
+  unsigned lo = 0x80, hi = 0xbf; // the allowed range of the second byte
+  if (c >= 0xc2 && c <= 0xdf)
+    len = 2;
+  else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    if (c == 0xe0)
+      lo = 0xa0; // overlong
+    else if (c == 0xed)
+      hi = 0x9f; // UTF-16 surrogates
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    if (c == 0xf0)
+      lo = 0x90; // overlong
+    else if (c == 0xf4)
+      hi = 0x8f; // past U+10FFFF
+  } else
+    return 0;
+  if (n < len || p[1] < lo || p[1] > hi)
+    return 0;
+  for (size_t i = 2; i < len; ++i)
+    if (p[i] < 0x80 || p[i] > 0xbf)
+      return 0;
+  return len;
+}
+
+void append_text_string(std::string &out, std::string_view bytes) {
+  auto *p = reinterpret_cast<const unsigned char *>(bytes.data());
+  size_t n = bytes.size();
+  out += '"';
+  for (size_t i = 0; i < n;) {
+    unsigned c = p[i];
+    size_t len = utf8_sequence_length(p + i, n - i);
+    if (len == 0) {
+      append_escape(out, "\\x", c);
+      ++i;
+      continue;
+    }
+    if (len == 2 && c == 0xc2 && p[i + 1] < 0xa0) {
+      append_escape(out, "\\u00", p[i + 1]); // C1 control, U+0080..U+009F
+    } else if (len > 1) {
+      out.append(bytes.data() + i, len);
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      append_escape(out, "\\x", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+    i += len;
+  }
+  out += '"';
+}
+
+void append_json_string(std::string &out, std::string_view bytes) {
+  auto *p = reinterpret_cast<const unsigned char *>(bytes.data());
+  size_t n = bytes.size();
+  out += '"';
+  for (size_t i = 0; i < n;) {
+    unsigned c = p[i];
+    size_t len = utf8_sequence_length(p + i, n - i);
+    if (len == 0) {
+      // Surrogate escape (PEP 383): the byte 0xXX becomes U+DCXX, which no valid UTF-8 decodes to,
+      // so the original bytes come back exactly. Only 0x80..0xFF can be invalid here.
+      append_escape(out, "\\udc", c);
+      ++i;
+      continue;
+    }
+    if (len > 1)
+      out.append(bytes.data() + i, len);
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (c < 0x20 || c == 0x7f)
+      append_escape(out, "\\u00", c);
+    else
+      out += static_cast<char>(c);
+    i += len;
+  }
+  out += '"';
+}
+
+void append_u64(std::string &out, uint64_t v) {
+  char buf[20];
+  size_t i = sizeof buf;
+  do {
+    buf[--i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v);
+  out.append(buf + i, sizeof buf - i);
+}
+
+void append_i64(std::string &out, int64_t v) {
+  if (v < 0) {
+    out += '-';
+    // 0 - v in unsigned arithmetic is |v| even for INT64_MIN, whose negation overflows int64.
+    append_u64(out, 0 - static_cast<uint64_t>(v));
+  } else {
+    append_u64(out, static_cast<uint64_t>(v));
+  }
+}
+
+void append_hex(std::string &out, uint64_t v) {
+  char buf[16];
+  size_t i = sizeof buf;
+  do {
+    buf[--i] = kHex[v & 15];
+    v >>= 4;
+  } while (v);
+  out += "0x";
+  out.append(buf + i, sizeof buf - i);
+}
+
+EventPrinter::EventPrinter(const Manifest &manifest, OutputFormat format, uint64_t start_ns)
+    : manifest_(manifest), format_(format), start_ns_(start_ns) {
+  size_t max_captures = 0, max_fields = 0;
+  for (const ManifestProbe &probe : manifest.probes) {
+    PreparedProbe pp;
+    pp.json_prefix = "{\"probe\":" + json_quoted(probe.name) +
+                     ",\"function\":" + json_quoted(probe.function) + ",\"kind\":\"";
+    size_t fields = 0;
+    for (const ManifestCapture &capture : probe.captures) {
+      PreparedCapture pc;
+      pc.text_key = capture.expr + "=";
+      pc.json_expr = json_quoted(capture.expr);
+      pc.json_key = pc.json_expr + ":";
+      for (const DisplayOp &op : capture.display) {
+        bool labelled = op.kind != DisplayOp::Close && !op.label.empty();
+        pc.text_labels.push_back(labelled ? op.label + "=" : "");
+        pc.json_labels.push_back(labelled ? json_quoted(op.label) + ":" : "");
+      }
+      for (const ManifestField &field : capture.fields)
+        pc.json_paths.push_back(
+            json_quoted(field.name.empty() ? capture.expr : capture.expr + "." + field.name));
+      fields += capture.fields.size();
+      pp.captures.push_back(std::move(pc));
+    }
+    max_captures = std::max(max_captures, probe.captures.size());
+    max_fields = std::max(max_fields, fields);
+    prepared_.push_back(std::move(pp));
+  }
+  // Sized for the largest probe, so format_json never allocates.
+  faults_.reserve(max_captures);
+  truncated_.reserve(max_fields);
+}
+
+bool EventPrinter::format(const void *data, size_t size, std::string &out) {
+  struct weave_event_header h;
+  if (size < sizeof h)
+    return false;
+  std::memcpy(&h, data, sizeof h);
+  if (h.probe_id >= manifest_.probes.size() || size < manifest_.probes[h.probe_id].event_size ||
+      (h.kind != WEAVE_EVENT_ENTRY && h.kind != WEAVE_EVENT_RETURN))
+    return false;
+  auto *event = static_cast<const uint8_t *>(data);
+  if (format_ == OutputFormat::Text)
+    format_text(h, event, out);
+  else
+    format_json(h, event, out);
+  return true;
+}
+
+namespace {
+
+// A string slot: the full length, then the bytes that were copied (the manifest guarantees
+// offset + 8 + max_len <= event_size <= the record's size).
+struct StringSlot {
+  std::string_view bytes;
+  bool truncated;
+};
+
+StringSlot read_string(const uint8_t *event, const ManifestField &field) {
+  uint64_t len = load_u64(event + field.offset);
+  size_t copied = len < field.max_len ? static_cast<size_t>(len) : field.max_len;
+  return {{reinterpret_cast<const char *>(event + field.offset + 8), copied}, len > field.max_len};
+}
+
+} // namespace
+
+void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t *event,
+                               std::string &out) {
+  const ManifestProbe &probe = manifest_.probes[h.probe_id];
+  const PreparedProbe &pp = prepared_[h.probe_id];
+  append_time(out, h.ts_ns, start_ns_);
+  out += " pid=";
+  append_u64(out, h.pid);
+  out += " tid=";
+  append_u64(out, h.tid);
+  out += " goid=";
+  append_u64(out, h.goid);
+  out += h.kind == WEAVE_EVENT_RETURN ? " \u2190 " : " "; // ← marks a return, as in DESIGN.md
+  out += probe.function;
+  out += '(';
+  for (size_t c = 0; c < probe.captures.size(); ++c) {
+    const ManifestCapture &capture = probe.captures[c];
+    const PreparedCapture &pc = pp.captures[c];
+    if (c > 0)
+      out += ", ";
+    out += pc.text_key;
+    if (h.faults >> capture.fault_bit & 1) {
+      out += "<fault>";
+      continue;
+    }
+    bool first = true; // no ", " before the first member of a struct
+    for (size_t i = 0; i < capture.display.size(); ++i) {
+      const DisplayOp &op = capture.display[i];
+      if (op.kind == DisplayOp::Close) {
+        out += '}';
+        first = false;
+        continue;
+      }
+      if (!first)
+        out += ", ";
+      out += pc.text_labels[i];
+      if (op.kind == DisplayOp::Open) {
+        out += '{';
+        first = true;
+        continue;
+      }
+      first = false;
+      const ManifestField &field = capture.fields[op.field];
+      const uint8_t *slot = event + field.offset;
+      switch (field.kind) {
+      case FieldKind::Int:
+        append_i64(out, static_cast<int64_t>(load_u64(slot)));
+        break;
+      case FieldKind::Uint:
+        append_u64(out, load_u64(slot));
+        break;
+      case FieldKind::Bool:
+        out += load_u64(slot) ? "true" : "false";
+        break;
+      case FieldKind::Pointer:
+        append_hex(out, load_u64(slot));
+        break;
+      case FieldKind::String: {
+        StringSlot s = read_string(event, field);
+        append_text_string(out, s.bytes);
+        if (s.truncated)
+          out += "...";
+        break;
+      }
+      }
+    }
+  }
+  out += ")\n";
+}
+
+void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t *event,
+                               std::string &out) {
+  const ManifestProbe &probe = manifest_.probes[h.probe_id];
+  const PreparedProbe &pp = prepared_[h.probe_id];
+  faults_.clear();
+  truncated_.clear();
+  out += pp.json_prefix;
+  out += kind_name(h.kind);
+  out += "\",\"pid\":";
+  append_u64(out, h.pid);
+  out += ",\"tid\":";
+  append_u64(out, h.tid);
+  out += ",\"goid\":";
+  append_u64(out, h.goid);
+  out += ",\"ts_ns\":";
+  append_u64(out, h.ts_ns);
+  out += ",\"args\":{";
+  for (size_t c = 0; c < probe.captures.size(); ++c) {
+    const ManifestCapture &capture = probe.captures[c];
+    const PreparedCapture &pc = pp.captures[c];
+    if (c > 0)
+      out += ',';
+    out += pc.json_key;
+    if (h.faults >> capture.fault_bit & 1) {
+      out += "null";
+      faults_.push_back(&pc.json_expr);
+      continue;
+    }
+    bool first = true;
+    for (size_t i = 0; i < capture.display.size(); ++i) {
+      const DisplayOp &op = capture.display[i];
+      if (op.kind == DisplayOp::Close) {
+        out += '}';
+        first = false;
+        continue;
+      }
+      if (!first)
+        out += ',';
+      out += pc.json_labels[i];
+      if (op.kind == DisplayOp::Open) {
+        out += '{';
+        first = true;
+        continue;
+      }
+      first = false;
+      const ManifestField &field = capture.fields[op.field];
+      const uint8_t *slot = event + field.offset;
+      switch (field.kind) {
+      case FieldKind::Int:
+        append_i64(out, static_cast<int64_t>(load_u64(slot)));
+        break;
+      case FieldKind::Uint:
+        append_u64(out, load_u64(slot));
+        break;
+      case FieldKind::Bool:
+        out += load_u64(slot) ? "true" : "false";
+        break;
+      case FieldKind::Pointer:
+        // A string: JSON has no hex numbers, and addresses are identities, not quantities.
+        out += '"';
+        append_hex(out, load_u64(slot));
+        out += '"';
+        break;
+      case FieldKind::String: {
+        StringSlot s = read_string(event, field);
+        append_json_string(out, s.bytes);
+        if (s.truncated)
+          truncated_.push_back(&pc.json_paths[op.field]);
+        break;
+      }
+      }
+    }
+  }
+  out += '}';
+  // "faults" and "truncated" appear only when non-empty, which keeps the common line short.
+  auto append_list = [&out](const char *key, const std::vector<const std::string *> &list) {
+    if (list.empty())
+      return;
+    out += key;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (i > 0)
+        out += ',';
+      out += *list[i];
+    }
+    out += ']';
+  };
+  append_list(",\"faults\":[", faults_);
+  append_list(",\"truncated\":[", truncated_);
+  out += "}\n";
+}
+
+EventWriter::EventWriter(const Manifest &manifest, OutputFormat format, uint64_t start_ns, int fd)
+    : printer_(manifest, format, start_ns), fd_(fd), events_(manifest.probes.size(), 0) {
+  buffer_.reserve(kFlushThreshold + 4096);
+}
+
+void EventWriter::on_event(const void *data, size_t size) {
+  size_t before = buffer_.size();
+  if (!printer_.format(data, size, buffer_)) {
+    ++malformed_;
+    return;
+  }
+  struct weave_event_header h;
+  std::memcpy(&h, data, sizeof h);
+  ++events_[h.probe_id];
+  if (failed())
+    buffer_.resize(before); // keep counting after stdout is gone, but print nothing
+  else if (buffer_.size() >= kFlushThreshold)
+    flush();
+}
+
+bool EventWriter::flush() {
+  if (failed()) {
+    buffer_.clear();
+    return false;
+  }
+  const char *p = buffer_.data();
+  size_t n = buffer_.size();
+  while (n > 0) {
+    ssize_t w = ::write(fd_, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0) {
+      error_ = std::string("cannot write events: ") + std::strerror(errno);
+      buffer_.clear();
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  buffer_.clear(); // keeps its capacity: the next batch reuses it
+  return true;
+}
+
+} // namespace weave

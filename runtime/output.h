@@ -1,0 +1,111 @@
+// Output: decoding ring-buffer records by the manifest and printing them as text or JSON lines.
+//
+// Events go to stdout through one reused buffer (no per-event heap allocation once it has grown);
+// the caller flushes after each batch the ring buffer hands over. Logs go to stderr elsewhere.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "event.h"
+#include "manifest.h"
+
+namespace weave {
+
+enum class OutputFormat { Text, Json };
+
+// EventPrinter turns one event record into one line. Everything that does not depend on the
+// event (quoted names, struct labels) is prepared once in the constructor.
+class EventPrinter {
+public:
+  // start_ns: CLOCK_MONOTONIC at tracer start, the zero of the text format's time column
+  // (bpf_ktime_get_ns() reads the same clock).
+  EventPrinter(const Manifest &manifest, OutputFormat format, uint64_t start_ns);
+
+  // Appends the event's line, '\n' included, to `out`. Returns false and appends nothing when the
+  // record is malformed: shorter than the header or than its probe's event_size, an unknown
+  // probe id, an unknown event kind.
+  bool format(const void *data, size_t size, std::string &out);
+
+private:
+  struct PreparedCapture {
+    std::string text_key;                 // "expr="
+    std::string json_key;                 // "\"expr\":"
+    std::string json_expr;                // "\"expr\""
+    std::vector<std::string> text_labels; // per display op: "Port=" (empty at the top)
+    std::vector<std::string> json_labels; // per display op: "\"Port\":"
+    std::vector<std::string> json_paths;  // per field: "\"expr.Inner.Host\"" for "truncated"
+  };
+  struct PreparedProbe {
+    std::string json_prefix; // {"probe":"..","function":"..","kind":"
+    std::vector<PreparedCapture> captures;
+  };
+
+  void format_text(const struct weave_event_header &h, const uint8_t *event, std::string &out);
+  void format_json(const struct weave_event_header &h, const uint8_t *event, std::string &out);
+
+  const Manifest &manifest_;
+  OutputFormat format_;
+  uint64_t start_ns_;
+  std::vector<PreparedProbe> prepared_;
+  std::vector<const std::string *> faults_;    // reused by format_json
+  std::vector<const std::string *> truncated_; // reused by format_json
+};
+
+// EventWriter counts, formats and buffers events, and writes them to a file descriptor.
+class EventWriter {
+public:
+  EventWriter(const Manifest &manifest, OutputFormat format, uint64_t start_ns, int fd);
+
+  // The ring buffer callback's body. A malformed record is counted and skipped.
+  void on_event(const void *data, size_t size);
+
+  // Writes what is buffered. Returns false once writing has failed (say, EPIPE from `| head`);
+  // events are then counted but no longer printed, and error() says why.
+  bool flush();
+  bool failed() const { return !error_.empty(); }
+  const std::string &error() const { return error_; }
+
+  const std::vector<uint64_t> &events_per_probe() const { return events_; }
+  uint64_t malformed() const { return malformed_; }
+
+private:
+  // Big enough to amortize write(2); small enough that a huge batch does not pile up in memory.
+  static constexpr size_t kFlushThreshold = 64 * 1024;
+
+  EventPrinter printer_;
+  int fd_;
+  std::string buffer_;
+  std::vector<uint64_t> events_;
+  uint64_t malformed_ = 0;
+  std::string error_;
+};
+
+// The pieces of the formats, exposed for tests.
+
+// Length of the well-formed UTF-8 sequence at p (Unicode 15, table 3-7: no overlong forms, no
+// surrogates, nothing past U+10FFFF), or 0 when p[0] does not start one.
+size_t utf8_sequence_length(const unsigned char *p, size_t n);
+
+// Appends `bytes` as a Go-style double-quoted string: \" \\ \n \t \r; other control characters
+// (C0, DEL, and C1 as \u0080..\u009f, which terminals act on) escaped; each byte that is not part
+// of valid UTF-8 as \xNN; all other UTF-8 as is.
+void append_text_string(std::string &out, std::string_view bytes);
+
+// Appends `bytes` as a JSON string. Valid UTF-8 is kept as is, with \" \\ and control characters
+// as \u00XX. A byte that is not part of valid UTF-8 is written as the escape \udcXX (XX = the
+// byte), a lone low surrogate in U+DC80..U+DCFF: the "surrogateescape" convention of Python (PEP
+// 383), so the bytes are recoverable exactly — in Python,
+//   json.loads(line)["args"]["s"].encode("utf-8", "surrogateescape")
+// gives back the original bytes. Strict parsers differ on lone surrogates: jq turns them into
+// U+FFFD, and nlohmann::json rejects the line.
+void append_json_string(std::string &out, std::string_view bytes);
+
+void append_u64(std::string &out, uint64_t v);
+void append_i64(std::string &out, int64_t v);
+void append_hex(std::string &out, uint64_t v); // 0x1f, 0x0
+
+} // namespace weave

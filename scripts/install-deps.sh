@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs everything weave needs to build and test, from Debian 12's packages only.
+# Run as root on a fresh machine; on a machine that has them all it only checks.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config make   # toolchain
+  clang llvm                                          # clang -target bpf compiles the probes
+  libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev  # BPF loading, ELF and DWARF reading
+  nlohmann-json3-dev libyaml-cpp-dev libkainjow-mustache-dev libcli11-dev libfmt-dev libzydis-dev
+  doctest-dev                                         # unit tests
+  golang-go                                           # builds the Go fixtures and examples
+  util-linux                                          # setpriv, for the unprivileged-load test
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: need root to apt-get install: ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,121 @@
+/* weave_bpf.h — the hand-written half of every generated probe file.
+ *
+ * The generated probes.bpf.c only fills in registers, offsets and sizes; the logic lives here.
+ * It carries its own minimal definitions instead of including <linux/bpf.h> or libbpf's
+ * <bpf/bpf_helpers.h>: the output directory must rebuild with clang alone, on a host with no kernel
+ * headers and no libbpf headers installed. The helper numbers below are the kernel's stable UAPI
+ * (enum bpf_func_id in include/uapi/linux/bpf.h) and never change.
+ */
+#ifndef WEAVE_BPF_H
+#define WEAVE_BPF_H
+
+typedef unsigned char __u8;
+typedef signed char __s8;
+typedef unsigned short __u16;
+typedef short __s16;
+typedef unsigned int __u32;
+typedef int __s32;
+typedef unsigned long long __u64;
+typedef long long __s64;
+
+#define SEC(name) __attribute__((section(name), used))
+#define __always_inline inline __attribute__((always_inline))
+#define __uint(name, val) int(*name)[val]
+#define __type(name, val) typeof(val) *name
+
+/* Map types and flags (enum bpf_map_type, BPF_ANY, BPF_RB_*). */
+#define BPF_MAP_TYPE_ARRAY 2
+#define BPF_MAP_TYPE_PERCPU_ARRAY 6
+#define BPF_MAP_TYPE_RINGBUF 27
+#define BPF_RB_NO_WAKEUP 1
+
+/* x86-64 struct pt_regs as the kernel lays it out (arch/x86/include/uapi/asm/ptrace.h). */
+struct weave_pt_regs_x86_64 {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+
+/* arm64 struct user_pt_regs (arch/arm64/include/uapi/asm/ptrace.h). */
+struct weave_pt_regs_arm64 {
+	__u64 regs[31];
+	__u64 sp, pc, pstate;
+};
+
+static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
+static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
+static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)14;
+static long (*bpf_probe_read_user)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)112;
+static void *(*bpf_ringbuf_reserve)(void *ringbuf, __u64 size, __u64 flags) = (void *)131;
+static void (*bpf_ringbuf_submit)(void *data, __u64 flags) = (void *)132;
+static __u64 (*bpf_get_attach_cookie)(void *ctx) = (void *)174;
+
+#include "weave_event.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} weave_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct weave_config);
+} weave_config SEC(".maps");
+
+/* Events dropped because the ring buffer was full, per probe id (summed over CPUs by the tracer). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WEAVE_PROBE_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} weave_lost SEC(".maps");
+
+/* weave_reserve: apply the pid filter, reserve an event of `size` bytes and fill its header.
+ * Returns 0 when the event is filtered out or the buffer is full (then counted in weave_lost). */
+static __always_inline struct weave_event_header *weave_reserve(void *ctx, __u32 probe_id, __u32 kind,
+								__u64 size)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 zero = 0;
+	struct weave_config *config = bpf_map_lookup_elem(&weave_config, &zero);
+	if (config && config->target_tgid && config->target_tgid != (__u32)(pid_tgid >> 32))
+		return 0;
+	struct weave_event_header *h = bpf_ringbuf_reserve(&weave_events, size, 0);
+	if (!h) {
+		__u64 *lost = bpf_map_lookup_elem(&weave_lost, &probe_id);
+		if (lost)
+			*lost += 1; /* per-CPU slot: no atomic needed */
+		return 0;
+	}
+	h->ts_ns = bpf_ktime_get_ns();
+	h->goid = 0;
+	h->faults = 0;
+	h->cookie = bpf_get_attach_cookie(ctx);
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	h->probe_id = probe_id;
+	h->kind = kind;
+	return h;
+}
+
+/* weave_load: *value = the `size`-byte little-endian integer at user address `addr`, zero-extended.
+ * Returns 0 on success, nonzero when the memory could not be read (then *value is 0). */
+static __always_inline int weave_load(__u64 *value, __u64 addr, __u32 size)
+{
+	__u64 v = 0;
+	long err = bpf_probe_read_user(&v, size, (const void *)addr);
+	*value = err ? 0 : v;
+	return err != 0;
+}
+
+/* weave_read_string: copy min(len, max) bytes of a Go string's data into dst. Returns nonzero on a
+ * fault. `max` is a compile-time constant at every call site, which bounds the copy for the verifier. */
+static __always_inline int weave_read_string(char *dst, __u32 max, __u64 data, __u64 len)
+{
+	__u64 n = len < max ? len : max;
+	if (n == 0)
+		return 0;
+	return bpf_probe_read_user(dst, n, (const void *)data) != 0;
+}
+
+#endif

@@ -1,0 +1,35 @@
+/* weave_event.h — the layout every weave event starts with, shared by the generated BPF programs
+ * and the tracer runtime. The includer defines __u32/__u64 first (weave_bpf.h on the BPF side,
+ * <linux/types.h> in the runtime). Changing this layout is a breaking change of the manifest:
+ * bump WEAVE_EVENT_ABI.
+ */
+#ifndef WEAVE_EVENT_H
+#define WEAVE_EVENT_H
+
+#define WEAVE_EVENT_ABI 1
+
+enum weave_event_kind {
+	WEAVE_EVENT_ENTRY = 0,
+	WEAVE_EVENT_RETURN = 1,
+};
+
+struct weave_event_header {
+	__u64 ts_ns;    /* bpf_ktime_get_ns() at the probe */
+	__u64 goid;     /* goroutine id; 0 when g could not be read */
+	__u64 faults;   /* bit i set: capture i (manifest order) could not be read */
+	__u64 cookie;   /* the attach point's cookie (manifest "attach"[].cookie) */
+	__u32 pid;      /* thread group id */
+	__u32 tid;      /* thread id */
+	__u32 probe_id; /* index into the manifest's "probes" */
+	__u32 kind;     /* enum weave_event_kind */
+};
+
+_Static_assert(sizeof(struct weave_event_header) == 48, "weave_event_header layout changed");
+
+/* The tracer writes this into the `weave_config` array map (key 0) before it releases the target. */
+struct weave_config {
+	__u32 target_tgid; /* 0: every process running the binary */
+	__u32 reserved;
+};
+
+#endif

@@ -1,0 +1,174 @@
+#include "harness.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <poll.h>
+#include <regex>
+#include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace e2e {
+
+namespace {
+
+std::vector<char *> c_args(const std::vector<std::string> &argv) {
+  std::vector<char *> args;
+  for (const auto &a : argv)
+    args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  return args;
+}
+
+int decode_status(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+} // namespace
+
+Result run(const std::vector<std::string> &argv, int timeout_ms) {
+  int out[2], err[2];
+  if (pipe(out) != 0 || pipe(err) != 0)
+    throw std::runtime_error("pipe failed");
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDONLY);
+    dup2(null, 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    close(out[0]);
+    close(err[0]);
+    auto args = c_args(argv);
+    execvp(args[0], args.data());
+    fprintf(stderr, "exec %s: %s\n", args[0], strerror(errno));
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  Result result;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  bool killed = false;
+  char buffer[65536];
+  while (open_fds > 0) {
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now())
+                                    .count());
+    if (left <= 0 && !killed) {
+      kill(pid, SIGKILL);
+      killed = true;
+    }
+    if (poll(fds, 2, std::max(left, 100)) < 0 && errno != EINTR)
+      break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      ssize_t n = read(fds[i].fd, buffer, sizeof(buffer));
+      if (n <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      } else {
+        (i == 0 ? result.out : result.err).append(buffer, static_cast<size_t>(n));
+      }
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.status = decode_status(status);
+  return result;
+}
+
+Background spawn(const std::vector<std::string> &argv, const std::string &dir) {
+  static int counter = 0;
+  Background bg;
+  bg.out_path = dir + "/bg" + std::to_string(counter) + ".out";
+  bg.err_path = dir + "/bg" + std::to_string(counter++) + ".err";
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDONLY);
+    int o = open(bg.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int e = open(bg.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(null, 0);
+    dup2(o, 1);
+    dup2(e, 2);
+    auto args = c_args(argv);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  bg.pid = pid;
+  return bg;
+}
+
+std::string Background::read_out() const { return read_file(out_path); }
+std::string Background::read_err() const { return read_file(err_path); }
+
+bool Background::wait_for_err(const std::string &text, int timeout_ms) const {
+  for (int waited = 0; waited < timeout_ms; waited += 20) {
+    if (read_err().find(text) != std::string::npos)
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+int Background::wait(int timeout_ms) {
+  for (int waited = 0; waited < timeout_ms; waited += 10) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      return decode_status(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+std::string weave() { return std::string(WEAVE_BINARY_DIR) + "/weave"; }
+std::string fixture(const std::string &name) { return std::string(WEAVE_FIXTURE_DIR) + "/" + name; }
+std::string source(const std::string &relative) { return std::string(WEAVE_SOURCE_DIR) + "/" + relative; }
+
+std::string temp_dir(const std::string &name) {
+  fs::path dir = fs::path(WEAVE_BINARY_DIR) / "e2e-tmp" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void require_bpf() {
+  if (geteuid() != 0) {
+    std::cout << "SKIPPED: this test loads BPF programs and attaches uprobes, which needs root" << std::endl;
+    std::exit(77);
+  }
+}
+
+std::vector<nlohmann::json> json_lines(const std::string &text) {
+  static const std::regex surrogate(R"(\\udc([0-9a-fA-F]{2}))");
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty())
+      continue;
+    lines.push_back(nlohmann::json::parse(std::regex_replace(line, surrogate, "<0x$1>")));
+  }
+  return lines;
+}
+
+} // namespace e2e

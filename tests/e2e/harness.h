@@ -1,0 +1,48 @@
+// Harness for end-to-end tests: runs the real weave, the real tracer and the real Go fixtures.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace e2e {
+
+struct Result {
+  int status = -1; // exit code, or 128 + signal
+  std::string out;
+  std::string err;
+};
+
+// Runs argv (no shell) to completion with a timeout (then SIGKILL, status 137); stdin is /dev/null.
+Result run(const std::vector<std::string> &argv, int timeout_ms = 60000);
+
+// A process left running in the background, its output going to files.
+struct Background {
+  int pid = -1;
+  std::string out_path;
+  std::string err_path;
+  std::string read_out() const;
+  std::string read_err() const;
+  // Waits until stderr contains `text`; false after timeout_ms.
+  bool wait_for_err(const std::string &text, int timeout_ms = 15000) const;
+  // Waits for exit; returns the status or -1 after timeout_ms (the process is then killed).
+  int wait(int timeout_ms = 60000);
+};
+Background spawn(const std::vector<std::string> &argv, const std::string &dir);
+
+std::string weave();          // the weave executable under test
+std::string fixture(const std::string &name);
+std::string source(const std::string &relative);
+std::string temp_dir(const std::string &name); // fresh, empty, under the build tree
+std::string read_file(const std::string &path);
+
+// Exits the test process with ctest's skip code (77) after saying why, when the machine cannot run
+// real BPF programs (not root). Never lets such a test pass silently.
+void require_bpf();
+
+// Parses JSON lines. The tracer writes bytes that are not UTF-8 as \udcXX escapes, which
+// nlohmann::json rejects (lone surrogates); they become the text "<0xXX>" here.
+std::vector<nlohmann::json> json_lines(const std::string &text);
+
+} // namespace e2e

@@ -1,0 +1,119 @@
+// End to end for `weave build` itself: byte-stable outputs, a Makefile.bpf that rebuilds the object
+// with clang alone, and clear errors (with nothing written) for every kind of bad input.
+#include "harness.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char *kOutputFiles[] = {"probes.bpf.c", "probes.h",     "weave_bpf.h", "weave_event.h",
+                              "Makefile.bpf", "probes.json", "probes.bpf.o", "tracer"};
+
+void write(const std::string &path, const std::string &text) { std::ofstream(path) << text; }
+
+// Runs weave on a spec written inline; expects failure with `id` and the `needles` in stderr, and
+// no output directory.
+void expect_error(const std::string &name, const std::string &spec_text, const std::string &binary,
+                  const std::string &id, std::vector<std::string> needles,
+                  std::vector<std::string> extra_args = {}) {
+  std::string dir = e2e::temp_dir("error-" + name);
+  std::string spec = dir + "/spec.yaml";
+  write(spec, spec_text);
+  std::vector<std::string> argv = {e2e::weave(), spec, binary, "-o", dir + "/out"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  auto r = e2e::run(argv);
+  CAPTURE(name);
+  CAPTURE(r.err);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("error[" + id + "]") != std::string::npos);
+  for (const auto &needle : needles)
+    CHECK_MESSAGE(r.err.find(needle) != std::string::npos, needle);
+  CHECK_FALSE(fs::exists(dir + "/out"));
+  // Nor any temporary directory left beside it.
+  for (const auto &entry : fs::directory_iterator(dir))
+    CHECK_MESSAGE(entry.path().filename() == "spec.yaml", entry.path().string());
+}
+
+} // namespace
+
+TEST_CASE("two builds in different directories give byte-identical files") {
+  std::string a = e2e::temp_dir("stable-a"), b = e2e::temp_dir("stable-b/nested");
+  // Run from different working directories, with the same relative binary path.
+  fs::copy_file(e2e::fixture("fixture"), a + "/fixture");
+  fs::copy_file(e2e::fixture("fixture"), b + "/fixture");
+  for (const auto &dir : {a, b}) {
+    fs::current_path(dir);
+    auto r = e2e::run({e2e::weave(), e2e::source("tests/e2e/fixture.yaml"), "./fixture"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+  }
+  for (const char *file : kOutputFiles) {
+    CAPTURE(file);
+    std::string first = e2e::read_file(a + "/weave-out/" + file);
+    CHECK(!first.empty());
+    CHECK(first == e2e::read_file(b + "/weave-out/" + file));
+  }
+  // Nothing machine-specific leaks into the text outputs.
+  for (const char *file : {"probes.bpf.c", "probes.h", "probes.json", "Makefile.bpf"})
+    CHECK(e2e::read_file(a + "/weave-out/" + file).find("e2e-tmp") == std::string::npos);
+  CHECK(e2e::read_file(a + "/weave-out/probes.bpf.o").find("e2e-tmp") == std::string::npos);
+}
+
+TEST_CASE("Makefile.bpf rebuilds the same object with clang alone") {
+  std::string dir = e2e::temp_dir("makefile");
+  auto r = e2e::run({e2e::weave(), e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture"), "-o", dir + "/out"});
+  REQUIRE(r.status == 0);
+  std::string built = e2e::read_file(dir + "/out/probes.bpf.o");
+  fs::remove(dir + "/out/probes.bpf.o");
+  auto make = e2e::run({"make", "-C", dir + "/out", "-f", "Makefile.bpf"});
+  INFO(make.out << make.err);
+  REQUIRE(make.status == 0);
+  CHECK(e2e::read_file(dir + "/out/probes.bpf.o") == built);
+}
+
+TEST_CASE("bad input: a clear error, a non-zero exit, and nothing written") {
+  const std::string fixture = e2e::fixture("fixture");
+  expect_error("unknown-function", "probes:\n  - function: main.Int\n", fixture, "unknown-function",
+               {"spec.yaml:2:15", "no function main.Int", "did you mean main.Ints"});
+  expect_error("unknown-parameter", "probes:\n  - function: main.Ints\n    capture: [a, bb]\n", fixture,
+               "unknown-parameter", {"spec.yaml:3:18", "main.Ints has no parameter bb", "did you mean b",
+                                     "parameters: a, b, c, d, e, f, g, h, i, j, k, ok"});
+  expect_error("unknown-field", "probes:\n  - function: main.Nested\n    capture: [r.Header.Prot]\n", fixture,
+               "unknown-field", {"spec.yaml:3:24", "has no field Prot", "did you mean Port",
+                                 "fields: Port, Flags, ID, Host"});
+  expect_error("not-a-struct", "probes:\n  - function: main.Ints\n    capture: [a.x]\n", fixture,
+               "not-a-struct", {"a is int8"});
+  expect_error("float", "probes:\n  - function: main.Floats\n    capture: [n, f]\n", fixture,
+               "float-in-register", {"spec.yaml:3:18", "f (float64)", "X0"});
+  expect_error("map", "probes:\n  - function: main.Lookup\n    capture: [m]\n", fixture, "unsupported-type",
+               {"map[string]int"});
+  expect_error("bad-expression", "probes:\n  - function: main.Ints\n    capture: [a..b]\n", fixture,
+               "bad-expression", {"spec.yaml:3:17"});
+  expect_error("schema", "probes:\n  - function: main.Ints\n    captures: [a]\n", fixture, "spec-schema",
+               {"spec.yaml:3:5", "did you mean capture?"});
+  expect_error("not-elf", "probes:\n  - function: main.Ints\n", e2e::source("README.md"), "not-elf", {"README.md"});
+  expect_error("missing-binary", "probes:\n  - function: main.Ints\n", "/nonexistent/bin", "binary-unreadable",
+               {"/nonexistent/bin"});
+  expect_error("not-go", "probes:\n  - function: main.Ints\n", "/bin/true", "not-go", {"/bin/true"});
+  expect_error("no-dwarf", "probes:\n  - function: main.Ints\n", e2e::fixture("fixture_stripped"), "no-dwarf",
+               {"fixture_stripped"});
+  expect_error("clang-missing", "probes:\n  - function: main.Ints\n    capture: [a]\n", fixture, "clang-missing",
+               {"/nonexistent/clang"}, {"--clang", "/nonexistent/clang"});
+  expect_error("clang-failed", "probes:\n  - function: main.Ints\n    capture: [a]\n", fixture, "clang-failed",
+               {"clang failed"}, {"--clang", "/bin/false"});
+}
+
+TEST_CASE("an existing directory that weave did not write is never replaced") {
+  std::string dir = e2e::temp_dir("not-ours");
+  fs::create_directories(dir + "/out");
+  write(dir + "/out/precious.txt", "keep me");
+  auto r = e2e::run({e2e::weave(), e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture"), "-o", dir + "/out"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("error[output-exists]") != std::string::npos);
+  CHECK(e2e::read_file(dir + "/out/precious.txt") == "keep me");
+}

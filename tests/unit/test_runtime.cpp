@@ -1,0 +1,546 @@
+// The tracer runtime's pure parts: the payload format, manifest validation, and event formatting.
+// The real thing (BPF, uprobes, the Go fixture) is tested by runtime/testdata/tracer_e2e.cpp.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "event.h"
+#include "manifest.h"
+#include "output.h"
+#include "payload.h"
+
+using namespace weave;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh directory under /tmp, removed when the test ends.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "weave-rt-XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string slurp(const fs::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void spit(const fs::path &path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+uint64_t le64(const std::string &bytes, size_t at) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = v << 8 | static_cast<unsigned char>(bytes[at + i]);
+  return v;
+}
+
+// The manifest of the brief's example, extended to every field kind and a struct nested two deep.
+json example_manifest() {
+  auto field = [](const char *name, const char *kind, int offset, int max_len = -1) {
+    json f = {{"name", name}, {"kind", kind}, {"go_type", "?"}, {"size", 8}, {"offset", offset}};
+    if (max_len >= 0)
+      f["max_len"] = max_len;
+    return f;
+  };
+  json captures = json::array({
+      {{"expr", "a"}, {"type", "int8"}, {"fault_bit", 0}, {"fields", {field("", "int", 48)}}},
+      {{"expr", "s"},
+       {"type", "string"},
+       {"fault_bit", 1},
+       {"fields", {field("", "string", 56, 8)}}},
+      {{"expr", "h"},
+       {"type", "main.Header"},
+       {"fault_bit", 2},
+       {"fields",
+        {field("Port", "uint", 72), field("Inner.Host", "string", 80, 8),
+         field("Inner.Ok", "bool", 96)}}},
+      {{"expr", "p"}, {"type", "*int"}, {"fault_bit", 3}, {"fields", {field("", "pointer", 104)}}},
+      {{"expr", "u"}, {"type", "uint64"}, {"fault_bit", 4}, {"fields", {field("", "uint", 112)}}},
+      {{"expr", "i"}, {"type", "int64"}, {"fault_bit", 5}, {"fields", {field("", "int", 120)}}},
+      {{"expr", "bad"},
+       {"type", "string"},
+       {"fault_bit", 6},
+       {"fields", {field("", "string", 128, 8)}}},
+      {{"expr", "missing"},
+       {"type", "main.Header"},
+       {"fault_bit", 7},
+       {"fields", {field("Port", "uint", 144)}}},
+  });
+  return {
+      {"format", 1},
+      {"weave_version", "0.1.0"},
+      {"target",
+       {{"path", "./fixture"},
+        {"build_id", "abc/def"},
+        {"go_version", "go1.19.8"},
+        {"arch", "amd64"},
+        {"pointer_size", 8}}},
+      {"options", {{"string_max", 8}}},
+      {"event_header_size", 48},
+      {"goid", {{"offset", 152}, {"source", "DWARF runtime.g.goid"}}},
+      {"probes",
+       {{{"id", 0},
+         {"name", "handle"},
+         {"function", "main.(*Server).Handle"},
+         {"abi", "ABIInternal"},
+         {"program", "probe_0_entry"},
+         {"event_size", 152},
+         {"attach",
+          {{{"kind", "entry"}, {"vaddr", "0x4a0580"}, {"file_offset", "0xa0580"}, {"cookie", 0}},
+           {{"kind", "return"}, {"vaddr", "0x4a05c0"}, {"file_offset", "0xa05c0"}, {"cookie", 1}}}},
+         {"captures", captures}}}},
+  };
+}
+
+Manifest parse_ok(const json &j) {
+  std::string error;
+  std::optional<Manifest> m = parse_manifest(j.dump(), error);
+  INFO(error);
+  REQUIRE(m.has_value());
+  return *m;
+}
+
+std::string parse_error(const json &j) {
+  std::string error;
+  std::optional<Manifest> m = parse_manifest(j.dump(), error);
+  CHECK_FALSE(m.has_value());
+  return error;
+}
+
+// A hand-built event record for example_manifest().
+struct Event {
+  std::vector<uint8_t> bytes;
+  explicit Event(size_t size = 152) : bytes(size, 0) {}
+  Event &u64(size_t offset, uint64_t v) {
+    std::memcpy(bytes.data() + offset, &v, 8);
+    return *this;
+  }
+  Event &str(size_t offset, std::string_view s, uint64_t full_len, size_t max_len) {
+    u64(offset, full_len);
+    std::memcpy(bytes.data() + offset + 8, s.data(), std::min(s.size(), max_len));
+    return *this;
+  }
+  weave_event_header &header() { return *reinterpret_cast<weave_event_header *>(bytes.data()); }
+};
+
+constexpr uint64_t kStart = 1'000'000'000;
+
+Event example_event() {
+  Event e;
+  e.header() = {kStart + 1'234'567, 1, 0, 0, 10, 11, 0, WEAVE_EVENT_ENTRY};
+  e.u64(48, uint64_t(int64_t(-128)));
+  e.str(56, "hello, w", 12, 8); // "hello, world": 12 bytes, 8 copied
+  e.u64(72, 8080);
+  e.str(80, "a\"b\n", 4, 8);
+  e.u64(96, 1);
+  e.u64(104, 0xc000010000);
+  e.u64(112, std::numeric_limits<uint64_t>::max());
+  e.u64(120, uint64_t(std::numeric_limits<int64_t>::min()));
+  e.str(128, "ok\xff\xfe", 4, 8);
+  e.u64(144, 0xdeadbeef); // garbage behind a fault: must never be printed
+  e.header().faults = uint64_t(1) << 7;
+  return e;
+}
+
+std::string format(const Manifest &m, OutputFormat f, Event &e) {
+  EventPrinter printer(m, f, kStart);
+  std::string out;
+  REQUIRE(printer.format(e.bytes.data(), e.bytes.size(), out));
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("payload: append then read gives back the object and the manifest") {
+  TempDir dir;
+  std::string exe = "\x7f"
+                    "ELF pretend executable";
+  spit(dir.path / "runtime", exe);
+  std::string object("\0BPF\x01\x02object", 13), manifest = R"({"format": 1})";
+  std::string error;
+  REQUIRE_MESSAGE(append_payload((dir.path / "runtime").string(), object, manifest,
+                                 (dir.path / "tracer").string(), error),
+                  error);
+
+  std::string file = slurp(dir.path / "tracer");
+  REQUIRE(file.size() == exe.size() + object.size() + manifest.size() + 48);
+  CHECK(file.compare(0, exe.size(), exe) == 0);
+  // The trailer, byte for byte: magic, then little-endian offsets and sizes.
+  size_t t = file.size() - 48;
+  CHECK(file.substr(t, 16) == "WEAVE-PAYLOAD-01");
+  CHECK(le64(file, t + 16) == exe.size());
+  CHECK(le64(file, t + 24) == object.size());
+  CHECK(le64(file, t + 32) == exe.size() + object.size());
+  CHECK(le64(file, t + 40) == manifest.size());
+  CHECK((fs::status(dir.path / "tracer").permissions() & fs::perms::all) ==
+        (fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+         fs::perms::others_read | fs::perms::others_exec));
+
+  std::optional<Payload> p = read_payload((dir.path / "tracer").string(), error);
+  REQUIRE_MESSAGE(p.has_value(), error);
+  CHECK(p->object == object);
+  CHECK(p->manifest == manifest);
+
+  // Re-packing a tracer replaces its payload instead of stacking a second one.
+  REQUIRE(append_payload((dir.path / "tracer").string(), "obj2", "{}",
+                         (dir.path / "tracer2").string(), error));
+  CHECK(fs::file_size(dir.path / "tracer2") == exe.size() + 4 + 2 + 48);
+  p = read_payload((dir.path / "tracer2").string(), error);
+  REQUIRE(p.has_value());
+  CHECK(p->object == "obj2");
+  CHECK(p->manifest == "{}");
+  // No temporary files are left behind.
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 3);
+}
+
+TEST_CASE("payload: a file without one, a corrupt one, and write failures") {
+  TempDir dir;
+  std::string error;
+  spit(dir.path / "bare", std::string(100, 'x'));
+  CHECK_FALSE(read_payload((dir.path / "bare").string(), error).has_value());
+  CHECK(error.empty()); // no payload is not an error: it is the bare runtime
+  spit(dir.path / "tiny", "x");
+  CHECK_FALSE(read_payload((dir.path / "tiny").string(), error).has_value());
+  CHECK(error.empty());
+
+  // A trailer whose manifest range runs past the file.
+  std::string bad(10, 'x');
+  bad += "WEAVE-PAYLOAD-01";
+  for (uint64_t v : {uint64_t(0), uint64_t(4), uint64_t(4), uint64_t(1) << 40})
+    for (int i = 0; i < 8; ++i)
+      bad += static_cast<char>(v >> (8 * i));
+  spit(dir.path / "corrupt", bad);
+  CHECK_FALSE(read_payload((dir.path / "corrupt").string(), error).has_value());
+  CHECK(error.find("corrupt payload") != std::string::npos);
+  CHECK_FALSE(append_payload((dir.path / "corrupt").string(), "o", "m", (dir.path / "out").string(),
+                             error));
+
+  CHECK_FALSE(read_payload((dir.path / "absent").string(), error).has_value());
+  CHECK(error.find("absent: cannot open") != std::string::npos);
+
+  CHECK_FALSE(append_payload((dir.path / "bare").string(), "o", "m",
+                             (dir.path / "no-such-dir" / "tracer").string(), error));
+  CHECK(error.find("no-such-dir/tracer") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path / "out"));
+}
+
+TEST_CASE("manifest: the example parses into what the runtime needs") {
+  Manifest m = parse_ok(example_manifest());
+  CHECK(m.format == 1);
+  CHECK(m.target.path == "./fixture");
+  CHECK(m.target.build_id == "abc/def");
+  CHECK(m.target.go_version == "go1.19.8");
+  CHECK(m.target.pointer_size == 8);
+  CHECK(m.string_max == 8);
+  CHECK(m.ringbuf_wakeup);
+  CHECK(m.goid_offset == 152u);
+  REQUIRE(m.probes.size() == 1);
+  const ManifestProbe &p = m.probes[0];
+  CHECK(p.program == "probe_0_entry");
+  CHECK(p.event_size == 152);
+  REQUIRE(p.attach.size() == 2);
+  CHECK(p.attach[0].file_offset == 0xa0580);
+  CHECK(p.attach[0].vaddr == 0x4a0580);
+  CHECK(p.attach[1].kind == AttachKind::Return);
+  CHECK(p.attach[1].cookie == 1);
+  CHECK(m.attach_count() == 2);
+  REQUIRE(p.captures.size() == 8);
+  CHECK(p.captures[1].fields[0].kind == FieldKind::String);
+  CHECK(p.captures[1].fields[0].max_len == 8);
+  // h: Open(""), Port, Open("Inner"), Host, Ok, Close, Close.
+  const std::vector<DisplayOp> &d = p.captures[2].display;
+  REQUIRE(d.size() == 7);
+  CHECK(d[0].kind == DisplayOp::Open);
+  CHECK(d[1].label == "Port");
+  CHECK(d[2].kind == DisplayOp::Open);
+  CHECK(d[2].label == "Inner");
+  CHECK(d[3].label == "Host");
+  CHECK(d[3].field == 1);
+  CHECK(d[5].kind == DisplayOp::Close);
+
+  json j = example_manifest();
+  j["options"]["ringbuf_wakeup"] = "none";
+  j["probes"][0]["attach"][0]["file_offset"] = 655744; // plain integers are accepted too
+  m = parse_ok(j);
+  CHECK_FALSE(m.ringbuf_wakeup);
+  CHECK(m.probes[0].attach[0].file_offset == 655744);
+}
+
+TEST_CASE("manifest: each mistake is reported with the key it concerns") {
+  struct Case {
+    const char *what;
+    void (*mutate)(json &);
+    const char *expected; // a substring of the error
+  };
+  const Case cases[] = {
+      {"missing format", [](json &j) { j.erase("format"); }, "format: missing"},
+      {"future format", [](json &j) { j["format"] = 2; }, "format: 2 is not supported"},
+      {"target not an object", [](json &j) { j["target"] = "x"; }, "target: expected an object"},
+      {"missing build id", [](json &j) { j["target"].erase("build_id"); },
+       "target.build_id: missing"},
+      {"header size", [](json &j) { j["event_header_size"] = 40; }, "event_header_size: 40"},
+      {"probes not an array", [](json &j) { j["probes"] = json::object(); },
+       "probes: expected an array"},
+      {"id is not the index", [](json &j) { j["probes"][0]["id"] = 3; },
+       "probes[0].id: 3, but ids must equal their index 0"},
+      {"missing program", [](json &j) { j["probes"][0].erase("program"); },
+       "probes[0].program: missing"},
+      {"event smaller than header", [](json &j) { j["probes"][0]["event_size"] = 40; },
+       "probes[0].event_size: 40 is smaller"},
+      {"no attach points", [](json &j) { j["probes"][0]["attach"] = json::array(); },
+       "probes[0].attach: empty"},
+      {"bad hex", [](json &j) { j["probes"][0]["attach"][0]["file_offset"] = "0xzz"; },
+       "probes[0].attach[0].file_offset: expected an integer"},
+      {"negative string", [](json &j) { j["probes"][0]["attach"][0]["file_offset"] = "-1"; },
+       "probes[0].attach[0].file_offset: expected an integer"},
+      {"negative number", [](json &j) { j["probes"][0]["attach"][1]["cookie"] = -1; },
+       "probes[0].attach[1].cookie: expected a non-negative integer"},
+      {"float", [](json &j) { j["probes"][0]["attach"][1]["cookie"] = 1.5; },
+       "probes[0].attach[1].cookie: expected an integer"},
+      {"attach kind", [](json &j) { j["probes"][0]["attach"][0]["kind"] = "exit"; },
+       "probes[0].attach[0].kind: expected \"entry\" or \"return\""},
+      {"field past the event",
+       [](json &j) { j["probes"][0]["captures"][7]["fields"][0]["offset"] = 148; },
+       "probes[0].captures[7].fields[0].offset: 148 + 8 bytes end past event_size 152"},
+      {"string data past the event",
+       [](json &j) { j["probes"][0]["captures"][6]["fields"][0]["max_len"] = 64; },
+       "probes[0].captures[6].fields[0].offset: 128 + 72 bytes end past event_size 152"},
+      {"string without max_len",
+       [](json &j) { j["probes"][0]["captures"][1]["fields"][0].erase("max_len"); },
+       "probes[0].captures[1].fields[0].max_len: missing"},
+      {"field in the header",
+       [](json &j) { j["probes"][0]["captures"][0]["fields"][0]["offset"] = 40; },
+       "probes[0].captures[0].fields[0].offset: 40 lies inside the 48-byte event header"},
+      {"unknown kind",
+       [](json &j) { j["probes"][0]["captures"][0]["fields"][0]["kind"] = "float"; },
+       "probes[0].captures[0].fields[0].kind: unknown field kind \"float\""},
+      {"fault bit out of range", [](json &j) { j["probes"][0]["captures"][0]["fault_bit"] = 64; },
+       "probes[0].captures[0].fault_bit: 64 is larger than 63"},
+      {"fault bit twice", [](json &j) { j["probes"][0]["captures"][1]["fault_bit"] = 0; },
+       "probes[0].captures[1].fault_bit: 0 is already used"},
+      {"expr twice", [](json &j) { j["probes"][0]["captures"][1]["expr"] = "a"; },
+       "probes[0].captures[1].expr: \"a\" is captured twice"},
+      {"no fields", [](json &j) { j["probes"][0]["captures"][0]["fields"] = json::array(); },
+       "probes[0].captures[0].fields: empty"},
+      {"value and struct at once",
+       [](json &j) { j["probes"][0]["captures"][2]["fields"][0]["name"] = "Inner"; },
+       "probes[0].captures[2].fields[1].name: \"Inner.Host\" nests inside a field that is a "
+       "value"},
+      {"struct then value",
+       [](json &j) { j["probes"][0]["captures"][2]["fields"][0]["name"] = "Inner.Host.X"; },
+       "probes[0].captures[2].fields[1].name: \"Inner.Host\" is named twice, or is also a struct"},
+      {"whole value among fields",
+       [](json &j) { j["probes"][0]["captures"][2]["fields"][0]["name"] = ""; },
+       "probes[0].captures[2].fields[0].name: \"\" names the whole value"},
+      {"empty name component",
+       [](json &j) { j["probes"][0]["captures"][2]["fields"][0]["name"] = "A..B"; },
+       "probes[0].captures[2].fields[0].name: field name \"A..B\" has an empty component"},
+      {"wakeup", [](json &j) { j["options"]["ringbuf_wakeup"] = "sometimes"; },
+       "options.ringbuf_wakeup: expected \"always\" or \"none\""},
+  };
+  for (const Case &c : cases) {
+    CAPTURE(c.what);
+    json j = example_manifest();
+    c.mutate(j);
+    std::string error = parse_error(j);
+    CHECK_MESSAGE(error.find(c.expected) != std::string::npos, error);
+  }
+  std::string error;
+  CHECK_FALSE(parse_manifest("{\"format\": 1,", error).has_value());
+  CHECK(error.rfind("not valid JSON: ", 0) == 0);
+  CHECK_FALSE(parse_manifest("[]", error).has_value());
+  CHECK(error.find("expected a JSON object") != std::string::npos);
+}
+
+TEST_CASE("output: text line of a hand-built event") {
+  Manifest m = parse_ok(example_manifest());
+  Event e = example_event();
+  CHECK(format(m, OutputFormat::Text, e) ==
+        "0.001234 pid=10 tid=11 goid=1 main.(*Server).Handle(a=-128, s=\"hello, w\"..., "
+        "h={Port=8080, Inner={Host=\"a\\\"b\\n\", Ok=true}}, p=0xc000010000, "
+        "u=18446744073709551615, i=-9223372036854775808, bad=\"ok\\xff\\xfe\", "
+        "missing=<fault>)\n");
+
+  e.header().kind = WEAVE_EVENT_RETURN;
+  e.header().faults = 0b100; // h faulted, missing now read
+  e.header().ts_ns = kStart + 62'000'000'999;
+  CHECK(format(m, OutputFormat::Text, e) ==
+        "62.000000 pid=10 tid=11 goid=1 \u2190 main.(*Server).Handle(a=-128, s=\"hello, w\"..., "
+        "h=<fault>, p=0xc000010000, u=18446744073709551615, i=-9223372036854775808, "
+        "bad=\"ok\\xff\\xfe\", missing={Port=3735928559})\n");
+}
+
+TEST_CASE("output: JSON line of a hand-built event") {
+  Manifest m = parse_ok(example_manifest());
+  Event e = example_event();
+  std::string line = format(m, OutputFormat::Json, e);
+  CHECK(line == "{\"probe\":\"handle\",\"function\":\"main.(*Server).Handle\",\"kind\":\"entry\","
+                "\"pid\":10,\"tid\":11,\"goid\":1,\"ts_ns\":1001234567,\"args\":{\"a\":-128,"
+                "\"s\":\"hello, w\",\"h\":{\"Port\":8080,\"Inner\":{\"Host\":\"a\\\"b\\u000a\","
+                "\"Ok\":true}},\"p\":\"0xc000010000\",\"u\":18446744073709551615,"
+                "\"i\":-9223372036854775808,\"bad\":\"ok\\udcff\\udcfe\",\"missing\":null},"
+                "\"faults\":[\"missing\"],\"truncated\":[\"s\"]}\n");
+
+  // Without the lone surrogates it is JSON any parser reads, with the integers exact.
+  e.str(128, "ok", 2, 8);
+  e.header().faults = 0;
+  json j = json::parse(format(m, OutputFormat::Json, e));
+  CHECK(j["args"]["u"].get<uint64_t>() == std::numeric_limits<uint64_t>::max());
+  CHECK(j["args"]["i"].get<int64_t>() == std::numeric_limits<int64_t>::min());
+  CHECK(j["args"]["h"]["Inner"]["Host"] == "a\"b\n");
+  CHECK(j["args"]["missing"]["Port"] == 0xdeadbeef);
+  CHECK_FALSE(j.contains("faults"));
+  CHECK(j["truncated"] == json::array({"s"}));
+  // "args" keeps the manifest's capture order. nlohmann::json sorts keys, so check the raw text.
+  std::string raw = format(m, OutputFormat::Json, e);
+  size_t last = 0;
+  for (const char *expr :
+       {"\"a\":", "\"s\":", "\"h\":", "\"p\":", "\"u\":", "\"i\":", "\"bad\":", "\"missing\":"}) {
+    size_t at = raw.find(expr);
+    CHECK(at > last);
+    last = at;
+  }
+
+  // A truncated string inside a struct is named by its path.
+  e.str(80, "12345678", 9, 8);
+  j = json::parse(format(m, OutputFormat::Json, e));
+  CHECK(j["truncated"] == json::array({"s", "h.Inner.Host"}));
+}
+
+TEST_CASE("output: strings, escapes and UTF-8") {
+  auto text = [](std::string_view s) {
+    std::string out;
+    append_text_string(out, s);
+    return out;
+  };
+  auto js = [](std::string_view s) {
+    std::string out;
+    append_json_string(out, s);
+    return out;
+  };
+  CHECK(text("") == "\"\"");
+  CHECK(text("h\xc3\xa9llo \"w\xc3\xb6rld\"\t\\\r\n") ==
+        "\"h\xc3\xa9llo \\\"w\xc3\xb6rld\\\"\\t\\\\\\r\\n\"");
+  CHECK(text(std::string("\0\x01\x1b\x7f", 4)) == "\"\\x00\\x01\\x1b\\x7f\"");
+  CHECK(text("\xc2\x9b") == "\"\\u009b\""); // C1 CSI: a terminal would act on it
+  CHECK(text("\xf0\x9f\x98\x80") == "\"\xf0\x9f\x98\x80\"");
+  CHECK(text("\xe2\x82") == "\"\\xe2\\x82\""); // cut off mid-sequence by truncation
+  CHECK(js(std::string("\0\x1f\x7f\"\\/", 6)) == "\"\\u0000\\u001f\\u007f\\\"\\\\/\"");
+  CHECK(js("bad\xff\xfe"
+           "0") == "\"bad\\udcff\\udcfe0\"");
+  CHECK(js("\xc3\xa9\xc3") == "\"\xc3\xa9\\udcc3\"");
+  CHECK(js("\xc0\x80") == "\"\\udcc0\\udc80\""); // overlong NUL
+
+  struct Utf8Case {
+    const char *bytes;
+    size_t length;
+  };
+  for (Utf8Case c : std::initializer_list<Utf8Case>{
+           {"A", 1},
+           {"\xc2\x80", 2},
+           {"\xdf\xbf", 2},
+           {"\xe0\xa0\x80", 3},
+           {"\xef\xbf\xbf", 3},
+           {"\xf0\x90\x80\x80", 4},
+           {"\xf4\x8f\xbf\xbf", 4},
+           {"\x80", 0},             // continuation byte alone
+           {"\xc1\xbf", 0},         // overlong
+           {"\xe0\x9f\xbf", 0},     // overlong
+           {"\xed\xa0\x80", 0},     // UTF-16 surrogate
+           {"\xf0\x8f\xbf\xbf", 0}, // overlong
+           {"\xf4\x90\x80\x80", 0}, // past U+10FFFF
+           {"\xf5\x80\x80\x80", 0},
+           {"\xe2\x82", 0}, // short
+       }) {
+    CAPTURE(c.bytes);
+    CHECK(utf8_sequence_length(reinterpret_cast<const unsigned char *>(c.bytes),
+                               std::strlen(c.bytes)) == c.length);
+  }
+
+  std::string out;
+  append_i64(out, std::numeric_limits<int64_t>::min());
+  out += ' ';
+  append_i64(out, 0);
+  out += ' ';
+  append_u64(out, std::numeric_limits<uint64_t>::max());
+  out += ' ';
+  append_hex(out, 0);
+  out += ' ';
+  append_hex(out, 0xffffffffffffffff);
+  CHECK(out == "-9223372036854775808 0 18446744073709551615 0x0 0xffffffffffffffff");
+}
+
+TEST_CASE("output: malformed events are counted and skipped") {
+  Manifest m = parse_ok(example_manifest());
+  EventPrinter printer(m, OutputFormat::Json, kStart);
+  std::string out;
+  Event e = example_event();
+  CHECK_FALSE(printer.format(e.bytes.data(), 47, out));  // shorter than the header
+  CHECK_FALSE(printer.format(e.bytes.data(), 151, out)); // shorter than event_size
+  e.header().probe_id = 1;
+  CHECK_FALSE(printer.format(e.bytes.data(), e.bytes.size(), out));
+  e.header().probe_id = 0;
+  e.header().kind = 7;
+  CHECK_FALSE(printer.format(e.bytes.data(), e.bytes.size(), out));
+  CHECK(out.empty());
+
+  // The writer counts per probe, skips the bad ones, and writes on flush.
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  {
+    EventWriter writer(m, OutputFormat::Text, kStart, fds[1]);
+    Event good = example_event();
+    writer.on_event(good.bytes.data(), good.bytes.size());
+    writer.on_event(e.bytes.data(), e.bytes.size());
+    writer.on_event(good.bytes.data(), 10);
+    writer.on_event(good.bytes.data(), good.bytes.size());
+    CHECK(writer.events_per_probe() == std::vector<uint64_t>{2});
+    CHECK(writer.malformed() == 2);
+    CHECK(writer.flush());
+    CHECK_FALSE(writer.failed());
+  }
+  close(fds[1]);
+  std::string written;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;)
+    written.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  CHECK(std::count(written.begin(), written.end(), '\n') == 2);
+  CHECK(written.rfind("0.001234 pid=10 tid=11 goid=1 main.(*Server).Handle(a=-128", 0) == 0);
+
+  // A closed reader turns into a write error, reported once, and counting goes on.
+  REQUIRE(pipe(fds) == 0);
+  close(fds[0]);
+  signal(SIGPIPE, SIG_IGN);
+  EventWriter writer(m, OutputFormat::Text, kStart, fds[1]);
+  Event good = example_event();
+  writer.on_event(good.bytes.data(), good.bytes.size());
+  CHECK_FALSE(writer.flush());
+  CHECK(writer.error().find("Broken pipe") != std::string::npos);
+  writer.on_event(good.bytes.data(), good.bytes.size());
+  CHECK(writer.events_per_probe() == std::vector<uint64_t>{2});
+  close(fds[1]);
+}
