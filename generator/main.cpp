@@ -3,14 +3,19 @@
 //   weave spec.yaml ./bin                 same as: weave build spec.yaml ./bin -o weave-out
 //   weave build spec.json ./bin -o out    writes out/{probes.bpf.c,probes.h,probes.json,Makefile.bpf,
 //                                         probes.bpf.o,tracer,...}
+//   weave check spec.yaml ./bin DIR       regenerates in memory; exit 1 when DIR has drifted
+//   weave run spec.yaml ./bin [-- ARGS]   builds into a cache (once) and runs the tracer
 //
-// The driver reads top to bottom, one pipeline stage per line (DESIGN.md "Pipeline").
+// The driver reads top to bottom, one pipeline stage per line (DESIGN.md "Pipeline"); all three
+// commands share that one pipeline (generate_outputs) and differ only in what they do with its files.
 #include "binary/binary.h"
 #include "build/build.h"
+#include "check/check.h"
 #include "codegen/codegen.h"
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
 #include "plan/plan.h"
+#include "run/run.h"
 #include "spec/spec.h"
 
 #include <CLI/CLI.hpp>
@@ -18,8 +23,13 @@
 #include <algorithm>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 namespace {
+
+constexpr int kExitUserError = 1; // a spec, binary or environment problem the user can fix
+constexpr int kExitUsage = 2;     // a bad command line
+constexpr int kExitInternal = 70; // a bug in weave (EX_SOFTWARE)
 
 struct BuildArgs {
   std::string spec_path;
@@ -30,32 +40,55 @@ struct BuildArgs {
   std::string runtime;
 };
 
-int build(const BuildArgs &args) {
-  weave::Spec spec = weave::parse_spec_file(args.spec_path);
-  if (args.dump == "spec") {
+// Generated is the pipeline's result before anything touches the disk.
+struct Generated {
+  weave::Plan plan;
+  std::vector<weave::GeneratedFile> files;
+};
+
+// The pipeline up to the generated text, shared by build, check and run. With `dump` naming a
+// stage or file it prints that instead and returns nothing. Throws UserError.
+std::optional<Generated> generate_outputs(const std::string &spec_path,
+                                          const std::string &binary_path,
+                                          const std::string &dump = {}) {
+  weave::Spec spec = weave::parse_spec_file(spec_path);
+  if (dump == "spec") {
     std::cout << weave::dump_spec(spec);
-    return 0;
+    return std::nullopt;
   }
-  weave::BinaryImage image = weave::load_binary(args.binary_path);
-  auto debug = weave::DebugInfo::open(args.binary_path, image.ptr_size);
+  weave::BinaryImage image = weave::load_binary(binary_path);
+  auto debug = weave::DebugInfo::open(binary_path, image.ptr_size);
   weave::Plan plan = weave::make_plan(spec, image, *debug);
-  if (args.dump == "plan") {
+  for (const auto &probe : plan.probes)
+    for (const auto &skip : probe.skipped)
+      std::cerr << "weave: warning: probe " << probe.name << ": left out " << skip << "\n";
+  if (dump == "plan") {
     std::cout << weave::dump_plan(plan);
-    return 0;
+    return std::nullopt;
   }
   std::vector<weave::GeneratedFile> files = weave::generate(plan);
-  if (!args.dump.empty()) {
+  if (!dump.empty()) {
     for (const auto &file : files)
-      if (file.name == args.dump)
+      if (file.name == dump)
         std::cout << file.content;
-    return 0;
+    return std::nullopt;
   }
-  weave::build_output(plan, files,
-                      {args.out_dir, args.clang,
-                       args.runtime.empty() ? weave::default_runtime_path() : args.runtime});
-  std::cerr << "weave: wrote " << args.out_dir << "/ (" << plan.probes.size() << " probe"
-            << (plan.probes.size() == 1 ? "" : "s") << " on " << args.binary_path
-            << "); run: " << args.out_dir << "/tracer -- " << args.binary_path << "\n";
+  return Generated{std::move(plan), std::move(files)};
+}
+
+std::string runtime_path(const std::string &given) {
+  return given.empty() ? weave::default_runtime_path() : given;
+}
+
+int build(const BuildArgs &args) {
+  std::optional<Generated> out = generate_outputs(args.spec_path, args.binary_path, args.dump);
+  if (!out)
+    return 0;
+  weave::build_output(out->plan, out->files, {args.out_dir, args.clang, runtime_path(args.runtime)});
+  size_t probes = out->plan.probes.size();
+  std::cerr << "weave: wrote " << args.out_dir << "/ (" << probes << " probe"
+            << (probes == 1 ? "" : "s") << " on " << args.binary_path << "); run: " << args.out_dir
+            << "/tracer -- " << args.binary_path << "\n";
   return 0;
 }
 
@@ -70,15 +103,65 @@ void add_build_options(CLI::App &cmd, BuildArgs &args) {
   cmd.add_option("--runtime", args.runtime, "tracer runtime to embed the probes into");
 }
 
+struct CheckArgs {
+  std::string spec_path;
+  std::string binary_path;
+  std::string dir;
+};
+
+// Exit codes: weave::kCheckClean, kCheckDrift, kCheckCannotRegen (check/check.h).
+int check(const CheckArgs &args) {
+  std::optional<Generated> out;
+  try {
+    out = generate_outputs(args.spec_path, args.binary_path);
+  } catch (const weave::UserError &e) {
+    std::cerr << weave::format_error(e);
+    std::cerr << "weave check: cannot regenerate the probes for " << args.binary_path
+              << ", so nothing was compared (exit " << weave::kCheckCannotRegen
+              << "; drift would be exit " << weave::kCheckDrift << ")\n";
+    return weave::kCheckCannotRegen;
+  }
+  weave::CheckResult result = weave::check_output(out->files, args.dir);
+  std::cout << weave::format_check_report(result);
+  if (result.clean())
+    return weave::kCheckClean;
+  std::cout << "\nto update it: weave build " << args.spec_path << " " << args.binary_path << " -o "
+            << args.dir << "\n";
+  return weave::kCheckDrift;
+}
+
+struct RunArgs {
+  weave::RunOptions options;
+  std::string clang = WEAVE_CLANG;
+  std::string runtime;
+};
+
+int run(RunArgs &args) {
+  args.options.runtime_path = runtime_path(args.runtime);
+  weave::run_cached(args.options, [&](const std::string &out_dir) {
+    std::optional<Generated> out = generate_outputs(args.options.spec_path, args.options.binary_path);
+    weave::build_output(out->plan, out->files, {out_dir, args.clang, args.options.runtime_path});
+  });
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   // `weave spec.yaml ./bin` is `weave build spec.yaml ./bin`.
   std::vector<std::string> args(argv + 1, argv + argc);
-  static const char *commands[] = {"build"};
+  static const char *commands[] = {"build", "check", "run"};
   bool has_command = !args.empty() && std::find(std::begin(commands), std::end(commands), args[0]) != std::end(commands);
   if (!args.empty() && !has_command && args[0][0] != '-')
     args.insert(args.begin(), "build");
+  // `weave run ... -- ARGS`: everything after -- belongs to the traced program, verbatim.
+  std::vector<std::string> program_args;
+  bool has_program_args = false;
+  if (!args.empty() && args[0] == "run")
+    if (auto dash = std::find(args.begin(), args.end(), "--"); dash != args.end()) {
+      program_args.assign(dash + 1, args.end());
+      args.erase(dash, args.end());
+      has_program_args = true;
+    }
 
   CLI::App app{"weave: builds eBPF tracers for Go programs from a probe spec"};
   app.set_version_flag("--version", std::string("weave ") + WEAVE_VERSION);
@@ -87,21 +170,56 @@ int main(int argc, char **argv) {
   CLI::App *build_cmd = app.add_subcommand("build", "generate probes and a tracer for a Go binary");
   add_build_options(*build_cmd, build_args);
 
+  CheckArgs check_args;
+  CLI::App *check_cmd = app.add_subcommand(
+      "check", "regenerate in memory and compare with a checked-in output directory; exit 0 when "
+               "identical, 1 when it has drifted, 2 on usage errors, 3 when the probes cannot be "
+               "regenerated");
+  check_cmd->add_option("spec", check_args.spec_path, "probe spec (YAML or JSON)")->required();
+  check_cmd->add_option("binary", check_args.binary_path,
+                        "Go binary, by the same path as when the directory was built")
+      ->required();
+  check_cmd->add_option("dir", check_args.dir, "the checked-in output directory")->required();
+
+  RunArgs run_args;
+  CLI::App *run_cmd = app.add_subcommand(
+      "run", "build a tracer into ~/.cache/weave (once per spec and binary) and run it: "
+             "weave run spec.yaml ./bin [-- ARGS] starts ./bin ARGS traced; without -- it traces "
+             "every process running ./bin");
+  run_cmd->add_option("spec", run_args.options.spec_path, "probe spec (YAML or JSON)")->required();
+  run_cmd->add_option("binary", run_args.options.binary_path, "Go binary to trace")->required();
+  run_cmd->add_option("--format", run_args.options.format, "tracer output: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  run_cmd->add_option("--pid", run_args.options.pid, "trace only this running process")
+      ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--clang", run_args.clang, "clang executable used to compile the probes");
+  run_cmd->add_option("--runtime", run_args.runtime, "tracer runtime to embed the probes into");
+
   try {
     std::reverse(args.begin(), args.end());
     app.parse(args);
+    if (*run_cmd && run_args.options.pid > 0 && has_program_args)
+      throw CLI::ValidationError("--pid and -- ARGS exclude each other: trace a running process, "
+                                 "or start one");
   } catch (const CLI::ParseError &e) {
-    return app.exit(e);
+    int code = app.exit(e); // prints the help, the version, or the error
+    return code == 0 ? 0 : kExitUsage;
   }
+  run_args.options.program_args = std::move(program_args);
+  run_args.options.start_program = has_program_args;
   try {
     if (*build_cmd)
       return build(build_args);
+    if (*check_cmd)
+      return check(check_args);
+    if (*run_cmd)
+      return run(run_args);
   } catch (const weave::UserError &e) {
     std::cerr << weave::format_error(e);
-    return 1;
+    return kExitUserError;
   } catch (const std::exception &e) {
     std::cerr << "weave: internal error: " << e.what() << "\n";
-    return 70;
+    return kExitInternal;
   }
   return 0;
 }

@@ -335,7 +335,8 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
   append_u64(out, h.goid);
   out += ",\"ts_ns\":";
   append_u64(out, h.ts_ns);
-  out += ",\"args\":{";
+  // A return event carries the function's results; an entry event its arguments.
+  out += h.kind == WEAVE_EVENT_RETURN ? ",\"results\":{" : ",\"args\":{";
   for (size_t c = 0; c < probe.captures.size(); ++c) {
     const ManifestCapture &capture = probe.captures[c];
     const PreparedCapture &pc = pp.captures[c];

@@ -107,76 +107,103 @@ Data plan_view(const Plan &plan) {
   view.set("build_id", comment(plan.target.build_id));
   view.set("go_version", plan.target.go_version);
   view.set("arch", plan.target.arch);
-  view.set("probe_count", std::to_string(plan.probes.size()));
+  view.set("probe_count", std::to_string(plan.event_count()));
   Data probes{Data::type::list};
   for (const ProbePlan &probe : plan.probes) {
     Data p;
     p.set("id", std::to_string(probe.id));
     p.set("function", comment(probe.function));
     p.set("abi", probe.abi);
-    p.set("program", probe.program);
-    p.set("struct_name", probe.struct_name);
-    p.set("event_size", std::to_string(probe.event_size));
-    p.set("entry_vaddr", hex(probe.attach.at(0).vaddr));
-    p.set("entry_offset", hex(probe.attach.at(0).file_offset));
-    // g sits in its register only at ABIInternal entries; elsewhere goid stays 0 for now.
-    p.set("read_goid", probe.abi == "ABIInternal");
-    p.set("g_reg", plan.g_register);
-    p.set("g_reg_name", plan.g_register_name);
-    p.set("goid_offset", std::to_string(plan.goid_offset));
-    p.set("goid_source", comment(plan.goid_source));
-    Data captures{Data::type::list};
-    Data members{Data::type::list};
-    for (size_t c = 0; c < probe.captures.size(); ++c) {
-      const CapturePlan &capture = probe.captures[c];
-      Data cv;
-      cv.set("fault_bit", std::to_string(capture.fault_bit));
-      cv.set("expr", comment(capture.expr));
-      cv.set("go_type", comment(capture.go_type));
-      Data fields{Data::type::list};
-      for (size_t f = 0; f < capture.fields.size(); ++f) {
-        const EventField &field = capture.fields[f];
-        std::string member = member_name(c, f, capture.fields.size());
-        std::string label = comment(capture.expr + (field.name.empty() ? "" : " ." + field.name));
-        Data fv;
-        fv.set("label", label);
-        fv.set("value", read_view(field.value));
-        bool is_string = field.kind == "string";
-        fv.set("is_string", is_string);
-        fv.set("is_scalar", !is_string);
-        if (is_string) {
-          fv.set("length", read_view(field.length));
-          fv.set("len_member", member + "_len");
-          fv.set("data_member", member + "_data");
-          fv.set("max_len", std::to_string(field.max_len));
-          Data len_m, data_m;
-          len_m.set("decl", "__u64 " + member + "_len");
-          len_m.set("name", member + "_len");
-          len_m.set("offset", std::to_string(field.offset));
-          len_m.set("comment", label + ": length (" + comment(field.go_type) + ")");
-          data_m.set("decl", fmt::format("char {}_data[{}]", member, (field.max_len + 7) / 8 * 8));
-          data_m.set("name", member + "_data");
-          data_m.set("offset", std::to_string(field.offset + 8));
-          data_m.set("comment", fmt::format("{}: first {} bytes", label, field.max_len));
-          members.push_back(len_m);
-          members.push_back(data_m);
-        } else {
-          fv.set("member", member);
-          fv.set("conversion", conversion(field, "v"));
-          Data m;
-          m.set("decl", (field.kind == "int" ? "__s64 " : "__u64 ") + member);
-          m.set("name", member);
-          m.set("offset", std::to_string(field.offset));
-          m.set("comment", label + " (" + comment(field.go_type) + ")");
-          members.push_back(m);
-        }
-        fields.push_back(fv);
+    p.set("function_entry", hex(probe.function_entry));
+    Data skipped{Data::type::list};
+    for (const auto &skip : probe.skipped)
+      skipped.push_back(Data(comment(skip)));
+    p.set("skipped", skipped);
+    Data events{Data::type::list};
+    std::vector<const EventPlan *> plans = {&probe.entry};
+    if (probe.ret)
+      plans.push_back(&*probe.ret);
+    for (const EventPlan *event : plans) {
+      Data ev;
+      ev.set("id", std::to_string(probe.id));
+      ev.set("event_id", std::to_string(event->id));
+      ev.set("kind", event->kind);
+      ev.set("kind_enum", event->kind == "entry" ? "WEAVE_EVENT_ENTRY" : "WEAVE_EVENT_RETURN");
+      ev.set("program", event->program);
+      ev.set("struct_name", event->struct_name);
+      ev.set("event_size", std::to_string(event->event_size));
+      Data points{Data::type::list};
+      for (const AttachPoint &a : probe.attach) {
+        if (a.kind != event->kind)
+          continue;
+        Data point;
+        point.set("vaddr", hex(a.vaddr));
+        point.set("file_offset", hex(a.file_offset));
+        point.set("note", comment(a.note));
+        points.push_back(point);
       }
-      cv.set("fields", fields);
-      captures.push_back(cv);
+      ev.set("points", points);
+      // g sits in R14 at ABIInternal entries and returns; elsewhere goid stays 0 for now.
+      ev.set("read_goid", probe.abi == "ABIInternal");
+      ev.set("g_reg", plan.g_register);
+      ev.set("g_reg_name", plan.g_register_name);
+      ev.set("goid_offset", std::to_string(plan.goid_offset));
+      ev.set("goid_source", comment(plan.goid_source));
+      Data captures{Data::type::list};
+      Data members{Data::type::list};
+      for (size_t c = 0; c < event->captures.size(); ++c) {
+        const CapturePlan &capture = event->captures[c];
+        Data cv;
+        cv.set("fault_bit", std::to_string(capture.fault_bit));
+        cv.set("expr", comment(capture.expr));
+        cv.set("go_type", comment(capture.go_type));
+        Data fields{Data::type::list};
+        for (size_t f = 0; f < capture.fields.size(); ++f) {
+          const EventField &field = capture.fields[f];
+          std::string member = member_name(c, f, capture.fields.size());
+          std::string label = comment(capture.expr + (field.name.empty() ? "" : " ." + field.name));
+          Data fv;
+          fv.set("label", label);
+          fv.set("value", read_view(field.value));
+          bool is_string = field.kind == "string";
+          fv.set("is_string", is_string);
+          fv.set("is_scalar", !is_string);
+          if (is_string) {
+            fv.set("length", read_view(field.length));
+            fv.set("len_member", member + "_len");
+            fv.set("data_member", member + "_data");
+            fv.set("max_len", std::to_string(field.max_len));
+            Data len_m, data_m;
+            len_m.set("decl", "__u64 " + member + "_len");
+            len_m.set("name", member + "_len");
+            len_m.set("offset", std::to_string(field.offset));
+            len_m.set("comment", label + ": length (" + comment(field.go_type) + ")");
+            data_m.set("decl", fmt::format("char {}_data[{}]", member, (field.max_len + 7) / 8 * 8));
+            data_m.set("name", member + "_data");
+            data_m.set("offset", std::to_string(field.offset + 8));
+            data_m.set("comment", fmt::format("{}: first {} bytes", label, field.max_len));
+            members.push_back(len_m);
+            members.push_back(data_m);
+          } else {
+            fv.set("member", member);
+            fv.set("conversion", conversion(field, "v"));
+            Data m;
+            m.set("decl", (field.kind == "int" ? "__s64 " : "__u64 ") + member);
+            m.set("name", member);
+            m.set("offset", std::to_string(field.offset));
+            m.set("comment", label + " (" + comment(field.go_type) + ")");
+            members.push_back(m);
+          }
+          fields.push_back(fv);
+        }
+        cv.set("fields", fields);
+        captures.push_back(cv);
+      }
+      ev.set("captures", captures);
+      ev.set("members", members);
+      events.push_back(ev);
     }
-    p.set("captures", captures);
-    p.set("members", members);
+    p.set("events", events);
     probes.push_back(p);
   }
   view.set("probes", probes);
@@ -223,15 +250,9 @@ std::string render_manifest(const Plan &plan) {
   manifest["event_header_size"] = plan.header_size;
   manifest["goid"] = {{"offset", plan.goid_offset}, {"source", plan.goid_source}};
   json probes = json::array();
-  for (const ProbePlan &probe : plan.probes) {
-    json attach = json::array();
-    for (const auto &a : probe.attach)
-      attach.push_back({{"kind", a.kind},
-                        {"vaddr", hex(a.vaddr)},
-                        {"file_offset", hex(a.file_offset)},
-                        {"cookie", a.cookie}});
+  auto captures_json = [](const EventPlan &event) {
     json captures = json::array();
-    for (const auto &c : probe.captures) {
+    for (const auto &c : event.captures) {
       json fields = json::array();
       for (const auto &f : c.fields) {
         json field = {{"name", f.name}, {"kind", f.kind},     {"go_type", f.go_type},
@@ -243,19 +264,38 @@ std::string render_manifest(const Plan &plan) {
           field["length_read"] = read_json(f.length);
         fields.push_back(field);
       }
-      captures.push_back({{"expr", c.expr},
-                          {"type", c.go_type},
-                          {"fault_bit", c.fault_bit},
-                          {"fields", fields}});
+      captures.push_back(
+          {{"expr", c.expr}, {"type", c.go_type}, {"fault_bit", c.fault_bit}, {"fields", fields}});
     }
-    probes.push_back({{"id", probe.id},
-                      {"name", probe.name},
-                      {"function", probe.function},
-                      {"abi", probe.abi},
-                      {"program", probe.program},
-                      {"event_size", probe.event_size},
-                      {"attach", attach},
-                      {"captures", captures}});
+    return captures;
+  };
+  // One manifest entry per BPF program: a probe's entry event, then its return event if any.
+  for (const ProbePlan &probe : plan.probes) {
+    std::vector<const EventPlan *> events = {&probe.entry};
+    if (probe.ret)
+      events.push_back(&*probe.ret);
+    for (const EventPlan *event : events) {
+      json attach = json::array();
+      for (const auto &a : probe.attach)
+        if (a.kind == event->kind)
+          attach.push_back({{"kind", a.kind},
+                            {"vaddr", hex(a.vaddr)},
+                            {"file_offset", hex(a.file_offset)},
+                            {"cookie", a.cookie}});
+      json p = {{"id", event->id},
+                {"name", probe.name},
+                {"function", probe.function},
+                {"kind", event->kind},
+                {"abi", probe.abi},
+                {"function_entry", hex(probe.function_entry)},
+                {"program", event->program},
+                {"event_size", event->event_size},
+                {"attach", attach},
+                {"captures", captures_json(*event)}};
+      if (!probe.skipped.empty())
+        p["skipped"] = probe.skipped;
+      probes.push_back(p);
+    }
   }
   manifest["probes"] = probes;
   return manifest.dump(2) + "\n";

@@ -30,9 +30,13 @@ CaptureExpr parse_capture_expr(const std::string &text, const SourceLoc &loc) {
     ++i;
   }
   CaptureExpr expr;
-  if (i >= text.size() || !ident_start(text[i]))
+  // Unnamed results are called ~r0, ~r1, ... in DWARF, and that is how a spec names them.
+  bool result_name = i + 1 < text.size() && text[i] == '~' && ident_start(text[i + 1]);
+  if (i >= text.size() || !(ident_start(text[i]) || result_name))
     return fail(i, "expected a parameter name");
   expr.root_column = i;
+  if (result_name)
+    expr.root += text[i++];
   while (i < text.size() && ident_char(text[i]))
     expr.root += text[i++];
   while (i < text.size()) {

@@ -3,6 +3,7 @@
 #include "abi/abi.h"
 #include "binary/binary.h"
 #include "debuginfo/debuginfo.h"
+#include "disasm/disasm.h"
 #include "plan/expr.h"
 #include "spec/spec.h"
 
@@ -239,6 +240,126 @@ uint64_t goid_offset_for(GoVersion v) {
 
 } // namespace
 
+namespace {
+
+// A value the probe can name: a parameter at entry, or a result at a RET.
+struct NamedValue {
+  std::string name;
+  TypeId type = kNoType;
+  ParamLocation location;
+};
+
+// Resolves one capture expression against the values available at the probe point.
+CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue> &values,
+                            const std::string &function, const char *what, Resolver &resolver) {
+  TypeTable &types = resolver.types();
+  CaptureExpr expr = parse_capture_expr(cs.expr, cs.loc);
+  const NamedValue *root = nullptr;
+  for (const auto &v : values)
+    if (v.name == expr.root)
+      root = &v;
+  if (!root) {
+    std::vector<std::string> names;
+    for (const auto &v : values)
+      names.push_back(v.name);
+    std::string hint = did_you_mean(expr.root, names);
+    throw UserError(std::string("unknown-") + what,
+                    fmt::format("{} has no {} {}", function, what, expr.root),
+                    advance(cs.loc, expr.root_column),
+                    (hint.empty() ? "" : hint + " ") + what + "s: " +
+                        (names.empty() ? "(none)" : join(names)));
+  }
+  CapturePlan capture;
+  capture.expr = cs.expr;
+  capture.loc = cs.loc;
+  TypeId type = root->type;
+  std::string path = expr.root;
+  Place place = resolver.root_place(expr.root, type, root->location);
+  for (const ExprStep &step : expr.steps) {
+    const GoType *t = &types.at(type);
+    SourceLoc step_loc = advance(cs.loc, step.column);
+    if (step.kind == ExprStep::Kind::Deref) {
+      if (t->kind != TypeKind::Pointer || t->elem == kNoType)
+        throw UserError("not-a-pointer", fmt::format("*{}: {} is {}, not a pointer", path, path, t->name),
+                        advance(cs.loc, 0));
+      place = resolver.deref(place, path, t->name, step_loc);
+      path = "*" + path;
+      type = t->elem;
+      continue;
+    }
+    // A selector on a pointer to a struct follows the pointer first, as Go does.
+    if (t->kind == TypeKind::Pointer && t->elem != kNoType &&
+        types.at(t->elem).kind == TypeKind::Struct) {
+      place = resolver.deref(place, path, t->name, step_loc);
+      type = t->elem;
+      t = &types.at(type);
+    }
+    if (t->kind != TypeKind::Struct)
+      throw UserError("not-a-struct",
+                      fmt::format("{} is {} ({}), which has no field {}", path, t->name,
+                                  kind_name(t->kind), step.name),
+                      step_loc);
+    const GoField *field = nullptr;
+    for (const GoField &f : t->fields)
+      if (f.name == step.name)
+        field = &f;
+    if (!field) {
+      auto names = field_names(*t);
+      std::string hint = did_you_mean(step.name, names);
+      throw UserError("unknown-field", fmt::format("{} ({}) has no field {}", path, t->name, step.name),
+                      step_loc, (hint.empty() ? "" : hint + " ") + "fields: " + join(names));
+    }
+    place = resolver.member(place, field->offset, types.at(field->type).size);
+    path += "." + step.name;
+    type = field->type;
+  }
+  capture.go_type = types.at(type).name;
+  resolver.emit(place, type, "", path, cs.loc, capture, 0);
+  return capture;
+}
+
+// Resolves the captures of one event and lays out its record. `implicit` captures (args: all,
+// return: true) that cannot be captured are skipped with a note instead of failing the build.
+EventPlan make_event(const std::string &kind, int probe_id, const std::vector<CaptureSpec> &explicit_captures,
+                     const std::vector<CaptureSpec> &implicit_captures, const std::vector<NamedValue> &values,
+                     const std::string &function, const char *what, Resolver &resolver,
+                     std::vector<std::string> &skipped) {
+  EventPlan event;
+  event.kind = kind;
+  event.program = fmt::format("probe_{}_{}", probe_id, kind);
+  event.struct_name = fmt::format("probe_{}_{}_event", probe_id, kind);
+  std::vector<CapturePlan> captures;
+  for (const auto &cs : implicit_captures) {
+    try {
+      captures.push_back(resolve_capture(cs, values, function, what, resolver));
+    } catch (const UserError &e) {
+      skipped.push_back(fmt::format("{} {}: {} [{}]", what, cs.expr, e.what(), e.id));
+    }
+  }
+  for (const auto &cs : explicit_captures) {
+    bool duplicate = false;
+    for (const auto &c : captures)
+      duplicate = duplicate || c.expr == cs.expr;
+    if (!duplicate)
+      captures.push_back(resolve_capture(cs, values, function, what, resolver));
+  }
+  if (captures.size() > kMaxCaptures)
+    throw UserError("too-many-captures",
+                    fmt::format("{} captures {} values at its {}; at most {}", function,
+                                captures.size(), kind, kMaxCaptures),
+                    explicit_captures.empty() ? SourceLoc{} : explicit_captures.back().loc);
+  uint32_t offset = kEventHeaderSize;
+  for (size_t i = 0; i < captures.size(); ++i) {
+    captures[i].fault_bit = static_cast<int>(i);
+    offset = layout_fields(captures[i], offset);
+  }
+  event.captures = std::move(captures);
+  event.event_size = offset;
+  return event;
+}
+
+} // namespace
+
 Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
   Plan plan;
   plan.target.path = image.path;
@@ -268,6 +389,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
   plan.g_register = regs.g;
   plan.g_register_name = regs.g_name;
 
+  uint64_t cookie = 0;
   for (size_t index = 0; index < spec.probes.size(); ++index) {
     const ProbeSpec &probe_spec = spec.probes[index];
     const GoFunction *fn = debug.find_function(probe_spec.function);
@@ -283,120 +405,91 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
     probe.id = static_cast<int>(index);
     probe.name = probe_spec.name;
     probe.function = fn->name;
-    probe.program = fmt::format("probe_{}_entry", index);
-    probe.struct_name = fmt::format("probe_{}_event", index);
+    probe.function_entry = fn->low_pc;
+    probe.function_end = fn->high_pc;
 
     bool regabi = fn->regabi && version_has_regabi;
     AbiConfig config = regabi ? abi_internal_amd64() : abi0(image.ptr_size);
     probe.abi = config.name;
 
-    std::vector<const GoParam *> inputs;
+    std::vector<NamedValue> inputs, results;
     std::vector<TypeId> input_types, result_types;
-    for (const GoParam &p : fn->params) {
-      if (p.is_result) {
-        result_types.push_back(p.type);
-      } else {
-        inputs.push_back(&p);
-        input_types.push_back(p.type);
-      }
-    }
+    for (const GoParam &p : fn->params)
+      (p.is_result ? result_types : input_types).push_back(p.type);
     FunctionLayout layout;
     try {
       layout = assign_locations(debug.types(), input_types, result_types, config);
     } catch (const std::invalid_argument &e) {
       throw UserError("unsupported-type", fmt::format("{}: {}", fn->name, e.what()), probe_spec.loc);
     }
+    for (const GoParam &p : fn->params) {
+      auto &list = p.is_result ? results : inputs;
+      const auto &locs = p.is_result ? layout.results : layout.inputs;
+      list.push_back({p.name, p.type, locs.at(list.size())});
+    }
 
-    auto offset = file_offset(image, fn->low_pc);
-    if (!offset)
-      throw UserError("bad-address",
-                      fmt::format("{} at {:#x} is outside every loadable segment of {}", fn->name,
-                                  fn->low_pc, image.path),
-                      probe_spec.loc);
-    probe.attach.push_back({"entry", fn->low_pc, *offset, 0});
-
-    if (probe_spec.captures.size() > kMaxCaptures)
-      throw UserError("too-many-captures",
-                      fmt::format("probe {} captures {} values; at most {}", probe.name,
-                                  probe_spec.captures.size(), kMaxCaptures),
-                      probe_spec.captures[kMaxCaptures].loc);
+    // Where to attach: the decoded body says where the stack-growth check ends (so the entry probe
+    // fires once per call) and where every RET is.
+    std::vector<uint8_t> code = read_bytes(image, fn->low_pc, fn->high_pc - fn->low_pc);
+    CodeFacts facts = analyze_x86_64(code, fn->low_pc);
+    if (!facts.error.empty())
+      throw UserError("undecodable-function", fmt::format("{}: {}", fn->name, facts.error), probe_spec.loc);
+    auto add_attach = [&](const std::string &kind, uint64_t vaddr, const std::string &note) {
+      auto offset = file_offset(image, vaddr);
+      if (!offset)
+        throw UserError("bad-address",
+                        fmt::format("{} at {:#x} is outside every loadable segment of {}", fn->name,
+                                    vaddr, image.path),
+                        probe_spec.loc);
+      probe.attach.push_back({kind, vaddr, *offset, cookie++, note});
+    };
+    if (facts.after_stack_check)
+      add_attach("entry", *facts.after_stack_check,
+                 fmt::format("after the stack-growth check (function starts at {:#x}): a call that "
+                             "grows its stack re-runs the entry, and this point sees it once",
+                             fn->low_pc));
+    else
+      add_attach("entry", fn->low_pc, "function entry (no stack-growth check: a small leaf)");
 
     Resolver resolver(debug.types(), regs, image.ptr_size, spec.options.string_max);
-    uint32_t event_offset = kEventHeaderSize;
-    for (size_t c = 0; c < probe_spec.captures.size(); ++c) {
-      const CaptureSpec &cs = probe_spec.captures[c];
-      CaptureExpr expr = parse_capture_expr(cs.expr, cs.loc);
-      size_t p = 0;
-      while (p < inputs.size() && inputs[p]->name != expr.root)
-        ++p;
-      if (p == inputs.size()) {
-        std::vector<std::string> names;
-        for (auto *in : inputs)
-          names.push_back(in->name);
-        std::string hint = did_you_mean(expr.root, names);
-        throw UserError("unknown-parameter",
-                        fmt::format("{} has no parameter {}", fn->name, expr.root),
-                        advance(cs.loc, expr.root_column),
-                        (hint.empty() ? "" : hint + " ") + "parameters: " +
-                            (names.empty() ? "(none)" : join(names)));
-      }
-      CapturePlan capture;
-      capture.expr = cs.expr;
-      capture.loc = cs.loc;
-      capture.fault_bit = static_cast<int>(c);
+    std::vector<CaptureSpec> all_args;
+    if (probe_spec.all_args)
+      for (const auto &in : inputs)
+        all_args.push_back({in.name, probe_spec.all_args_loc});
+    probe.entry = make_event("entry", probe.id, probe_spec.captures, all_args, inputs, fn->name,
+                             "parameter", resolver, probe.skipped);
 
-      TypeId type = inputs[p]->type;
-      std::string path = expr.root;
-      Place place = resolver.root_place(expr.root, type, layout.inputs[p]);
-      for (const ExprStep &step : expr.steps) {
-        const GoType *t = &debug.types().at(type);
-        SourceLoc step_loc = advance(cs.loc, step.column);
-        if (step.kind == ExprStep::Kind::Deref) {
-          if (t->kind != TypeKind::Pointer || t->elem == kNoType)
-            throw UserError("not-a-pointer",
-                            fmt::format("*{}: {} is {}, not a pointer", path, path, t->name),
-                            advance(cs.loc, 0));
-          place = resolver.deref(place, path, t->name, step_loc);
-          path = "*" + path;
-          type = t->elem;
-          continue;
-        }
-        // A selector on a pointer to a struct follows the pointer first, as Go does.
-        if (t->kind == TypeKind::Pointer && t->elem != kNoType &&
-            debug.types().at(t->elem).kind == TypeKind::Struct) {
-          place = resolver.deref(place, path, t->name, step_loc);
-          type = t->elem;
-          t = &debug.types().at(type);
-        }
-        if (t->kind != TypeKind::Struct)
-          throw UserError("not-a-struct",
-                          fmt::format("{} is {} ({}), which has no field {}", path, t->name,
-                                      kind_name(t->kind), step.name),
-                          step_loc);
-        const GoField *field = nullptr;
-        for (const GoField &f : t->fields)
-          if (f.name == step.name)
-            field = &f;
-        if (!field) {
-          auto names = field_names(*t);
-          std::string hint = did_you_mean(step.name, names);
-          throw UserError("unknown-field",
-                          fmt::format("{} ({}) has no field {}", path, t->name, step.name), step_loc,
-                          (hint.empty() ? "" : hint + " ") + "fields: " + join(names));
-        }
-        place = resolver.member(place, field->offset, debug.types().at(field->type).size);
-        path += "." + step.name;
-        type = field->type;
-      }
-      capture.go_type = debug.types().at(type).name;
-      resolver.emit(place, type, "", path, cs.loc, capture, 0);
-      event_offset = layout_fields(capture, event_offset);
-      probe.captures.push_back(std::move(capture));
+    if (probe_spec.capture_return) {
+      if (facts.returns.empty())
+        throw UserError("no-return", fmt::format("{} has no RET instruction to probe (it never returns, "
+                                                 "or only tail-calls)", fn->name),
+                        probe_spec.loc);
+      for (uint64_t ret : facts.returns)
+        add_attach("return", ret, "RET");
+      std::vector<CaptureSpec> all_results;
+      for (const auto &r : results)
+        all_results.push_back({r.name, probe_spec.loc});
+      probe.ret = make_event("return", probe.id, {}, all_results, results, fn->name, "result",
+                             resolver, probe.skipped);
     }
-    probe.event_size = event_offset;
     plan.probes.push_back(std::move(probe));
   }
+  // Every event is its own entry in the manifest, and its index there is the probe_id its BPF
+  // program writes into the event header.
+  int next_id = 0;
+  for (auto &probe : plan.probes) {
+    probe.entry.id = next_id++;
+    if (probe.ret)
+      probe.ret->id = next_id++;
+  }
   return plan;
+}
+
+size_t Plan::event_count() const {
+  size_t n = 0;
+  for (const auto &probe : probes)
+    n += probe.ret ? 2 : 1;
+  return n;
 }
 
 std::string dump_plan(const Plan &plan) {
@@ -413,20 +506,29 @@ std::string dump_plan(const Plan &plan) {
     return text;
   };
   for (const auto &probe : plan.probes) {
-    out << fmt::format("probe {} {} {} program={} event_size={}\n", probe.id, probe.name, probe.abi,
-                       probe.program, probe.event_size);
+    out << fmt::format("probe {} {} {} function=[{:#x}, {:#x})\n", probe.id, probe.name, probe.abi,
+                       probe.function_entry, probe.function_end);
     for (const auto &a : probe.attach)
-      out << fmt::format("  attach {} vaddr={:#x} file_offset={:#x} cookie={}\n", a.kind, a.vaddr,
-                         a.file_offset, a.cookie);
-    for (const auto &c : probe.captures) {
-      out << fmt::format("  capture {} : {} fault_bit={}\n", c.expr, c.go_type, c.fault_bit);
-      for (const auto &f : c.fields) {
-        out << fmt::format("    field '{}' {} {} size={} offset={}", f.name, f.kind, f.go_type,
-                           f.size, f.offset);
-        out << " value=" << read_text(f.value);
-        if (f.kind == "string")
-          out << fmt::format(" length={} max_len={}", read_text(f.length), f.max_len);
-        out << "\n";
+      out << fmt::format("  attach {} vaddr={:#x} file_offset={:#x} cookie={} ({})\n", a.kind,
+                         a.vaddr, a.file_offset, a.cookie, a.note);
+    for (const auto &skip : probe.skipped)
+      out << "  skipped " << skip << "\n";
+    std::vector<const EventPlan *> events = {&probe.entry};
+    if (probe.ret)
+      events.push_back(&*probe.ret);
+    for (const EventPlan *event : events) {
+      out << fmt::format("  event {} program={} event_size={}\n", event->kind, event->program,
+                         event->event_size);
+      for (const auto &c : event->captures) {
+        out << fmt::format("    capture {} : {} fault_bit={}\n", c.expr, c.go_type, c.fault_bit);
+        for (const auto &f : c.fields) {
+          out << fmt::format("      field '{}' {} {} size={} offset={}", f.name, f.kind, f.go_type,
+                             f.size, f.offset);
+          out << " value=" << read_text(f.value);
+          if (f.kind == "string")
+            out << fmt::format(" length={} max_len={}", read_text(f.length), f.max_len);
+          out << "\n";
+        }
       }
     }
   }

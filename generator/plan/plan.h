@@ -9,6 +9,7 @@
 #include "common/diag.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,22 +55,34 @@ struct CapturePlan {
 };
 
 struct AttachPoint {
-  std::string kind; // "entry"
+  std::string kind; // "entry" or "return"
   uint64_t vaddr = 0;
   uint64_t file_offset = 0;
   uint64_t cookie = 0; // passed to the program with bpf_get_attach_cookie
+  std::string note;    // why this address: "after the stack-growth check", "RET"
+};
+
+// EventPlan is one kind of event a probe emits, and the BPF program that fills it in.
+struct EventPlan {
+  int id = 0;              // the event's probe_id: its index in the manifest's "probes"
+  std::string kind;        // "entry" or "return"
+  std::string program;     // BPF program name: "probe_0_entry"
+  std::string struct_name; // C struct of its event: "probe_0_entry_event"
+  std::vector<CapturePlan> captures;
+  uint32_t event_size = 0;
 };
 
 struct ProbePlan {
   int id = 0;
   std::string name;
   std::string function;
-  std::string abi;      // "ABIInternal" / "ABI0"
-  std::string program;  // BPF program name: "probe_0_entry"
-  std::vector<AttachPoint> attach;
-  std::vector<CapturePlan> captures;
-  uint32_t event_size = 0;
-  std::string struct_name; // C struct of its event: "probe_0_event"
+  std::string abi; // "ABIInternal" / "ABI0"
+  uint64_t function_entry = 0;
+  uint64_t function_end = 0;
+  std::vector<AttachPoint> attach; // entry first, then every RET when there is a return event
+  EventPlan entry;
+  std::optional<EventPlan> ret; // "return: true"
+  std::vector<std::string> skipped; // values "args: all" / "return: true" left out, and why
 };
 
 struct TargetInfo {
@@ -89,6 +102,7 @@ struct Plan {
   std::string g_register_name;  // "R14"
   uint32_t header_size = 0;     // sizeof(struct weave_event_header)
   std::vector<ProbePlan> probes;
+  size_t event_count() const; // entry and return events of every probe
 };
 
 // Resolves every probe; throws UserError pointing at the spec node at fault.

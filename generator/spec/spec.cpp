@@ -375,6 +375,12 @@ Spec build(const YAML::Node &root, const std::string &path) {
     if (YAML::Node captures = probe["capture"])
       for (const auto &capture : captures)
         p.captures.push_back({capture.Scalar(), location(capture, path)});
+    if (YAML::Node args = probe["args"]) {
+      p.all_args = true;
+      p.all_args_loc = location(args, path);
+    }
+    if (YAML::Node ret = probe["return"])
+      p.capture_return = ret.Scalar() == "true";
     auto [first, inserted] = names.emplace(p.name, name_loc);
     if (!inserted)
       throw UserError("duplicate-probe", "duplicate probe name " + quote(p.name), name_loc,
@@ -386,6 +392,9 @@ Spec build(const YAML::Node &root, const std::string &path) {
   if (YAML::Node options = root["options"])
     if (YAML::Node string_max = options["string_max"])
       spec.options.string_max = static_cast<int>(*spec_schema::parse_integer(string_max.Scalar()));
+  if (YAML::Node options = root["options"])
+    if (YAML::Node slice_max = options["slice_max"])
+      spec.options.slice_max = static_cast<int>(*spec_schema::parse_integer(slice_max.Scalar()));
   return spec;
 }
 

@@ -109,6 +109,13 @@ Background spawn(const std::vector<std::string> &argv, const std::string &dir) {
   return bg;
 }
 
+Background::~Background() {
+  if (pid > 0 && waitpid(pid, nullptr, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+}
+
 std::string Background::read_out() const { return read_file(out_path); }
 std::string Background::read_err() const { return read_file(err_path); }
 
@@ -124,12 +131,15 @@ bool Background::wait_for_err(const std::string &text, int timeout_ms) const {
 int Background::wait(int timeout_ms) {
   for (int waited = 0; waited < timeout_ms; waited += 10) {
     int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid)
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
       return decode_status(status);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
+  pid = -1;
   return -1;
 }
 

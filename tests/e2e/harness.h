@@ -17,8 +17,18 @@ struct Result {
 // Runs argv (no shell) to completion with a timeout (then SIGKILL, status 137); stdin is /dev/null.
 Result run(const std::vector<std::string> &argv, int timeout_ms = 60000);
 
-// A process left running in the background, its output going to files.
+// A process left running in the background, its output going to files. It is killed when the
+// object goes away still running (a failed REQUIRE must not leave tracers attached).
 struct Background {
+  Background() = default;
+  Background(Background &&other) noexcept { *this = std::move(other); }
+  Background &operator=(Background &&other) noexcept {
+    std::swap(pid, other.pid);
+    out_path = other.out_path;
+    err_path = other.err_path;
+    return *this;
+  }
+  ~Background();
   int pid = -1;
   std::string out_path;
   std::string err_path;

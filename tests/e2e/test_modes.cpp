@@ -32,16 +32,17 @@ TEST_CASE("--pid traces one running process and exits when it does") {
   std::string tracer = build(dir);
   auto target = e2e::spawn({e2e::fixture("fixture"), "-wait-signal", "-rounds", "2"}, dir);
   REQUIRE(target.wait_for_err("ready"));
-  auto trace = e2e::spawn({tracer, "--format", "json", "--pid", std::to_string(target.pid)}, dir);
+  const int target_pid = target.pid;
+  auto trace = e2e::spawn({tracer, "--format", "json", "--pid", std::to_string(target_pid)}, dir);
   REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing"), trace.read_err());
-  kill(target.pid, SIGUSR1);
+  kill(target_pid, SIGUSR1);
   CHECK(target.wait() == 0);
   CHECK(trace.wait(20000) == 0);
   auto events = e2e::json_lines(trace.read_out());
-  CHECK(count_function(events, "main.Ints", target.pid) == 2);
+  CHECK(count_function(events, "main.Ints", target_pid) == 2);
   CHECK(events.size() == 2 * 9); // nine calls a round
   for (const auto &e : events)
-    CHECK(e["pid"] == target.pid);
+    CHECK(e["pid"] == target_pid);
 }
 
 TEST_CASE("without --pid or a command, every process running the binary is traced until Ctrl-C") {

@@ -64,8 +64,8 @@ const std::map<std::string, Expectation> kUncommentedExpectations = {
      {"fail_json_wrong_type.json:5:18: error[spec-schema]: capture must be a list of expressions, "
       "found \"req.Path\"",
       "Values to record when the function is called: a parameter or the receiver, optionally "
-      "followed by .Field selectors, e.g. [req.Path, req.Header.Port, deadline, s.Name]. Each "
-      "expression is also its key in the output."}},
+      "followed by .Field selectors, e.g. [req.Path, req.Header.Port, deadline, s.Name]; a leading "
+      "* follows a pointer. Each expression is also its key in the output."}},
     {"fail_json_duplicate_probe.json",
      {"fail_json_duplicate_probe.json:4:18: error[duplicate-probe]: duplicate probe name "
       "\"main.handle\"",
@@ -470,8 +470,8 @@ TEST_CASE("schema hints: did you mean, the valid keys, or the property's descrip
   CHECK(e.hint == "did you mean string_max?");
   e = text_error("probe:\n  - function: f\n");
   CHECK(e.hint == "did you mean probes?");
-  e = text_error("probes:\n  - function: f\n    return: [a]\n");
-  CHECK(e.hint == "valid keys here: function, name, capture");
+  e = text_error("probes:\n  - function: f\n    results: [a]\n");
+  CHECK(e.hint == "valid keys here: function, name, capture, args, return");
   e = text_error("probes:\n  - capture: [a]\n");
   CHECK(e.hint == "function: The exact Go symbol name of the function, as the linker writes it, "
                   "e.g. main.(*Server).Handle.");

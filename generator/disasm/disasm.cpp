@@ -1,0 +1,70 @@
+#include "disasm/disasm.h"
+
+#include <Zydis/Zydis.h>
+
+#include <fmt/format.h>
+
+namespace weave {
+
+namespace {
+
+// The Go amd64 prologue (cmd/internal/obj/x86/obj6.go, stacksplit) compares SP, or SP minus the
+// frame size computed into a scratch register, with g.stackguard0 at 16(R14) in ABIInternal (or
+// through a register loaded from TLS in ABI0), then branches to the morestack call at the end of
+// the function with JBE (or JLS, the same opcode).
+bool is_stack_bound_compare(const ZydisDecodedInstruction &insn, const ZydisDecodedOperand *ops) {
+  if (insn.mnemonic != ZYDIS_MNEMONIC_CMP || insn.operand_count_visible != 2)
+    return false;
+  for (int i = 0; i < 2; ++i) {
+    const ZydisDecodedOperand &op = ops[i];
+    if (op.type == ZYDIS_OPERAND_TYPE_MEMORY && op.mem.disp.has_displacement &&
+        (op.mem.disp.value == 16 || op.mem.disp.value == 24) && op.mem.index == ZYDIS_REGISTER_NONE &&
+        op.mem.segment != ZYDIS_REGISTER_FS)
+      return true;
+  }
+  return false;
+}
+
+} // namespace
+
+CodeFacts analyze_x86_64(const std::vector<uint8_t> &code, uint64_t vaddr) {
+  CodeFacts facts;
+  ZydisDecoder decoder;
+  ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+  ZydisDecodedInstruction insn;
+  ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+  size_t offset = 0;
+  int index = 0;
+  bool saw_compare = false;
+  // Go text holds no data between instructions (jump tables are separate symbols) and pads with
+  // INT3, so a linear sweep from the entry to the end decodes every instruction.
+  while (offset < code.size()) {
+    ZyanStatus status =
+        ZydisDecoderDecodeFull(&decoder, code.data() + offset, code.size() - offset, &insn, ops);
+    if (!ZYAN_SUCCESS(status)) {
+      facts.error = fmt::format("cannot decode the instruction at {:#x}", vaddr + offset);
+      facts.returns.clear();
+      return facts;
+    }
+    uint64_t address = vaddr + offset;
+    if (insn.mnemonic == ZYDIS_MNEMONIC_RET)
+      facts.returns.push_back(address);
+    // The check is within the first few instructions: [LEAQ -n(SP), R12 | MOVQ SP, R12; SUBQ $n, R12;
+    // JB ...] CMPQ ..., 16(R14); JBE.
+    if (index < 8) {
+      if (is_stack_bound_compare(insn, ops))
+        saw_compare = true;
+      else if (saw_compare && !facts.after_stack_check) {
+        if (insn.mnemonic == ZYDIS_MNEMONIC_JBE && ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+            ops[0].imm.value.s > 0) // forward, to the morestack call after the body
+          facts.after_stack_check = address + insn.length;
+        saw_compare = false;
+      }
+    }
+    offset += insn.length;
+    ++index;
+  }
+  return facts;
+}
+
+} // namespace weave

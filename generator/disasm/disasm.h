@@ -1,0 +1,25 @@
+// Function bodies decoded with a real x86 decoder (Zydis): where the function returns, and where
+// its body starts after Go's stack-growth check. Pure: bytes in, addresses out.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weave {
+
+struct CodeFacts {
+  std::vector<uint64_t> returns; // address of every RET instruction
+  // First instruction after the prologue's stack-bound check (`CMP SP, stackguard0(g); JBE
+  // morestack`). A function whose stack must grow, or that is asked to yield, runs morestack and
+  // jumps back to its entry, so a probe at the entry can fire twice for one call; a probe here
+  // fires exactly once. Unset when the function has no such check (small leaf functions).
+  std::optional<uint64_t> after_stack_check;
+  std::string error; // set when the bytes could not be decoded: the function cannot be probed
+};
+
+// `code` holds the function's bytes, starting at `vaddr`, up to its end.
+CodeFacts analyze_x86_64(const std::vector<uint8_t> &code, uint64_t vaddr);
+
+} // namespace weave
