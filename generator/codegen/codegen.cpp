@@ -246,7 +246,9 @@ std::string render_manifest(const Plan &plan) {
                         {"go_version", plan.target.go_version},
                         {"arch", plan.target.arch},
                         {"pointer_size", plan.target.ptr_size}};
-  manifest["options"] = {{"string_max", plan.string_max}};
+  // The probes submit with BPF_RB_NO_WAKEUP (a wakeup per event costs more than the probe itself),
+  // so the tracer drains the ring buffer on a short timer instead of sleeping in epoll.
+  manifest["options"] = {{"string_max", plan.string_max}, {"ringbuf_wakeup", "none"}};
   manifest["event_header_size"] = plan.header_size;
   manifest["goid"] = {{"offset", plan.goid_offset}, {"source", plan.goid_source}};
   json probes = json::array();
