@@ -70,8 +70,18 @@ struct {
 	__type(value, __u64);
 } weave_lost SEC(".maps");
 
-/* weave_reserve: apply the pid filter, reserve an event of `size` bytes and fill its header.
- * Returns 0 when the event is filtered out or the buffer is full (then counted in weave_lost). */
+/* Probe runs for a traced process, per probe id (summed over CPUs by the tracer): counted after the
+ * pid filter, before the reservation, so that for every probe hits == events + lost (`--stats`). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WEAVE_PROBE_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} weave_hits SEC(".maps");
+
+/* weave_reserve: apply the pid filter, count the hit, reserve an event of `size` bytes and fill its
+ * header. Returns 0 when the event is filtered out or the buffer is full (then counted in
+ * weave_lost). */
 static __always_inline struct weave_event_header *weave_reserve(void *ctx, __u32 probe_id, __u32 kind,
 								__u64 size)
 {
@@ -80,11 +90,16 @@ static __always_inline struct weave_event_header *weave_reserve(void *ctx, __u32
 	struct weave_config *config = bpf_map_lookup_elem(&weave_config, &zero);
 	if (config && config->target_tgid && config->target_tgid != (__u32)(pid_tgid >> 32))
 		return 0;
+	__u64 *hits = bpf_map_lookup_elem(&weave_hits, &probe_id);
+	/* Atomic even in a per-CPU slot: a uprobe program can be preempted, and another task on this
+	 * CPU can run it in between (a lost update would break hits == events + lost). */
+	if (hits)
+		__sync_fetch_and_add(hits, 1);
 	struct weave_event_header *h = bpf_ringbuf_reserve(&weave_events, size, 0);
 	if (!h) {
 		__u64 *lost = bpf_map_lookup_elem(&weave_lost, &probe_id);
 		if (lost)
-			*lost += 1; /* per-CPU slot: no atomic needed */
+			__sync_fetch_and_add(lost, 1); /* atomic, like hits */
 		return 0;
 	}
 	h->ts_ns = bpf_ktime_get_ns();

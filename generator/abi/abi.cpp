@@ -181,4 +181,11 @@ ArchRegisters arm64_registers() {
   return regs;
 }
 
+ArchRegisters i386_registers() {
+  ArchRegisters regs;
+  regs.sp = "sp";
+  regs.stack_args_offset = 4;
+  return regs;
+}
+
 } // namespace weave

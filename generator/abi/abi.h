@@ -69,5 +69,8 @@ struct ArchRegisters {
 };
 ArchRegisters amd64_registers();
 ArchRegisters arm64_registers();
+// 386 processes on an x86-64 kernel: the uprobe context is the 64-bit struct pt_regs holding the
+// 32-bit registers; every argument is on the stack (ABI0), above the 4-byte return address.
+ArchRegisters i386_registers();
 
 } // namespace weave

@@ -145,6 +145,7 @@ Data plan_view(const Plan &plan) {
       ev.set("points", points);
       // g sits in R14 at ABIInternal entries and returns; elsewhere goid stays 0 for now.
       ev.set("read_goid", probe.abi == "ABIInternal");
+      ev.set("ctx_type", plan.ctx_type);
       ev.set("g_reg", plan.g_register);
       ev.set("g_reg_name", plan.g_register_name);
       ev.set("goid_offset", std::to_string(plan.goid_offset));

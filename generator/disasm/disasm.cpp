@@ -12,25 +12,29 @@ namespace {
 // frame size computed into a scratch register, with g.stackguard0 at 16(R14) in ABIInternal (or
 // through a register loaded from TLS in ABI0), then branches to the morestack call at the end of
 // the function with JBE (or JLS, the same opcode).
-bool is_stack_bound_compare(const ZydisDecodedInstruction &insn, const ZydisDecodedOperand *ops) {
+// `guard` is the offset of g.stackguard0 (2 words into runtime.g: 16 on 64-bit, 8 on 386).
+bool is_stack_bound_compare(const ZydisDecodedInstruction &insn, const ZydisDecodedOperand *ops,
+                            int64_t guard) {
   if (insn.mnemonic != ZYDIS_MNEMONIC_CMP || insn.operand_count_visible != 2)
     return false;
   for (int i = 0; i < 2; ++i) {
     const ZydisDecodedOperand &op = ops[i];
     if (op.type == ZYDIS_OPERAND_TYPE_MEMORY && op.mem.disp.has_displacement &&
-        (op.mem.disp.value == 16 || op.mem.disp.value == 24) && op.mem.index == ZYDIS_REGISTER_NONE &&
-        op.mem.segment != ZYDIS_REGISTER_FS)
+        op.mem.disp.value == guard && op.mem.index == ZYDIS_REGISTER_NONE &&
+        op.mem.segment != ZYDIS_REGISTER_FS && op.mem.segment != ZYDIS_REGISTER_GS)
       return true;
   }
   return false;
 }
 
-} // namespace
-
-CodeFacts analyze_x86_64(const std::vector<uint8_t> &code, uint64_t vaddr) {
+CodeFacts analyze_x86(const std::vector<uint8_t> &code, uint64_t vaddr, bool long_mode) {
   CodeFacts facts;
   ZydisDecoder decoder;
-  ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+  if (long_mode)
+    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+  else
+    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
+  const int64_t guard = long_mode ? 16 : 8;
   ZydisDecodedInstruction insn;
   ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
   size_t offset = 0;
@@ -52,7 +56,7 @@ CodeFacts analyze_x86_64(const std::vector<uint8_t> &code, uint64_t vaddr) {
     // The check is within the first few instructions: [LEAQ -n(SP), R12 | MOVQ SP, R12; SUBQ $n, R12;
     // JB ...] CMPQ ..., 16(R14); JBE.
     if (index < 8) {
-      if (is_stack_bound_compare(insn, ops))
+      if (is_stack_bound_compare(insn, ops, guard))
         saw_compare = true;
       else if (saw_compare && !facts.after_stack_check) {
         if (insn.mnemonic == ZYDIS_MNEMONIC_JBE && ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
@@ -63,6 +67,28 @@ CodeFacts analyze_x86_64(const std::vector<uint8_t> &code, uint64_t vaddr) {
     }
     offset += insn.length;
     ++index;
+  }
+  return facts;
+}
+
+} // namespace
+
+CodeFacts analyze_x86_64(const std::vector<uint8_t> &code, uint64_t vaddr) {
+  return analyze_x86(code, vaddr, true);
+}
+
+CodeFacts analyze_i386(const std::vector<uint8_t> &code, uint64_t vaddr) {
+  return analyze_x86(code, vaddr, false);
+}
+
+CodeFacts analyze_arm64(const std::vector<uint8_t> &code, uint64_t vaddr) {
+  CodeFacts facts;
+  for (size_t offset = 0; offset + 4 <= code.size(); offset += 4) {
+    uint32_t word = static_cast<uint32_t>(code[offset]) | static_cast<uint32_t>(code[offset + 1]) << 8 |
+                    static_cast<uint32_t>(code[offset + 2]) << 16 |
+                    static_cast<uint32_t>(code[offset + 3]) << 24;
+    if (word == 0xd65f03c0)
+      facts.returns.push_back(vaddr + offset);
   }
   return facts;
 }

@@ -22,4 +22,12 @@ struct CodeFacts {
 // `code` holds the function's bytes, starting at `vaddr`, up to its end.
 CodeFacts analyze_x86_64(const std::vector<uint8_t> &code, uint64_t vaddr);
 
+// 386 (GOARCH=386): the same, decoded in 32-bit mode, where g.stackguard0 sits at 8(g).
+CodeFacts analyze_i386(const std::vector<uint8_t> &code, uint64_t vaddr);
+
+// arm64: fixed 4-byte words; a RET is exactly `ret x30` (0xd65f03c0, the only form Go emits), and
+// literal-pool data never holds that word in Go code (GO-ABI.md §8.1). The stack-check placement is
+// not done for arm64 yet (after_stack_check stays unset).
+CodeFacts analyze_arm64(const std::vector<uint8_t> &code, uint64_t vaddr);
+
 } // namespace weave

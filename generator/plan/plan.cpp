@@ -370,14 +370,34 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
   plan.string_max = spec.options.string_max;
   plan.header_size = kEventHeaderSize;
 
-  if (image.arch != Arch::X86_64)
-    throw UserError("unsupported-arch",
-                    fmt::format("{} is a {} binary; this version of weave traces amd64 binaries",
-                                image.path, arch_name(image.arch)),
-                    SourceLoc{image.path});
-  ArchRegisters regs = amd64_registers();
+  // Register-based ABIInternal came to amd64 in Go 1.17 and to arm64 in 1.18; 386 never has it.
   GoVersion version = parse_go_version(plan.target.go_version);
-  bool version_has_regabi = version.major > 1 || (version.major == 1 && version.minor >= 17);
+  auto at_least = [&](int minor) { return version.major > 1 || (version.major == 1 && version.minor >= minor); };
+  ArchRegisters regs;
+  AbiConfig internal;
+  bool version_has_regabi = false;
+  CodeFacts (*analyze)(const std::vector<uint8_t> &, uint64_t) = nullptr;
+  switch (image.arch) {
+  case Arch::X86_64:
+    regs = amd64_registers();
+    internal = abi_internal_amd64();
+    version_has_regabi = at_least(17);
+    analyze = analyze_x86_64;
+    plan.ctx_type = "struct weave_pt_regs_x86_64";
+    break;
+  case Arch::Arm64:
+    regs = arm64_registers();
+    internal = abi_internal_arm64();
+    version_has_regabi = at_least(18);
+    analyze = analyze_arm64;
+    plan.ctx_type = "struct weave_pt_regs_arm64";
+    break;
+  case Arch::I386:
+    regs = i386_registers();
+    analyze = analyze_i386;
+    plan.ctx_type = "struct weave_pt_regs_x86_64";
+    break;
+  }
 
   if (auto goid = debug.member_offset("runtime.g", "goid")) {
     plan.goid_offset = *goid;
@@ -409,7 +429,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
     probe.function_end = fn->high_pc;
 
     bool regabi = fn->regabi && version_has_regabi;
-    AbiConfig config = regabi ? abi_internal_amd64() : abi0(image.ptr_size);
+    AbiConfig config = regabi ? internal : abi0(image.ptr_size);
     probe.abi = config.name;
 
     std::vector<NamedValue> inputs, results;
@@ -431,7 +451,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
     // Where to attach: the decoded body says where the stack-growth check ends (so the entry probe
     // fires once per call) and where every RET is.
     std::vector<uint8_t> code = read_bytes(image, fn->low_pc, fn->high_pc - fn->low_pc);
-    CodeFacts facts = analyze_x86_64(code, fn->low_pc);
+    CodeFacts facts = analyze(code, fn->low_pc);
     if (!facts.error.empty())
       throw UserError("undecodable-function", fmt::format("{}: {}", fn->name, facts.error), probe_spec.loc);
     auto add_attach = [&](const std::string &kind, uint64_t vaddr, const std::string &note) {

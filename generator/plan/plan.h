@@ -100,6 +100,7 @@ struct Plan {
   std::string goid_source;      // "DWARF runtime.g.goid" / "Go version table"
   std::string g_register;       // pt_regs field holding g at ABIInternal entries ("r14")
   std::string g_register_name;  // "R14"
+  std::string ctx_type;         // C type of the uprobe context: "struct weave_pt_regs_x86_64"
   uint32_t header_size = 0;     // sizeof(struct weave_event_header)
   std::vector<ProbePlan> probes;
   size_t event_count() const; // entry and return events of every probe

@@ -18,19 +18,19 @@ struct Traced {
   e2e::Result tracer;
 };
 
-std::string build_tracer(const std::string &dir, const std::string &spec = "tests/e2e/fixture.yaml",
-                         const std::string &binary = "fixture") {
+std::string build_tracer(const std::string &dir, const std::string &binary,
+                         const std::string &spec = "tests/e2e/fixture.yaml") {
   auto built = e2e::run({e2e::weave(), "build", e2e::source(spec), e2e::fixture(binary), "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
   return dir + "/out/tracer";
 }
 
-Traced trace_fixture(const std::string &name, const std::string &format = "json") {
+Traced trace_fixture(const std::string &name, const std::string &binary, const std::string &format = "json") {
   std::string dir = e2e::temp_dir(name);
-  std::string tracer = build_tracer(dir);
+  std::string tracer = build_tracer(dir, binary);
   Traced t;
-  t.tracer = e2e::run({tracer, "--format", format, "--", e2e::fixture("fixture"), "-truth",
+  t.tracer = e2e::run({tracer, "--format", format, "--", e2e::fixture(binary), "-truth",
                        dir + "/truth.jsonl", "-rounds", "3"});
   INFO(t.tracer.err);
   REQUIRE(t.tracer.status == 0);
@@ -61,16 +61,19 @@ std::string expected_bytes(const std::string &hex) {
 
 } // namespace
 
-TEST_CASE("every captured value matches what the fixture passed") {
-  e2e::require_bpf();
-  Traced t = trace_fixture("values");
+// amd64 passes arguments in registers (ABIInternal); the same program built for 386 passes them all
+// on the stack (ABI0) with 4-byte pointers and ints. Both run here, and both must match exactly.
+void check_values(const std::string &binary) {
+  Traced t = trace_fixture("values-" + binary, binary);
+  const bool regabi = binary == "fixture";
   std::map<std::string, std::vector<json>> by_function;
   for (const auto &e : t.events) {
     CHECK(e["kind"] == "entry");
     CHECK(e["probe"] == e["function"]);
     CHECK(e["pid"].get<int>() > 0);
     CHECK(e["tid"].get<int>() > 0);
-    CHECK(e["goid"].get<uint64_t>() == 1); // main goroutine
+    if (regabi)
+      CHECK(e["goid"].get<uint64_t>() == 1); // main goroutine, read through R14
     CHECK(e["ts_ns"].get<uint64_t>() > 0);
     by_function[e["function"]].push_back(e);
   }
@@ -113,9 +116,19 @@ TEST_CASE("every captured value matches what the fixture passed") {
   CHECK(compared == 3 * (12 + 4 + 3 + 3 + 5 + 6 + 5 + 7 + 3));
 }
 
+TEST_CASE("every captured value matches what the fixture passed: amd64, register ABI") {
+  e2e::require_bpf();
+  check_values("fixture");
+}
+
+TEST_CASE("every captured value matches what the fixture passed: 386, stack ABI0") {
+  e2e::require_bpf();
+  check_values("fixture_386");
+}
+
 TEST_CASE("text output: one line per event, name=value pairs, strings quoted and escaped") {
   e2e::require_bpf();
-  Traced t = trace_fixture("text", "text");
+  Traced t = trace_fixture("text", "fixture", "text");
   const std::string &out = t.tracer.out;
   CHECK(out.find("main.Ints(a=-128, b=32767, c=-2147483648, d=9223372036854775807, e=255, f=0, "
                  "g=4294967295, h=18446744073709551615, i=-42, j=7, k=3735879680, ok=true)") !=

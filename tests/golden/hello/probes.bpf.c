@@ -76,6 +76,6 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 			e->hdr.faults |= 1ULL << 3;
 	}
 
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the tracer drains on a timer */
 	return 0;
 }
