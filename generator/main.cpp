@@ -14,6 +14,7 @@
 #include "codegen/codegen.h"
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
+#include "funcs/funcs.h"
 #include "plan/plan.h"
 #include "run/run.h"
 #include "spec/spec.h"
@@ -149,7 +150,7 @@ int run(RunArgs &args) {
 int main(int argc, char **argv) {
   // `weave spec.yaml ./bin` is `weave build spec.yaml ./bin`.
   std::vector<std::string> args(argv + 1, argv + argc);
-  static const char *commands[] = {"build", "check", "run"};
+  static const char *commands[] = {"build", "check", "run", "funcs"};
   bool has_command = !args.empty() && std::find(std::begin(commands), std::end(commands), args[0]) != std::end(commands);
   if (!args.empty() && !has_command && args[0][0] != '-')
     args.insert(args.begin(), "build");
@@ -172,9 +173,9 @@ int main(int argc, char **argv) {
 
   CheckArgs check_args;
   CLI::App *check_cmd = app.add_subcommand(
-      "check", "regenerate in memory and compare with a checked-in output directory; exit 0 when "
-               "identical, 1 when it has drifted, 2 on usage errors, 3 when the probes cannot be "
-               "regenerated");
+      "check", "regenerate in memory and compare with a checked-in output directory (CI)");
+  check_cmd->footer("Exit: 0 identical, 1 drifted (a file differs or is missing), 2 usage error, "
+                    "3 the probes cannot be regenerated (spec or binary error; nothing compared).");
   check_cmd->add_option("spec", check_args.spec_path, "probe spec (YAML or JSON)")->required();
   check_cmd->add_option("binary", check_args.binary_path,
                         "Go binary, by the same path as when the directory was built")
@@ -183,9 +184,9 @@ int main(int argc, char **argv) {
 
   RunArgs run_args;
   CLI::App *run_cmd = app.add_subcommand(
-      "run", "build a tracer into ~/.cache/weave (once per spec and binary) and run it: "
-             "weave run spec.yaml ./bin [-- ARGS] starts ./bin ARGS traced; without -- it traces "
-             "every process running ./bin");
+      "run", "build a tracer into a cache (once per spec and binary) and run it at once");
+  run_cmd->footer("  -- ARGS  start the binary with ARGS, traced; without -- every process running "
+                  "it is traced\n\nThe cache is $XDG_CACHE_HOME/weave, else ~/.cache/weave.");
   run_cmd->add_option("spec", run_args.options.spec_path, "probe spec (YAML or JSON)")->required();
   run_cmd->add_option("binary", run_args.options.binary_path, "Go binary to trace")->required();
   run_cmd->add_option("--format", run_args.options.format, "tracer output: text or json")
@@ -194,6 +195,13 @@ int main(int argc, char **argv) {
       ->check(CLI::PositiveNumber);
   run_cmd->add_option("--clang", run_args.clang, "clang executable used to compile the probes");
   run_cmd->add_option("--runtime", run_args.runtime, "tracer runtime to embed the probes into");
+
+  std::string funcs_binary, funcs_pattern;
+  CLI::App *funcs_cmd = app.add_subcommand(
+      "funcs", "list functions matching a glob with their parameters, types and where each one "
+               "lives at entry (and each result at RET)");
+  funcs_cmd->add_option("binary", funcs_binary, "Go binary")->required();
+  funcs_cmd->add_option("pattern", funcs_pattern, "shell glob over Go symbol names, e.g. 'main.*'");
 
   try {
     std::reverse(args.begin(), args.end());
@@ -214,6 +222,12 @@ int main(int argc, char **argv) {
       return check(check_args);
     if (*run_cmd)
       return run(run_args);
+    if (*funcs_cmd) {
+      weave::BinaryImage image = weave::load_binary(funcs_binary);
+      auto debug = weave::DebugInfo::open(funcs_binary, image.ptr_size);
+      std::cout << weave::list_functions(image, *debug, funcs_pattern);
+      return 0;
+    }
   } catch (const weave::UserError &e) {
     std::cerr << weave::format_error(e);
     return kExitUserError;

@@ -114,6 +114,8 @@ FieldKind parse_kind(const json &obj, const std::string &path) {
     return FieldKind::Bool;
   if (kind == "pointer")
     return FieldKind::Pointer;
+  if (kind == "float")
+    return FieldKind::Float;
   if (kind == "string")
     return FieldKind::String;
   fail(path + ".kind", "unknown field kind \"" + kind +
@@ -146,20 +148,49 @@ struct Node {
   std::vector<Node> children;
 };
 
-void emit(const Node &node, std::vector<DisplayOp> &ops) {
+// `lists` maps a node path to the index of its count field (-1: a fixed-length array).
+void emit(const Node &node, const std::string &node_path, const std::map<std::string, int> &lists,
+          std::vector<DisplayOp> &ops) {
   if (node.field >= 0) {
     ops.push_back({DisplayOp::Value, node.label, static_cast<uint32_t>(node.field)});
     return;
   }
-  ops.push_back({DisplayOp::Open, node.label, 0});
-  for (const Node &child : node.children)
-    emit(child, ops);
-  ops.push_back({DisplayOp::Close, "", 0});
+  auto list = lists.find(node_path);
+  if (list == lists.end()) {
+    ops.push_back({DisplayOp::Open, node.label, 0});
+    for (const Node &child : node.children)
+      emit(child, node_path.empty() ? child.label : node_path + "." + child.label, lists, ops);
+    ops.push_back({DisplayOp::Close, "", 0});
+    return;
+  }
+  DisplayOp open{DisplayOp::OpenList, node.label, 0};
+  open.count_field = list->second;
+  ops.push_back(open);
+  for (size_t e = 0; e < node.children.size(); ++e) {
+    const Node &child = node.children[e];
+    size_t first = ops.size();
+    emit(child, node_path.empty() ? child.label : node_path + "." + child.label, lists, ops);
+    ops[first].label.clear(); // elements have no key
+    ops[first].element = static_cast<int32_t>(e);
+    ops[first].element_end = static_cast<uint32_t>(ops.size());
+  }
+  ops.push_back({DisplayOp::CloseList, "", 0});
 }
 
 std::vector<DisplayOp> build_display(const ManifestCapture &capture, const std::string &path) {
-  if (capture.fields.size() == 1 && capture.fields[0].name.empty())
+  if (capture.fields.size() == 1 && capture.fields[0].name.empty() && capture.lists.empty())
     return {{DisplayOp::Value, "", 0}};
+  std::map<std::string, int> lists;
+  for (size_t l = 0; l < capture.lists.size(); ++l) {
+    const ManifestList &list = capture.lists[l];
+    int count = -1;
+    for (size_t f = 0; f < capture.fields.size(); ++f)
+      if (!list.count.empty() && capture.fields[f].name == list.count)
+        count = static_cast<int>(f);
+    if (!list.count.empty() && count < 0)
+      fail(indexed(path, "lists", l) + ".count", "no field named \"" + list.count + "\"");
+    lists[list.path] = count;
+  }
   Node root;
   for (size_t i = 0; i < capture.fields.size(); ++i) {
     std::string field_path = indexed(path, "fields", i) + ".name";
@@ -186,7 +217,7 @@ std::vector<DisplayOp> build_display(const ManifestCapture &capture, const std::
     node->field = static_cast<int>(i);
   }
   std::vector<DisplayOp> ops;
-  emit(root, ops);
+  emit(root, "", lists, ops);
   return ops;
 }
 
@@ -232,6 +263,13 @@ ManifestCapture parse_capture(const json &c, const std::string &path, uint32_t h
   for (size_t i = 0; i < fields.size(); ++i)
     capture.fields.push_back(
         parse_field(fields[i], indexed(path, "fields", i), header_size, event_size));
+  if (c.contains("lists")) {
+    const json &lists = array_at(c, path, "lists");
+    for (size_t i = 0; i < lists.size(); ++i) {
+      std::string lpath = indexed(path, "lists", i);
+      capture.lists.push_back({string_at(lists[i], lpath, "path"), optional_string(lists[i], lpath, "count")});
+    }
+  }
   capture.display = build_display(capture, path);
   return capture;
 }
@@ -373,6 +411,8 @@ const char *field_kind_name(FieldKind kind) {
     return "pointer";
   case FieldKind::String:
     return "string";
+  case FieldKind::Float:
+    return "float";
   }
   return "?";
 }

@@ -29,6 +29,7 @@ enum class FieldKind {
   Bool,    // u64, nonzero is true
   Pointer, // u64 address
   String,  // u64 full length, then min(length, max_len) bytes of data at offset + 8
+  Float,   // IEEE bits: float64 in 8 bytes, float32 in the low 4 (size says which)
 };
 
 struct ManifestField {
@@ -43,9 +44,22 @@ struct ManifestField {
 // DisplayOp: one step of the pre-order walk that prints a capture. Computed once at load, so
 // printing an event walks a flat array instead of splitting names.
 struct DisplayOp {
-  enum Kind { Open, Value, Close } kind;
-  std::string label;  // the key within the enclosing struct ("" at the top of a single value)
+  enum Kind { Open, Value, Close, OpenList, CloseList } kind;
+  std::string label;  // the key within the enclosing struct ("" at the top and for list elements)
   uint32_t field = 0; // for Value: index into the capture's fields
+  // OpenList: the field holding how many elements the value has (-1: all of them are shown).
+  int32_t count_field = -1;
+  // The first op of element `element` of the enclosing list, and the op just past that element:
+  // elements at or past the count are skipped (a slice of 3 in 8 slots shows 3).
+  int32_t element = -1;
+  uint32_t element_end = 0;
+};
+
+// ManifestList marks the struct at `path` (dots, "" for the capture itself) as a list whose
+// children are its elements, in order; `count` names the field (full path) holding the length.
+struct ManifestList {
+  std::string path;
+  std::string count;
 };
 
 struct ManifestCapture {
@@ -53,6 +67,7 @@ struct ManifestCapture {
   std::string type;
   uint32_t fault_bit = 0;
   std::vector<ManifestField> fields;
+  std::vector<ManifestList> lists;
   std::vector<DisplayOp> display; // single value: one Value op; struct: Open ... Close
 };
 

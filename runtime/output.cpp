@@ -1,5 +1,9 @@
 #include "output.h"
 
+#include <cmath>
+
+#include <charconv>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -184,6 +188,63 @@ void append_hex(std::string &out, uint64_t v) {
   out.append(buf + i, sizeof buf - i);
 }
 
+// ListCounts tracks the lists being printed: how many elements each one really has, so that the
+// slots past a slice's length are skipped (their bytes were never read).
+class ListCounts {
+public:
+  void open(const DisplayOp &op, const ManifestCapture &capture, const uint8_t *event) {
+    if (op.kind != DisplayOp::OpenList) {
+      stack_.push_back(UINT64_MAX);
+      return;
+    }
+    uint64_t count = UINT64_MAX;
+    if (op.count_field >= 0)
+      count = load_u64(event + capture.fields[static_cast<size_t>(op.count_field)].offset);
+    stack_.push_back(count);
+  }
+  void close(const DisplayOp &) {
+    if (!stack_.empty())
+      stack_.pop_back();
+  }
+  // True when op starts an element past the enclosing list's count; `i` then jumps past it.
+  bool skip(const DisplayOp &op, size_t &i) const {
+    if (op.element < 0 || stack_.empty() || static_cast<uint64_t>(op.element) < stack_.back())
+      return false;
+    i = op.element_end - 1;
+    return true;
+  }
+
+private:
+  std::vector<uint64_t> stack_;
+};
+
+// Floats print in their shortest exact form (std::to_chars). JSON has no NaN or infinities, so
+// there they are the strings "NaN", "+Inf", "-Inf", as Go's strconv spells them.
+void append_float(std::string &out, uint64_t bits, uint32_t size, bool json) {
+  double value;
+  char buffer[64];
+  std::to_chars_result r;
+  if (size == 4) {
+    float f;
+    uint32_t low = static_cast<uint32_t>(bits);
+    std::memcpy(&f, &low, 4);
+    value = f;
+    r = std::to_chars(buffer, buffer + sizeof buffer, f);
+  } else {
+    std::memcpy(&value, &bits, 8);
+    r = std::to_chars(buffer, buffer + sizeof buffer, value);
+  }
+  if (std::isnan(value) || std::isinf(value)) {
+    const char *text = std::isnan(value) ? "NaN" : value > 0 ? "+Inf" : "-Inf";
+    if (json)
+      out.append("\"").append(text).append("\"");
+    else
+      out += text;
+    return;
+  }
+  out.append(buffer, r.ptr);
+}
+
 EventPrinter::EventPrinter(const Manifest &manifest, OutputFormat format, uint64_t start_ns)
     : manifest_(manifest), format_(format), start_ns_(start_ns) {
   size_t max_captures = 0, max_fields = 0;
@@ -275,18 +336,23 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
       continue;
     }
     bool first = true; // no ", " before the first member of a struct
+    ListCounts counts;
     for (size_t i = 0; i < capture.display.size(); ++i) {
       const DisplayOp &op = capture.display[i];
-      if (op.kind == DisplayOp::Close) {
-        out += '}';
+      if (counts.skip(op, i))
+        continue;
+      if (op.kind == DisplayOp::Close || op.kind == DisplayOp::CloseList) {
+        out += op.kind == DisplayOp::Close ? '}' : ']';
+        counts.close(op);
         first = false;
         continue;
       }
       if (!first)
         out += ", ";
       out += pc.text_labels[i];
-      if (op.kind == DisplayOp::Open) {
-        out += '{';
+      if (op.kind == DisplayOp::Open || op.kind == DisplayOp::OpenList) {
+        out += op.kind == DisplayOp::Open ? '{' : '[';
+        counts.open(op, capture, event);
         first = true;
         continue;
       }
@@ -305,6 +371,9 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
         break;
       case FieldKind::Pointer:
         append_hex(out, load_u64(slot));
+        break;
+      case FieldKind::Float:
+        append_float(out, load_u64(slot), field.size, false);
         break;
       case FieldKind::String: {
         StringSlot s = read_string(event, field);
@@ -349,18 +418,23 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
       continue;
     }
     bool first = true;
+    ListCounts counts;
     for (size_t i = 0; i < capture.display.size(); ++i) {
       const DisplayOp &op = capture.display[i];
-      if (op.kind == DisplayOp::Close) {
-        out += '}';
+      if (counts.skip(op, i))
+        continue;
+      if (op.kind == DisplayOp::Close || op.kind == DisplayOp::CloseList) {
+        out += op.kind == DisplayOp::Close ? '}' : ']';
+        counts.close(op);
         first = false;
         continue;
       }
       if (!first)
         out += ',';
       out += pc.json_labels[i];
-      if (op.kind == DisplayOp::Open) {
-        out += '{';
+      if (op.kind == DisplayOp::Open || op.kind == DisplayOp::OpenList) {
+        out += op.kind == DisplayOp::Open ? '{' : '[';
+        counts.open(op, capture, event);
         first = true;
         continue;
       }
@@ -382,6 +456,9 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
         out += '"';
         append_hex(out, load_u64(slot));
         out += '"';
+        break;
+      case FieldKind::Float:
+        append_float(out, load_u64(slot), field.size, true);
         break;
       case FieldKind::String: {
         StringSlot s = read_string(event, field);

@@ -188,4 +188,28 @@ ArchRegisters i386_registers() {
   return regs;
 }
 
+TargetAbi target_abi(const std::string &goarch, int go_major, int go_minor) {
+  auto at_least = [&](int minor) { return go_major > 1 || (go_major == 1 && go_minor >= minor); };
+  TargetAbi t;
+  if (goarch == "amd64") {
+    t.regs = amd64_registers();
+    t.internal = abi_internal_amd64();
+    t.has_regabi = at_least(17);
+  } else if (goarch == "arm64") {
+    t.regs = arm64_registers();
+    t.internal = abi_internal_arm64();
+    t.has_regabi = at_least(18);
+  } else if (goarch == "386") {
+    t.regs = i386_registers();
+    t.ptr_size = 4;
+  } else {
+    throw std::invalid_argument("no Go ABI model for GOARCH " + goarch);
+  }
+  return t;
+}
+
+AbiConfig function_abi(const TargetAbi &target, bool compiled_regabi) {
+  return target.has_regabi && compiled_regabi ? target.internal : abi0(target.ptr_size);
+}
+
 } // namespace weave

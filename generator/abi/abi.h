@@ -73,4 +73,19 @@ ArchRegisters arm64_registers();
 // 32-bit registers; every argument is on the stack (ABI0), above the 4-byte return address.
 ArchRegisters i386_registers();
 
+// TargetAbi is what an architecture and Go version imply for the functions of a binary.
+struct TargetAbi {
+  ArchRegisters regs;
+  AbiConfig internal;      // the register ABI, when the version has one
+  bool has_regabi = false; // amd64 from Go 1.17, arm64 from Go 1.18, never 386
+  int ptr_size = 8;
+};
+
+// `goarch` in Go's spelling ("amd64", "arm64", "386"); throws std::invalid_argument otherwise.
+TargetAbi target_abi(const std::string &goarch, int go_major, int go_minor);
+
+// The ABI of one function: ABIInternal when the version has it and the function's compile unit
+// was built with it (DWARF producer "regabi"; assembly and pre-1.17 code is ABI0).
+AbiConfig function_abi(const TargetAbi &target, bool compiled_regabi);
+
 } // namespace weave

@@ -30,6 +30,8 @@ constexpr uint8_t kFlagInline = 2;
 constexpr uint64_t kScanWindow = 64 * 1024;
 // Version and modinfo are a few KiB at most; anything larger is a corrupt length.
 constexpr uint64_t kMaxStringSize = 16 * 1024 * 1024;
+// A blob found by scanning is taken up to the end of its segment, at most this much.
+constexpr uint64_t kMaxBlobSize = kHeaderSize + 2 * (kMaxStringSize + 10);
 
 bool has_magic(const uint8_t *p, size_t available) {
   return available >= kHeaderSize && std::memcmp(p, kMagic.data(), kMagic.size()) == 0;
@@ -290,6 +292,115 @@ int parse_number(std::string_view text, size_t &pos) {
   return static_cast<int>(value);
 }
 
+
+// No .go.buildinfo anywhere (seen in @esbuild/linux-x64@0.28.2, whose runtime says go1.26.5: no
+// .go.buildinfo or .note.go.buildid section, and the magic is nowhere in the file; Go 1.26's
+// release notes list no change to .go.buildinfo, so this binary was most likely post-processed).
+// The runtime still carries the same two strings in its own variables (go1.19: runtime/extern.go
+// buildVersion, runtime/debug mod.go modinfo): modinfo is framed by its 16-byte sentinels, and
+// runtime.buildVersion is a Go string header {ptr, len} in a data segment pointing at "go1.N...".
+// When both are found (the version unambiguously), they are returned as a synthetic inline-format
+// blob, so parse_buildinfo reads them like any Go >= 1.18 binary's.
+std::optional<std::vector<uint8_t>> recover_from_runtime_variables(Elf *elf,
+                                                                   const BinaryImage &image) {
+  // cmd/go/internal/modload/build.go infoStart/infoEnd.
+  static const uint8_t kInfoStart[16] = {0x30, 0x77, 0xaf, 0x0c, 0x92, 0x74, 0x08, 0x02,
+                                         0x41, 0xe1, 0xc1, 0x07, 0xe6, 0xd6, 0x18, 0xe6};
+  static const uint8_t kInfoEnd[16] = {0xf9, 0x32, 0x43, 0x31, 0x86, 0x18, 0x20, 0x72,
+                                       0x00, 0x82, 0x42, 0x10, 0x41, 0x16, 0xd8, 0xf2};
+  struct Chunk {
+    const LoadSegment *seg;
+    const uint8_t *bytes;
+  };
+  std::vector<Chunk> chunks;
+  for (const LoadSegment &seg : image.segments) {
+    if ((seg.flags & PF_X) || seg.file_size == 0)
+      continue;
+    Elf_Data *data = elf_getdata_rawchunk(elf, static_cast<int64_t>(seg.file_offset),
+                                          seg.file_size, ELF_T_BYTE);
+    if (data && data->d_buf && data->d_size == seg.file_size)
+      chunks.push_back(Chunk{&seg, static_cast<const uint8_t *>(data->d_buf)});
+  }
+  auto bytes_at = [&](uint64_t vaddr, uint64_t size) -> const uint8_t * {
+    for (const Chunk &c : chunks)
+      if (vaddr >= c.seg->vaddr && vaddr - c.seg->vaddr < c.seg->file_size &&
+          size <= c.seg->file_size - (vaddr - c.seg->vaddr))
+        return c.bytes + (vaddr - c.seg->vaddr);
+    return nullptr;
+  };
+
+  std::string modinfo;
+  for (const Chunk &c : chunks) {
+    const uint8_t *end = c.bytes + c.seg->file_size;
+    const uint8_t *start = std::search(c.bytes, end, kInfoStart, kInfoStart + 16);
+    if (start == end)
+      continue;
+    const uint8_t *stop = std::search(start + 16, end, kInfoEnd, kInfoEnd + 16);
+    if (stop == end || static_cast<uint64_t>(stop - start) > kMaxStringSize)
+      continue;
+    std::string_view text(reinterpret_cast<const char *>(start + 16), stop - start - 16);
+    if (text.rfind("path\t", 0) != 0 && text.rfind("mod\t", 0) != 0)
+      continue;
+    modinfo.assign(reinterpret_cast<const char *>(start), stop + 16 - start);
+    break;
+  }
+  if (modinfo.empty())
+    return std::nullopt;
+
+  auto looks_like_version = [](std::string_view text) {
+    std::string_view rest = text;
+    if (rest.rfind("devel ", 0) == 0)
+      rest.remove_prefix(6);
+    if (rest.size() < 5 || rest.rfind("go1.", 0) != 0 ||
+        !std::isdigit(static_cast<unsigned char>(rest[4])))
+      return false;
+    for (char ch : text)
+      if (!std::isprint(static_cast<unsigned char>(ch)))
+        return false;
+    return true;
+  };
+  const int ps = image.ptr_size;
+  std::string version;
+  for (const Chunk &c : chunks) {
+    if (!(c.seg->flags & PF_W))
+      continue;
+    for (uint64_t at = (ps - c.seg->vaddr % ps) % ps; at + 2 * ps <= c.seg->file_size; at += ps) {
+      uint64_t ptr = read_uint(c.bytes + at, ps, false);
+      uint64_t len = read_uint(c.bytes + at + ps, ps, false);
+      if (len < 5 || len > 64)
+        continue;
+      const uint8_t *target = bytes_at(ptr, len);
+      if (!target || (target[0] != 'g' && target[0] != 'd'))
+        continue;
+      std::string_view text(reinterpret_cast<const char *>(target), len);
+      if (!looks_like_version(text))
+        continue;
+      if (!version.empty() && version != text)
+        return std::nullopt; // two different candidates: do not guess
+      version = text;
+    }
+  }
+  if (version.empty())
+    return std::nullopt;
+
+  std::vector<uint8_t> blob(kHeaderSize, 0);
+  std::memcpy(blob.data(), kMagic.data(), kMagic.size());
+  blob[14] = static_cast<uint8_t>(ps);
+  blob[15] = kFlagInline;
+  auto append = [&](const std::string &text) {
+    uint64_t size = text.size();
+    do {
+      uint8_t byte = size & 0x7f;
+      size >>= 7;
+      blob.push_back(byte | (size ? 0x80 : 0));
+    } while (size);
+    blob.insert(blob.end(), text.begin(), text.end());
+  };
+  append(version);
+  append(modinfo);
+  return blob;
+}
+
 } // namespace
 
 std::optional<std::vector<uint8_t>> find_buildinfo_blob(Elf *elf, const BinaryImage &image) {
@@ -313,26 +424,37 @@ std::optional<std::vector<uint8_t>> find_buildinfo_blob(Elf *elf, const BinaryIm
     }
   }
 
-  // Without (or with a damaged) section: the first writable, non-executable PT_LOAD, at 16-byte
-  // aligned positions within its first 64 KiB (GO-ABI.md §3.1; the linker aligns the section to
-  // 16 and puts it first in the data segment).
-  for (const LoadSegment &seg : image.segments) {
-    if ((seg.flags & (PF_W | PF_X)) != PF_W)
-      continue;
-    uint64_t window = std::min(seg.file_size, kScanWindow);
-    if (window < kHeaderSize)
-      return std::nullopt;
-    Elf_Data *data =
-        elf_getdata_rawchunk(elf, static_cast<int64_t>(seg.file_offset), window, ELF_T_BYTE);
-    if (!data || !data->d_buf)
-      return std::nullopt;
-    const auto *p = static_cast<const uint8_t *>(data->d_buf);
-    for (size_t at = 0; at + kHeaderSize <= data->d_size; at += 16)
-      if (has_magic(p + at, data->d_size - at))
-        return std::vector<uint8_t>(p + at, p + data->d_size);
-    return std::nullopt;
+  // Without (or with a damaged) section: the writable, non-executable PT_LOADs, at 16-byte aligned
+  // addresses (GO-ABI.md §3.1; the linker aligns the section to 16 and puts it first in the data
+  // segment). Go's reader looks only at the first such segment; a PIE's first one is its relro
+  // segment (.data.rel.ro*, see tests/pclntab) and the blob starts the second, so every writable
+  // segment is searched, the first 64 KiB of each before the rest (an external link can put the
+  // section deeper: golang/go#31861). The blob runs to the end of its segment's file-backed part,
+  // not of the 64 KiB window: modinfo can be longer (golang/go#61644).
+  for (uint64_t window : {kScanWindow, UINT64_MAX}) {
+    for (const LoadSegment &seg : image.segments) {
+      if ((seg.flags & (PF_W | PF_X)) != PF_W || seg.file_size < kHeaderSize)
+        continue;
+      uint64_t size = std::min(seg.file_size, window);
+      Elf_Data *data =
+          elf_getdata_rawchunk(elf, static_cast<int64_t>(seg.file_offset), size, ELF_T_BYTE);
+      if (!data || !data->d_buf)
+        continue;
+      const auto *p = static_cast<const uint8_t *>(data->d_buf);
+      for (size_t at = (16 - seg.vaddr % 16) % 16; at + kHeaderSize <= data->d_size; at += 16) {
+        if (!has_magic(p + at, data->d_size - at))
+          continue;
+        uint64_t rest = std::min<uint64_t>(seg.file_size - at, kMaxBlobSize);
+        Elf_Data *whole = elf_getdata_rawchunk(elf, static_cast<int64_t>(seg.file_offset + at),
+                                               rest, ELF_T_BYTE);
+        if (!whole || !whole->d_buf)
+          return std::vector<uint8_t>(p + at, p + data->d_size);
+        const auto *w = static_cast<const uint8_t *>(whole->d_buf);
+        return std::vector<uint8_t>(w, w + whole->d_size);
+      }
+    }
   }
-  return std::nullopt;
+  return recover_from_runtime_variables(elf, image);
 }
 
 std::optional<GoBuildInfo> parse_buildinfo(const std::vector<uint8_t> &blob, int ptr_size,

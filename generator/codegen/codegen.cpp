@@ -77,6 +77,7 @@ std::string conversion(const EventField &f, const std::string &var) {
     return f.size == 8 ? fmt::format("(__s64){}", var) : fmt::format("(__s64)({}){}", sbits[f.size], var);
   if (f.kind == "bool")
     return fmt::format("(__u8){} != 0", var);
+  // Floats travel as their IEEE bits; the tracer reinterprets them.
   return f.size == 8 ? var : fmt::format("({}){}", ubits[f.size], var);
 }
 
@@ -90,6 +91,7 @@ Data read_view(const ValueRead &read) {
     load.set("offset", std::to_string(step.offset));
     load.set("size", std::to_string(step.size));
     load.set("comment", comment(step.comment));
+    load.set("skip_if_null", step.skip_if_null);
     loads.push_back(load);
   }
   view.set("loads", loads);
@@ -166,6 +168,12 @@ Data plan_view(const Plan &plan) {
           Data fv;
           fv.set("label", label);
           fv.set("value", read_view(field.value));
+          // A slice element is read only when the slice is long enough to have it.
+          fv.set("guarded", field.guard_field >= 0);
+          if (field.guard_field >= 0)
+            fv.set("guard", fmt::format("e->{} > {}", member_name(c, static_cast<size_t>(field.guard_field),
+                                                                   capture.fields.size()),
+                                        field.guard_index));
           bool is_string = field.kind == "string";
           fv.set("is_string", is_string);
           fv.set("is_scalar", !is_string);
@@ -249,7 +257,8 @@ std::string render_manifest(const Plan &plan) {
                         {"pointer_size", plan.target.ptr_size}};
   // The probes submit with BPF_RB_NO_WAKEUP (a wakeup per event costs more than the probe itself),
   // so the tracer drains the ring buffer on a short timer instead of sleeping in epoll.
-  manifest["options"] = {{"string_max", plan.string_max}, {"ringbuf_wakeup", "none"}};
+  manifest["options"] = {
+      {"string_max", plan.string_max}, {"slice_max", plan.slice_max}, {"ringbuf_wakeup", "none"}};
   manifest["event_header_size"] = plan.header_size;
   manifest["goid"] = {{"offset", plan.goid_offset}, {"source", plan.goid_source}};
   json probes = json::array();
@@ -267,8 +276,14 @@ std::string render_manifest(const Plan &plan) {
           field["length_read"] = read_json(f.length);
         fields.push_back(field);
       }
-      captures.push_back(
-          {{"expr", c.expr}, {"type", c.go_type}, {"fault_bit", c.fault_bit}, {"fields", fields}});
+      json capture = {{"expr", c.expr}, {"type", c.go_type}, {"fault_bit", c.fault_bit}, {"fields", fields}};
+      if (!c.lists.empty()) {
+        json lists = json::array();
+        for (const auto &l : c.lists)
+          lists.push_back({{"path", l.path}, {"count", l.count}});
+        capture["lists"] = lists;
+      }
+      captures.push_back(capture);
     }
     return captures;
   };

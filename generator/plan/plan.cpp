@@ -17,9 +17,13 @@ namespace {
 
 constexpr uint32_t kEventHeaderSize = 48; // sizeof(struct weave_event_header), templates/weave_event.h
 constexpr size_t kMaxCaptures = 64;       // one fault bit each in the header's `faults`
-constexpr size_t kMaxFieldsPerCapture = 32;
+constexpr size_t kMaxFieldsPerCapture = 64;
 
 uint32_t round8(uint64_t n) { return static_cast<uint32_t>((n + 7) / 8 * 8); }
+
+std::string join_name(const std::string &prefix, const std::string &name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
 
 // Place is where the value being resolved lives at the probe: either spread over registers, or in
 // memory at (base register, followed through `loads`) + offset.
@@ -42,8 +46,17 @@ struct Place {
 // Resolver turns one probe's capture expressions into event fields.
 class Resolver {
 public:
-  Resolver(TypeTable &types, const ArchRegisters &regs, int ptr_size, int string_max)
-      : types_(types), regs_(regs), ptr_size_(ptr_size), string_max_(string_max) {}
+  // Offsets inside runtime structures that a capture reads through (from DWARF).
+  struct RuntimeLayout {
+    std::optional<uint64_t> map_count;  // runtime.hmap.count (swiss maps: maps.Map.used)
+    std::optional<uint64_t> chan_len;   // runtime.hchan.qcount
+    std::optional<uint64_t> chan_cap;   // runtime.hchan.dataqsiz
+  };
+
+  Resolver(TypeTable &types, const ArchRegisters &regs, int ptr_size, int string_max, int slice_max,
+           RuntimeLayout runtime)
+      : types_(types), regs_(regs), ptr_size_(ptr_size), string_max_(string_max),
+        slice_max_(slice_max), runtime_(runtime) {}
 
   Place root_place(const std::string &name, TypeId type, const ParamLocation &loc) {
     Place place;
@@ -182,9 +195,103 @@ public:
       }
       return;
     case TypeKind::Float:
-      if (place.in_regs)
-        scalar(place, type.size, path, type.name, loc); // throws [float-in-register]
-      [[fallthrough]];
+      // In memory (ABI0, the stack, behind a pointer) a float is readable; in an XMM/V register
+      // scalar() refuses it.
+      field.kind = "float";
+      field.value = scalar(place, type.size, path, type.name, loc);
+      capture.fields.push_back(field);
+      return;
+    case TypeKind::Complex: {
+      uint64_t half = type.size / 2;
+      const char *part_type = half == 4 ? "float32" : "float64";
+      for (int part = 0; part < 2; ++part) {
+        EventField f;
+        f.name = join_name(field_name, part == 0 ? "real" : "imag");
+        f.kind = "float";
+        f.go_type = part_type;
+        f.size = static_cast<uint32_t>(half);
+        f.value = scalar(member(place, part * half, half), half, path + (part == 0 ? ".real" : ".imag"),
+                         part_type, loc);
+        capture.fields.push_back(f);
+      }
+      return;
+    }
+    case TypeKind::Slice: {
+      uint64_t word = static_cast<uint64_t>(ptr_size_);
+      const GoType &elem = types_.at(type.elem);
+      if (elem.kind == TypeKind::Uint && elem.size == 1) {
+        // []byte reads like a string: its bytes, up to string_max.
+        field.kind = "string";
+        field.value = scalar(member(place, 0, word), word, path + ".array", "*uint8", loc);
+        field.length = scalar(member(place, word, word), word, path + ".len", "int", loc);
+        field.max_len = static_cast<uint32_t>(string_max_);
+        capture.fields.push_back(field);
+        return;
+      }
+      EventField len, cap;
+      len.name = join_name(field_name, "len");
+      cap.name = join_name(field_name, "cap");
+      len.kind = cap.kind = "int";
+      len.go_type = cap.go_type = "int";
+      len.size = cap.size = static_cast<uint32_t>(word);
+      len.value = scalar(member(place, word, word), word, path + ".len", "int", loc);
+      cap.value = scalar(member(place, 2 * word, word), word, path + ".cap", "int", loc);
+      int len_index = static_cast<int>(capture.fields.size());
+      capture.fields.push_back(len);
+      capture.fields.push_back(cap);
+      std::string items = join_name(field_name, "items");
+      capture.lists.push_back({items, len.name});
+      Place data = deref(member(place, 0, word), path + ".array", "*" + elem.name, loc);
+      for (int i = 0; i < slice_max_; ++i) {
+        size_t first = capture.fields.size();
+        emit(member(data, static_cast<uint64_t>(i) * elem.size, elem.size), type.elem,
+             items + "." + std::to_string(i), fmt::format("{}[{}]", path, i), loc, capture, depth + 1);
+        for (size_t f = first; f < capture.fields.size(); ++f) {
+          capture.fields[f].guard_field = len_index;
+          capture.fields[f].guard_index = static_cast<uint64_t>(i);
+        }
+      }
+      return;
+    }
+    case TypeKind::Array: {
+      const GoType &elem = types_.at(type.elem);
+      capture.lists.push_back({field_name, ""});
+      uint64_t shown = std::min<uint64_t>(type.count, static_cast<uint64_t>(slice_max_));
+      for (uint64_t i = 0; i < shown; ++i)
+        emit(member(place, i * elem.size, elem.size), type.elem, join_name(field_name, std::to_string(i)),
+             fmt::format("{}[{}]", path, i), loc, capture, depth + 1);
+      return;
+    }
+    case TypeKind::Map:
+    case TypeKind::Chan: {
+      // Both are pointers to a runtime header; a nil one has length 0. The header layout comes
+      // from the binary's DWARF (runtime.hmap, runtime.hchan), so it follows the Go version.
+      bool is_map = type.kind == TypeKind::Map;
+      std::optional<uint64_t> len_off = is_map ? runtime_.map_count : runtime_.chan_len;
+      if (!len_off)
+        throw UserError("unsupported-type",
+                        fmt::format("{} is a {}, but this binary's DWARF has no {} layout to read its "
+                                    "length from",
+                                    path, type.name, is_map ? "runtime.hmap" : "runtime.hchan"),
+                        loc);
+      auto header_field = [&](const char *name, uint64_t offset) {
+        EventField f;
+        f.name = join_name(field_name, name);
+        f.kind = "int";
+        f.go_type = "int";
+        f.size = static_cast<uint32_t>(ptr_size_);
+        f.value = scalar(place, static_cast<uint64_t>(ptr_size_), path, type.name, loc);
+        f.value.size = static_cast<uint32_t>(ptr_size_);
+        f.value.loads.push_back({static_cast<int64_t>(offset), static_cast<uint32_t>(ptr_size_),
+                                 fmt::format("{}({}): {} header +{}", name, path, is_map ? "map" : "chan", offset),
+                                 true});
+        capture.fields.push_back(f);
+      };
+      header_field("len", *len_off);
+      if (!is_map && runtime_.chan_cap)
+        header_field("cap", *runtime_.chan_cap);
+      return;
+    }
     default:
       throw UserError("unsupported-type",
                       fmt::format("{} has type {} ({}), which weave cannot capture yet", path,
@@ -206,6 +313,8 @@ private:
   const ArchRegisters &regs_;
   int ptr_size_;
   int string_max_;
+  int slice_max_;
+  RuntimeLayout runtime_;
 };
 
 std::vector<std::string> field_names(const GoType &type) {
@@ -370,34 +479,13 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
   plan.string_max = spec.options.string_max;
   plan.header_size = kEventHeaderSize;
 
-  // Register-based ABIInternal came to amd64 in Go 1.17 and to arm64 in 1.18; 386 never has it.
   GoVersion version = parse_go_version(plan.target.go_version);
-  auto at_least = [&](int minor) { return version.major > 1 || (version.major == 1 && version.minor >= minor); };
-  ArchRegisters regs;
-  AbiConfig internal;
-  bool version_has_regabi = false;
-  CodeFacts (*analyze)(const std::vector<uint8_t> &, uint64_t) = nullptr;
-  switch (image.arch) {
-  case Arch::X86_64:
-    regs = amd64_registers();
-    internal = abi_internal_amd64();
-    version_has_regabi = at_least(17);
-    analyze = analyze_x86_64;
-    plan.ctx_type = "struct weave_pt_regs_x86_64";
-    break;
-  case Arch::Arm64:
-    regs = arm64_registers();
-    internal = abi_internal_arm64();
-    version_has_regabi = at_least(18);
-    analyze = analyze_arm64;
-    plan.ctx_type = "struct weave_pt_regs_arm64";
-    break;
-  case Arch::I386:
-    regs = i386_registers();
-    analyze = analyze_i386;
-    plan.ctx_type = "struct weave_pt_regs_x86_64";
-    break;
-  }
+  TargetAbi target = target_abi(plan.target.arch, version.major, version.minor);
+  const ArchRegisters &regs = target.regs;
+  CodeFacts (*analyze)(const std::vector<uint8_t> &, uint64_t) =
+      image.arch == Arch::X86_64 ? analyze_x86_64 : image.arch == Arch::Arm64 ? analyze_arm64 : analyze_i386;
+  // On an x86-64 kernel a 386 process's uprobe context is the 64-bit pt_regs as well.
+  plan.ctx_type = image.arch == Arch::Arm64 ? "struct weave_pt_regs_arm64" : "struct weave_pt_regs_x86_64";
 
   if (auto goid = debug.member_offset("runtime.g", "goid")) {
     plan.goid_offset = *goid;
@@ -408,6 +496,14 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
   }
   plan.g_register = regs.g;
   plan.g_register_name = regs.g_name;
+
+  Resolver::RuntimeLayout runtime_layout;
+  runtime_layout.map_count = debug.member_offset("runtime.hmap", "count");
+  if (!runtime_layout.map_count) // Go 1.24+ swiss-table maps
+    runtime_layout.map_count = debug.member_offset("internal/runtime/maps.Map", "used");
+  runtime_layout.chan_len = debug.member_offset("runtime.hchan", "qcount");
+  runtime_layout.chan_cap = debug.member_offset("runtime.hchan", "dataqsiz");
+  plan.slice_max = spec.options.slice_max;
 
   uint64_t cookie = 0;
   for (size_t index = 0; index < spec.probes.size(); ++index) {
@@ -428,8 +524,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
     probe.function_entry = fn->low_pc;
     probe.function_end = fn->high_pc;
 
-    bool regabi = fn->regabi && version_has_regabi;
-    AbiConfig config = regabi ? internal : abi0(image.ptr_size);
+    AbiConfig config = function_abi(target, fn->regabi);
     probe.abi = config.name;
 
     std::vector<NamedValue> inputs, results;
@@ -471,7 +566,8 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
     else
       add_attach("entry", fn->low_pc, "function entry (no stack-growth check: a small leaf)");
 
-    Resolver resolver(debug.types(), regs, image.ptr_size, spec.options.string_max);
+    Resolver resolver(debug.types(), regs, image.ptr_size, spec.options.string_max,
+                      spec.options.slice_max, runtime_layout);
     std::vector<CaptureSpec> all_args;
     if (probe_spec.all_args)
       for (const auto &in : inputs)

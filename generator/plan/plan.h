@@ -23,6 +23,7 @@ struct LoadStep {
   int64_t offset = 0;
   uint32_t size = 8;   // bytes loaded (the last step loads the value itself)
   std::string comment; // what this load reads: "req.Header: *main.Header at +8"
+  bool skip_if_null = false; // a nil map or channel has length 0: do not load through address 0
 };
 
 struct ValueRead {
@@ -37,13 +38,24 @@ struct ValueRead {
 //  string: 8-byte length at `offset`, then `max_len` bytes of data at offset + 8.
 struct EventField {
   std::string name;    // path inside the capture: "" for the value itself, "Header.Port" in a struct
-  std::string kind;    // "int", "uint", "bool", "pointer", "string"
+  std::string kind;    // "int", "uint", "bool", "pointer", "float", "string"
   std::string go_type; // "int16", "string", "*main.Header"
   uint32_t size = 8;   // declared byte size of the Go value (1, 2, 4, 8; 16 for strings)
   uint32_t offset = 0; // in the event record
   uint32_t max_len = 0; // string: bytes reserved for data
   ValueRead value;      // scalar value, or a string's data pointer
   ValueRead length;     // string only: its length
+  // Slice elements are read only below the slice's length: field `guard_field` (an index into the
+  // capture's fields) must hold a value greater than `guard_index`, or the slot stays zero.
+  int guard_field = -1;
+  uint64_t guard_index = 0;
+};
+
+// ListPlan: the struct at `path` inside a capture is a list of elements (a slice or an array);
+// `count` names the field that holds its length ("" for an array: every element is shown).
+struct ListPlan {
+  std::string path;
+  std::string count;
 };
 
 struct CapturePlan {
@@ -52,6 +64,7 @@ struct CapturePlan {
   std::string go_type;
   int fault_bit = 0; // bit in the event header's `faults` set when any read of this capture faults
   std::vector<EventField> fields;
+  std::vector<ListPlan> lists;
 };
 
 struct AttachPoint {
@@ -96,6 +109,7 @@ struct TargetInfo {
 struct Plan {
   TargetInfo target;
   int string_max = 64;
+  int slice_max = 8;
   uint64_t goid_offset = 0;     // of goid inside runtime.g
   std::string goid_source;      // "DWARF runtime.g.goid" / "Go version table"
   std::string g_register;       // pt_regs field holding g at ABIInternal entries ("r14")

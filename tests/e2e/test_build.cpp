@@ -90,8 +90,8 @@ TEST_CASE("bad input: a clear error, a non-zero exit, and nothing written") {
                "not-a-struct", {"a is int8"});
   expect_error("float", "probes:\n  - function: main.Floats\n    capture: [n, f]\n", fixture,
                "float-in-register", {"spec.yaml:3:18", "f (float64)", "X0"});
-  expect_error("map", "probes:\n  - function: main.Lookup\n    capture: [m]\n", fixture, "unsupported-type",
-               {"map[string]int"});
+  expect_error("func", "probes:\n  - function: main.Callback\n    capture: [fn]\n", fixture, "unsupported-type",
+               {"fn has type func(int) int"});
   expect_error("bad-expression", "probes:\n  - function: main.Ints\n    capture: [a..b]\n", fixture,
                "bad-expression", {"spec.yaml:3:17"});
   expect_error("schema", "probes:\n  - function: main.Ints\n    captures: [a]\n", fixture, "spec-schema",
@@ -131,9 +131,9 @@ TEST_CASE("arm64: generated probes compile, read the ABI's registers, and sit on
   std::string c = e2e::read_file(dir + "/out/probes.bpf.c");
   CHECK(c.find("struct weave_pt_regs_arm64 *ctx") != std::string::npos);
   // SpillOver(a..h int, s string, y int): with 16 registers nothing spills on arm64.
-  for (const char *want : {"ctx->regs[0]; /* a: int in R0 */", "ctx->regs[7]; /* h: int in R7 */",
-                           "ctx->regs[8]; /* s.ptr: *uint8 in R8 */", "ctx->regs[9]; /* s.len: int in R9 */",
-                           "ctx->regs[10]; /* y: int in R10 */", "ctx->regs[28] + 152"})
+  for (const char *want : {"regs.regs[0]; /* a: int in R0 */", "regs.regs[7]; /* h: int in R7 */",
+                           "regs.regs[8]; /* s.ptr: *uint8 in R8 */", "regs.regs[9]; /* s.len: int in R9 */",
+                           "regs.regs[10]; /* y: int in R10 */", "regs.regs[28] + 152"})
     CHECK_MESSAGE(c.find(want) != std::string::npos, want);
   auto manifest = nlohmann::json::parse(e2e::read_file(dir + "/out/probes.json"));
   auto objdump = e2e::run({"go", "tool", "objdump", "-s", "^main\\.(Divmod|Deep|SpillOver)$", e2e::fixture("fixture_arm64")});
@@ -154,4 +154,23 @@ TEST_CASE("arm64: generated probes compile, read the ABI's registers, and sit on
   for (size_t at = objdump.out.find("RET"); at != std::string::npos; at = objdump.out.find("RET", at + 3))
     ++objdump_rets;
   CHECK(rets == objdump_rets);
+}
+
+TEST_CASE("weave funcs lists parameters, types and computed locations") {
+  auto r = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture"), "main.SpillOver"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  for (const char *want : {"main.SpillOver", "ABIInternal  args=88", "param  a ", "RAX (spill slot +16)",
+                           "param  s                string                       stack +0 (SP+8)",
+                           "param  y                int                          R11",
+                           "result ~r0              int                          RAX at RET"})
+    CHECK_MESSAGE(r.out.find(want) != std::string::npos, want);
+  auto r386 = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture_386"), "main.Divmod"});
+  CHECK(r386.out.find("ABI0  args=24") != std::string::npos);
+  CHECK(r386.out.find("result desc             string                       stack +16 (SP+20) at RET") !=
+        std::string::npos);
+  auto none = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture"), "main.Intz*"});
+  CHECK(none.status == 1);
+  CHECK(none.err.find("error[no-match]") != std::string::npos);
+  CHECK(none.err.find("did you mean main.Ints") != std::string::npos);
 }

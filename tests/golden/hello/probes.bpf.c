@@ -22,16 +22,19 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 		(struct probe_0_entry_event *)weave_reserve(ctx, 0, WEAVE_EVENT_ENTRY, sizeof(*e));
 	if (!e)
 		return 0;
+	/* A copy of the registers: clang may otherwise compute ctx + offset once and load through the
+	 * moved pointer, which the verifier refuses for the context. */
+	const struct weave_pt_regs_x86_64 regs = *ctx;
 
 	/* goroutine id: g is in R14 in ABIInternal code, goid at +152 (DWARF runtime.g.goid) */
-	weave_load(&e->hdr.goid, ctx->r14 + 152, 8);
+	weave_load(&e->hdr.goid, regs.r14 + 152, 8);
 
 	{ /* capture 0: req.Path (string) */
 		int fault = 0;
 		{ /* req.Path */
-			__u64 data = ctx->bx; /* req: *main.Request in RBX */
+			__u64 data = regs.bx; /* req: *main.Request in RBX */
 			fault |= weave_load(&data, data + 0, 8); /* req.Path.ptr: *uint8 at +0 */
-			__u64 len = ctx->bx; /* req: *main.Request in RBX */
+			__u64 len = regs.bx; /* req: *main.Request in RBX */
 			fault |= weave_load(&len, len + 8, 8); /* req.Path.len: int at +8 */
 			e->c0_len = len;
 			fault |= weave_read_string(e->c0_data, 64, data, len);
@@ -43,7 +46,7 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	{ /* capture 1: req.Header.Port (uint16) */
 		int fault = 0;
 		{ /* req.Header.Port */
-			__u64 v = ctx->bx; /* req: *main.Request in RBX */
+			__u64 v = regs.bx; /* req: *main.Request in RBX */
 			fault |= weave_load(&v, v + 16, 8); /* req.Header: *main.Header at +16 */
 			fault |= weave_load(&v, v + 0, 2); /* req.Header.Port: uint16 at +0 */
 			e->c1 = (__u16)v;
@@ -55,7 +58,7 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	{ /* capture 2: deadline (int64) */
 		int fault = 0;
 		{ /* deadline */
-			__u64 v = ctx->cx; /* deadline: int64 in RCX */
+			__u64 v = regs.cx; /* deadline: int64 in RCX */
 			e->c2 = (__s64)v;
 		}
 		if (fault)
@@ -65,9 +68,9 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	{ /* capture 3: s.Name (string) */
 		int fault = 0;
 		{ /* s.Name */
-			__u64 data = ctx->ax; /* s: *main.Server in RAX */
+			__u64 data = regs.ax; /* s: *main.Server in RAX */
 			fault |= weave_load(&data, data + 0, 8); /* s.Name.ptr: *uint8 at +0 */
-			__u64 len = ctx->ax; /* s: *main.Server in RAX */
+			__u64 len = regs.ax; /* s: *main.Server in RAX */
 			fault |= weave_load(&len, len + 8, 8); /* s.Name.len: int at +8 */
 			e->c3_len = len;
 			fault |= weave_read_string(e->c3_data, 64, data, len);

@@ -1,0 +1,896 @@
+// Stage 2 — binary: the .gopclntab reader (see pclntab.h for the layouts it knows).
+//
+// Sources, per layout (all [S] in GO-ABI.md's sense):
+//   - header and _func: go1.19 runtime/symtab.go (pcHeader, moduledata, functab, step, pcvalue,
+//     funcfile, funcline1, funcdata), go1.19 runtime/runtime2.go (_func), go1.19
+//     debug/gosym/pclntab.go (the 1.2 and 1.16 layouts, go12 functab); Go 1.16's _func has a pad
+//     byte where 1.17 put `flag`; Go 1.20 added `startLine` after cuOffset (golang/go@HEAD
+//     runtime/runtime2.go) and made inline records 16 bytes (HEAD runtime/symtabinl.go).
+//   - moduledata: the first field points at the pcHeader (1.16+); text at word 22, gofunc at word
+//     38 (1.18–1.19) or 40 (1.20+, after covctrs/ecovctrs). Go 1.26 keeps it in its own section
+//     ".go.module" and always writes 0 as the header's textStart (go.dev/doc/go1.26, "several
+//     minor changes to executable files"; quoted in goretk/gore#114).
+//   - funcID of wrappers: see wrapper_func_id_for().
+#include "binary/pclntab.h"
+#include "common/diag.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/stat.h>
+#include <type_traits>
+#include <unistd.h>
+
+namespace weave {
+
+namespace pclntab_detail {
+
+// Image is the whole file in memory plus its PT_LOAD mapping and, for PIEs, the RELATIVE dynamic
+// relocations (an external linker may leave a pointer's bytes 0 in the file and put the value in
+// the relocation's addend).
+struct Image {
+  std::string path;
+  std::vector<uint8_t> bytes;
+  std::vector<LoadSegment> segments;
+  int ptr_size = 8;
+  std::vector<std::pair<uint64_t, uint64_t>> relative; // (r_offset, addend), sorted
+
+  // `size` file-backed bytes at vaddr, inside one segment; nullptr otherwise.
+  const uint8_t *at(uint64_t vaddr, uint64_t size) const {
+    for (const LoadSegment &seg : segments) {
+      if (vaddr < seg.vaddr || vaddr - seg.vaddr >= seg.file_size)
+        continue;
+      uint64_t off = vaddr - seg.vaddr;
+      if (size > seg.file_size - off)
+        return nullptr;
+      return bytes.data() + seg.file_offset + off;
+    }
+    return nullptr;
+  }
+  // File-backed bytes from vaddr to the end of its segment (0 when unmapped).
+  uint64_t available(uint64_t vaddr) const {
+    for (const LoadSegment &seg : segments)
+      if (vaddr >= seg.vaddr && vaddr - seg.vaddr < seg.file_size)
+        return seg.file_size - (vaddr - seg.vaddr);
+    return 0;
+  }
+  const LoadSegment *segment_of(uint64_t vaddr) const {
+    for (const LoadSegment &seg : segments)
+      if (vaddr >= seg.vaddr && vaddr - seg.vaddr < seg.mem_size)
+        return &seg;
+    return nullptr;
+  }
+  // A pointer-sized little-endian word at vaddr; a 0 that a RELATIVE relocation fills in at load
+  // time reads as the relocation's addend. nullopt when vaddr is not file-backed.
+  std::optional<uint64_t> pointer(uint64_t vaddr) const {
+    const uint8_t *p = at(vaddr, static_cast<uint64_t>(ptr_size));
+    if (!p)
+      return std::nullopt;
+    uint64_t value = 0;
+    for (int i = 0; i < ptr_size; ++i)
+      value |= static_cast<uint64_t>(p[i]) << (8 * i);
+    if (value == 0 && !relative.empty()) {
+      auto it = std::lower_bound(relative.begin(), relative.end(),
+                                 std::make_pair(vaddr, uint64_t{0}));
+      if (it != relative.end() && it->first == vaddr)
+        return it->second;
+    }
+    return value;
+  }
+};
+
+} // namespace pclntab_detail
+
+using pclntab_detail::Image;
+
+namespace {
+
+constexpr uint32_t kMagic12 = 0xfffffffb;  // Go 1.2–1.15
+constexpr uint32_t kMagic116 = 0xfffffffa; // Go 1.16–1.17
+constexpr uint32_t kMagic118 = 0xfffffff0; // Go 1.18–1.19
+constexpr uint32_t kMagic120 = 0xfffffff1; // Go 1.20+
+
+// go1.19 runtime/symtab.go: _PCDATA_InlTreeIndex, _FUNCDATA_InlTree (3 since Go 1.16).
+constexpr uint32_t kPcdataInlTreeIndex = 2;
+constexpr uint32_t kFuncdataInlTree = 3;
+// Deeper inline chains than this mean a cycle in a damaged tree (the compiler stops far earlier).
+constexpr int kMaxInlineDepth = 1000;
+
+uint32_t le32(const uint8_t *p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+uint64_t le(const uint8_t *p, int size) {
+  uint64_t value = 0;
+  for (int i = 0; i < size; ++i)
+    value |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return value;
+}
+
+std::string hex(uint64_t value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%#llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+bool known_magic(uint32_t magic) {
+  return magic == kMagic12 || magic == kMagic116 || magic == kMagic118 || magic == kMagic120;
+}
+
+// The 8-byte prefix every layout shares: magic, 0, 0, PC quantum, pointer size.
+bool header_prefix(const uint8_t *p, int ptr_size) {
+  return known_magic(le32(p)) && p[4] == 0 && p[5] == 0 && (p[6] == 1 || p[6] == 2 || p[6] == 4) &&
+         p[7] == ptr_size;
+}
+
+[[noreturn]] void fail_unreadable(const std::string &path, const std::string &what) {
+  throw UserError("binary-unreadable", "cannot read " + path + ": " + what, SourceLoc{path});
+}
+
+std::vector<uint8_t> read_whole_file(const std::string &path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    fail_unreadable(path, std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    fail_unreadable(path, std::strerror(err));
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      close(fd);
+      fail_unreadable(path, n < 0 ? std::strerror(err) : "the file shrank while being read");
+    }
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  return bytes;
+}
+
+// What the section headers and symbols say, when there are any.
+struct ElfFacts {
+  uint64_t pclntab_addr = 0, pclntab_size = 0;
+  std::string pclntab_section;
+  uint64_t text_section = 0;
+  uint64_t go_module = 0;        // .go.module (Go 1.26+): runtime.firstmoduledata
+  uint64_t firstmoduledata = 0;  // symbol
+  bool has_sections = false;
+};
+
+ElfFacts read_elf_facts(Image &img, const BinaryImage &binary) {
+  ElfFacts facts;
+  Elf *elf = elf_memory(reinterpret_cast<char *>(img.bytes.data()), img.bytes.size());
+  if (!elf)
+    return facts;
+  struct Closer {
+    Elf *elf;
+    ~Closer() { elf_end(elf); }
+  } closer{elf};
+  if (elf_kind(elf) != ELF_K_ELF)
+    return facts;
+
+  // Dynamic RELATIVE relocations of a 64-bit PIE, through PT_DYNAMIC (section headers optional).
+  GElf_Ehdr ehdr;
+  size_t phnum = 0;
+  if (binary.pie && img.ptr_size == 8 && gelf_getehdr(elf, &ehdr) &&
+      elf_getphdrnum(elf, &phnum) == 0) {
+    unsigned relative_type = ehdr.e_machine == EM_AARCH64 ? 1027u : 8u; // R_*_RELATIVE
+    for (size_t i = 0; i < phnum; ++i) {
+      GElf_Phdr phdr;
+      if (!gelf_getphdr(elf, static_cast<int>(i), &phdr) || phdr.p_type != PT_DYNAMIC)
+        continue;
+      if (phdr.p_offset > img.bytes.size() || phdr.p_filesz > img.bytes.size() - phdr.p_offset)
+        break;
+      uint64_t rela = 0, relasz = 0, relaent = 24;
+      for (uint64_t off = 0; off + 16 <= phdr.p_filesz; off += 16) {
+        const uint8_t *d = img.bytes.data() + phdr.p_offset + off;
+        uint64_t tag = le(d, 8), value = le(d + 8, 8);
+        if (tag == DT_NULL)
+          break;
+        if (tag == DT_RELA)
+          rela = value;
+        else if (tag == DT_RELASZ)
+          relasz = value;
+        else if (tag == DT_RELAENT)
+          relaent = value;
+      }
+      if (rela && relaent >= 24 && relasz / relaent < (1u << 26)) {
+        const uint8_t *table = img.at(rela, relasz);
+        for (uint64_t off = 0; table && off + 24 <= relasz; off += relaent)
+          if ((le(table + off + 8, 8) & 0xffffffffu) == relative_type)
+            img.relative.emplace_back(le(table + off, 8), le(table + off + 16, 8));
+        std::sort(img.relative.begin(), img.relative.end());
+      }
+      break;
+    }
+  }
+
+  size_t shnum = 0, shstrndx = 0;
+  if (elf_getshdrnum(elf, &shnum) != 0 || shnum == 0 || elf_getshdrstrndx(elf, &shstrndx) != 0)
+    return facts;
+  facts.has_sections = true;
+  for (Elf_Scn *scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr))
+      continue;
+    const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (!name)
+      continue;
+    // GO-ABI.md §6.2: .gopclntab, or .data.rel.ro.gopclntab in a PIE.
+    if (!std::strcmp(name, ".gopclntab") || !std::strcmp(name, ".data.rel.ro.gopclntab")) {
+      facts.pclntab_addr = shdr.sh_addr;
+      facts.pclntab_size = shdr.sh_type == SHT_NOBITS ? 0 : shdr.sh_size;
+      facts.pclntab_section = name;
+    } else if (!std::strcmp(name, ".text")) {
+      facts.text_section = shdr.sh_addr;
+    } else if (!std::strcmp(name, ".go.module")) {
+      facts.go_module = shdr.sh_addr;
+    } else if (shdr.sh_type == SHT_SYMTAB) {
+      Elf_Data *data = elf_getdata(scn, nullptr);
+      size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+      size_t count = data && entsize ? data->d_size / entsize : 0;
+      for (size_t i = 0; i < count; ++i) {
+        GElf_Sym sym;
+        if (!gelf_getsym(data, static_cast<int>(i), &sym))
+          break;
+        const char *sym_name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+        if (sym_name && !std::strcmp(sym_name, "runtime.firstmoduledata")) {
+          facts.firstmoduledata = sym.st_value;
+          break;
+        }
+      }
+    }
+  }
+  return facts;
+}
+
+} // namespace
+
+// FuncRecord is one _func decoded for the reader's own use.
+struct Pclntab::FuncRecord {
+  uint64_t entry = 0, end = 0;
+  uint32_t nameoff = 0, pcsp = 0, pcfile = 0, pcln = 0, npcdata = 0, cu_offset = 0;
+  uint32_t nfuncdata = 0;
+  uint64_t pcdata = 0;   // table offset of pcdata[0]
+  uint64_t funcdata = 0; // table offset of funcdata[0]
+  bool has_tables = false; // false for the Go 1.2–1.15 layout
+};
+
+void Pclntab::corrupt(const std::string &what) const {
+  throw UserError("bad-pclntab",
+                  path_ + ": damaged Go function table (.gopclntab, magic " + hex(magic_) +
+                      " at " + hex(address_) + "): " + what,
+                  SourceLoc{path_},
+                  "the file may be truncated or modified; rebuild the binary or copy it again");
+}
+
+uint32_t Pclntab::u32(uint64_t off) const {
+  if (off > size_ || size_ - off < 4)
+    corrupt("a 4-byte field at table offset " + hex(off) + " lies past the table's end (" +
+            hex(size_) + ")");
+  return le32(table_ + off);
+}
+
+uint64_t Pclntab::word(uint64_t off) const {
+  if (off > size_ || size_ - off < static_cast<uint64_t>(ptr_size_))
+    corrupt("a pointer at table offset " + hex(off) + " lies past the table's end (" + hex(size_) +
+            ")");
+  auto value = image_->pointer(address_ + off);
+  return value ? *value : le(table_ + off, ptr_size_);
+}
+
+std::string Pclntab::name_at(uint32_t nameoff) const {
+  uint64_t off = funcnametab_ + nameoff;
+  if (off >= size_)
+    corrupt("name offset " + hex(nameoff) + " lies past the table's end");
+  const void *nul = std::memchr(table_ + off, 0, size_ - off);
+  if (!nul)
+    corrupt("the name at offset " + hex(nameoff) + " is not terminated");
+  return std::string(reinterpret_cast<const char *>(table_ + off),
+                     static_cast<const uint8_t *>(nul) - (table_ + off));
+}
+
+int Pclntab::wrapper_func_id_for(GoVersion v) {
+  // The funcID enum ends in "... systemstack, systemstack_switch, wrapper" since Go 1.17 and in
+  // "... handleAsyncEvent, asyncPreempt, wrapper" in 1.14–1.16; entries added or removed in between
+  // move the wrapper's number:
+  //   1.14–1.15  21  (go1.15 runtime/symtab.go: ... asyncPreempt = 20, wrapper)
+  //   1.16       22  (cgocallback_gofunc renamed; externalthreadhandler, debugCallV1 still there)
+  //   1.17       22  (sorted list, abort/debugCallV2 added, jmpdefer still there)
+  //   1.18–1.21  21  (jmpdefer removed; go1.19 runtime/symtab.go:341-366, internal/abi 2023)
+  //   1.22–1.24  22  (corostart, for coroutines/iter.Pull)
+  //   1.25+      23  (runfinq split into runFinalizers and runCleanups, golang/go e46c8e0,
+  //                   "runtime: schedule cleanups across multiple goroutines", May 2025)
+  if (v.major != 1 || v.minor < 14)
+    return -1;
+  if (v.minor <= 15)
+    return 21;
+  if (v.minor <= 17)
+    return 22;
+  if (v.minor <= 21)
+    return 21;
+  if (v.minor <= 24)
+    return 22;
+  return 23;
+}
+
+Pclntab::FuncRecord Pclntab::record(const PclnFunction &fn) const {
+  FuncRecord r;
+  r.entry = fn.entry;
+  r.end = fn.end;
+  uint64_t off = fn.offset_in_table;
+  if (magic_ == kMagic12)
+    return r;
+  uint64_t base; // offset of nameoff
+  uint64_t fixed;
+  switch (magic_) {
+  case kMagic116: // entry uintptr, then the u32 fields; funcID at +32, nfuncdata at +35
+    base = off + static_cast<uint64_t>(ptr_size_);
+    fixed = 36;
+    break;
+  case kMagic118: // entryoff u32, then as above
+    base = off + 4;
+    fixed = 36;
+    break;
+  default: // 1.20+: startLine i32 after cuOffset
+    base = off + 4;
+    fixed = 40;
+    break;
+  }
+  if (base + fixed > size_)
+    corrupt("the _func of " + fn.name + " runs past the table's end");
+  r.nameoff = u32(base);
+  r.pcsp = u32(base + 12);
+  r.pcfile = u32(base + 16);
+  r.pcln = u32(base + 20);
+  r.npcdata = u32(base + 24);
+  r.cu_offset = u32(base + 28);
+  r.nfuncdata = table_[base + fixed - 1];
+  r.pcdata = base + fixed;
+  r.funcdata = r.pcdata + 4ull * r.npcdata;
+  if (magic_ == kMagic116 && ptr_size_ == 8 && ((address_ + r.funcdata) & 4))
+    r.funcdata += 4; // go1.16 runtime funcdata(): pointer-aligned absolute addresses
+  r.has_tables = true;
+  return r;
+}
+
+std::optional<int32_t> Pclntab::pcvalue(uint32_t table, uint64_t entry, uint64_t target,
+                                        const PclnFunction &fn) const {
+  // go1.19 runtime/symtab.go pcvalue/step: pairs of (zig-zag uvarint value delta, uvarint PC
+  // delta × quantum); the value starts at -1; a 0 byte where a value delta would start ends the
+  // table, except before the first pair (while pc is still the entry).
+  if (table == 0)
+    return std::nullopt;
+  uint64_t p = pctab_ + table;
+  if (p >= size_)
+    corrupt("the pc-value table at " + hex(table) + " of " + fn.name + " lies past the table's end");
+  auto varint = [&](uint64_t &pos) -> uint32_t {
+    uint32_t value = 0;
+    for (int shift = 0; shift < 35; shift += 7) {
+      if (pos >= size_)
+        corrupt("a pc-value table of " + fn.name + " runs past the table's end");
+      uint8_t byte = table_[pos++];
+      value |= static_cast<uint32_t>(byte & 0x7f) << shift;
+      if (!(byte & 0x80))
+        return value;
+    }
+    corrupt("a pc-value table of " + fn.name + " holds an overlong varint");
+  };
+  uint64_t pc = entry;
+  int32_t value = -1;
+  while (true) {
+    if (p >= size_)
+      corrupt("a pc-value table of " + fn.name + " runs past the table's end");
+    if (table_[p] == 0 && pc != entry)
+      return std::nullopt; // ended before reaching target
+    uint32_t uvdelta = varint(p);
+    // Zig-zag decode; added as unsigned so that a damaged table cannot overflow an int32.
+    value = static_cast<int32_t>(static_cast<uint32_t>(value) + (-(uvdelta & 1) ^ (uvdelta >> 1)));
+    uint32_t pcdelta = varint(p);
+    pc += static_cast<uint32_t>(pcdelta * static_cast<uint32_t>(quantum_));
+    if (target < pc)
+      return value;
+  }
+}
+
+std::optional<int32_t> Pclntab::sp_delta(const PclnFunction &fn, uint64_t pc) const {
+  if (pc < fn.entry || pc >= fn.end)
+    return std::nullopt;
+  FuncRecord r = record(fn);
+  if (!r.has_tables)
+    return std::nullopt;
+  return pcvalue(r.pcsp, fn.entry, pc, fn);
+}
+
+uint64_t Pclntab::inline_tree(const FuncRecord &r) const {
+  if (r.nfuncdata <= kFuncdataInlTree || r.npcdata <= kPcdataInlTreeIndex)
+    return 0;
+  if (magic_ == kMagic116)
+    return word(r.funcdata + kFuncdataInlTree * static_cast<uint64_t>(ptr_size_));
+  uint32_t off = u32(r.funcdata + 4ull * kFuncdataInlTree);
+  if (off == 0xffffffffu)
+    return 0;
+  if (gofunc_ == 0)
+    corrupt("an inline tree is stored relative to moduledata.gofunc, and "
+            "runtime.firstmoduledata was not found");
+  return gofunc_ + off;
+}
+
+std::string Pclntab::file_name(const FuncRecord &r, int32_t fileno) const {
+  // go1.19 runtime funcfile: cutab[cuOffset + fileno] is an offset into filetab, ^0 unknown.
+  uint64_t index = static_cast<uint64_t>(r.cu_offset) + static_cast<uint32_t>(fileno);
+  uint64_t off = cutab_ + 4 * index;
+  if (index > (size_ >> 2) || off + 4 > size_)
+    return "?";
+  uint32_t fileoff = le32(table_ + off);
+  if (fileoff == 0xffffffffu)
+    return "?";
+  uint64_t at = filetab_ + fileoff;
+  if (at >= size_)
+    corrupt("file name offset " + hex(fileoff) + " lies past the table's end");
+  const void *nul = std::memchr(table_ + at, 0, size_ - at);
+  if (!nul)
+    corrupt("the file name at offset " + hex(fileoff) + " is not terminated");
+  return std::string(reinterpret_cast<const char *>(table_ + at),
+                     static_cast<const uint8_t *>(nul) - (table_ + at));
+}
+
+std::vector<Pclntab::Frame> Pclntab::symbolize(uint64_t pc, bool keep_wrappers) const {
+  std::vector<Frame> frames;
+  const PclnFunction *fn = at_pc(pc);
+  if (!fn)
+    return frames;
+  FuncRecord r = record(*fn);
+  if (!r.has_tables) {
+    frames.push_back(Frame{fn->name, "?", 0, false});
+    return frames;
+  }
+  auto file_line = [&](uint64_t at, Frame &frame) {
+    auto fileno = pcvalue(r.pcfile, fn->entry, at, *fn);
+    auto line = pcvalue(r.pcln, fn->entry, at, *fn);
+    if (!fileno || !line || *fileno == -1 || *line == -1) {
+      frame.file = "?";
+      frame.line = 0;
+      return;
+    }
+    frame.file = file_name(r, *fileno);
+    frame.line = *line;
+  };
+
+  // HEAD runtime/symtabinl.go: index = pcdata[InlTreeIndex](pc); while index >= 0 emit the
+  // inlined callee named by the record, then continue at entry + parentPc in the caller.
+  uint64_t tree = inline_tree(r);
+  if (tree) {
+    const uint64_t record_size = magic_ == kMagic120 ? 16 : 20;
+    int32_t index = pcvalue(r.npcdata > kPcdataInlTreeIndex ? u32(r.pcdata + 8) : 0, fn->entry,
+                            pc, *fn)
+                        .value_or(-1);
+    for (int depth = 0; index >= 0; ++depth) {
+      if (depth > kMaxInlineDepth)
+        corrupt("the inline tree of " + fn->name + " loops");
+      const uint8_t *rec =
+          image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
+      if (!rec)
+        corrupt("inline record " + std::to_string(index) + " of " + fn->name + " at " +
+                hex(tree + static_cast<uint64_t>(index) * record_size) +
+                " is outside the file");
+      // <=1.19: {parent i16, funcID u8, _, file i32, line i32, nameoff i32, parentPc i32}
+      // 1.20+:  {funcID u8, _ [3], nameOff i32, parentPc i32, startLine i32}
+      uint8_t func_id = magic_ == kMagic120 ? rec[0] : rec[2];
+      uint32_t nameoff = le32(rec + (magic_ == kMagic120 ? 4 : 12));
+      int32_t parent_pc = static_cast<int32_t>(le32(rec + (magic_ == kMagic120 ? 8 : 16)));
+      if (keep_wrappers || static_cast<int>(func_id) != wrapper_id_) {
+        Frame frame{name_at(nameoff), "", 0, true};
+        file_line(pc, frame);
+        frames.push_back(std::move(frame));
+      }
+      if (parent_pc < 0 || static_cast<uint64_t>(parent_pc) >= fn->end - fn->entry)
+        corrupt("inline record " + std::to_string(index) + " of " + fn->name +
+                " has parent PC offset " + std::to_string(parent_pc) + " outside the function");
+      pc = fn->entry + static_cast<uint64_t>(parent_pc);
+      index = pcvalue(u32(r.pcdata + 8), fn->entry, pc, *fn).value_or(-1);
+    }
+  }
+  Frame physical{fn->name, "", 0, false};
+  file_line(pc, physical);
+  frames.push_back(std::move(physical));
+  return frames;
+}
+
+const PclnFunction *Pclntab::at_pc(uint64_t pc) const {
+  auto it = std::upper_bound(functions_.begin(), functions_.end(), pc,
+                             [](uint64_t value, const PclnFunction &f) { return value < f.entry; });
+  if (it == functions_.begin())
+    return nullptr;
+  --it;
+  return pc < it->end ? &*it : nullptr;
+}
+
+std::vector<const PclnFunction *> Pclntab::find_all(std::string_view name) const {
+  auto range = std::equal_range(
+      by_name_.begin(), by_name_.end(), name,
+      [this](const auto &a, const auto &b) {
+        auto key = [this](const auto &x) -> std::string_view {
+          if constexpr (std::is_same_v<std::decay_t<decltype(x)>, uint32_t>)
+            return functions_[x].name;
+          else
+            return x;
+        };
+        return key(a) < key(b);
+      });
+  std::vector<const PclnFunction *> out;
+  for (auto it = range.first; it != range.second; ++it)
+    out.push_back(&functions_[*it]);
+  return out;
+}
+
+const PclnFunction *Pclntab::find(std::string_view name) const {
+  auto all = find_all(name);
+  if (all.size() <= 1)
+    return all.empty() ? nullptr : all.front();
+  // Two copies: the ABI wrapper is compiler-generated, so its code is at "<autogenerated>:1" and
+  // its funcID is the wrapper id. The position decides first because a few real bodies carry the
+  // wrapper id too (reflect.callMethod and reflect.callReflect are marked wrappers by name for
+  // panic/recover: go1.19 reflect/value.go, callMethod's comment).
+  const PclnFunction *best = nullptr;
+  int best_rank = -1;
+  for (const PclnFunction *f : all) {
+    bool generated = false;
+    try {
+      auto frames = symbolize(f->entry, true);
+      generated = !frames.empty() && frames.back().file == "<autogenerated>";
+    } catch (const UserError &) {
+      // a damaged line table: rank by funcID alone
+    }
+    int rank = 2 * !generated + (static_cast<int>(f->func_id) != wrapper_id_);
+    if (rank > best_rank) {
+      best = f;
+      best_rank = rank;
+    }
+  }
+  return best;
+}
+
+namespace {
+
+// Parses the table at `address` (size bytes available) into `t`'s header fields and function
+// list, with entries still relative (1.18+: offsets from textStart). Throws [bad-pclntab].
+struct RawEntry {
+  uint64_t entry;     // absolute (<= 1.17) or offset from textStart (1.18+)
+  uint64_t funcoff;   // table offset of the _func
+};
+
+} // namespace
+
+std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
+  auto img = std::make_shared<Image>();
+  img->path = binary.path;
+  img->bytes = read_whole_file(binary.path);
+  img->segments = binary.segments;
+  img->ptr_size = binary.ptr_size;
+  for (const LoadSegment &seg : img->segments)
+    if (seg.file_offset > img->bytes.size() || seg.file_size > img->bytes.size() - seg.file_offset)
+      fail_unreadable(binary.path, "a segment extends past the end of the file");
+  ElfFacts facts = read_elf_facts(*img, binary);
+
+  GoVersion version;
+  if (binary.buildinfo)
+    version = parse_go_version(binary.buildinfo->go_version);
+
+  // Parses one candidate; throws [bad-pclntab] on the first inconsistency.
+  auto parse = [&](uint64_t address, uint64_t size, std::string found_by) {
+    Pclntab t;
+    t.image_ = img;
+    t.path_ = binary.path;
+    t.address_ = address;
+    t.size_ = size;
+    t.found_by_ = std::move(found_by);
+    t.table_ = img->at(address, size);
+    t.ptr_size_ = binary.ptr_size;
+    if (!t.table_ || size < 8)
+      t.corrupt("the table is not inside the file-backed part of a segment");
+    t.magic_ = le32(t.table_);
+    if (!header_prefix(t.table_, binary.ptr_size))
+      t.corrupt("bad header " + hex(le(t.table_, 8)) + " (want a known magic, 0, 0, quantum 1|2|4, "
+                "pointer size " + std::to_string(binary.ptr_size) + ")");
+    t.quantum_ = t.table_[6];
+    const uint64_t ps = static_cast<uint64_t>(binary.ptr_size);
+    const bool old = t.magic_ == kMagic12;
+    const bool offsets32 = t.magic_ == kMagic118 || t.magic_ == kMagic120;
+
+    // Header words (GO-ABI.md §6.1).
+    auto header_word = [&](uint64_t index) { return t.word(8 + index * ps); };
+    uint64_t functab, header_end;
+    uint64_t header_text_start = 0;
+    t.nfunc_ = header_word(0);
+    if (old) {
+      functab = 8 + ps;
+      header_end = functab;
+    } else {
+      uint64_t k = 2;
+      if (offsets32)
+        header_text_start = header_word(k++);
+      t.funcnametab_ = header_word(k);
+      t.cutab_ = header_word(k + 1);
+      t.filetab_ = header_word(k + 2);
+      t.pctab_ = header_word(k + 3);
+      t.pclntable_ = header_word(k + 4);
+      header_end = 8 + (k + 5) * ps;
+      for (auto [what, off] : {std::pair{"funcnametab", t.funcnametab_}, {"cutab", t.cutab_},
+                               {"filetab", t.filetab_}, {"pctab", t.pctab_},
+                               {"functab", t.pclntable_}})
+        if (off < header_end || off >= size)
+          t.corrupt(std::string(what) + " offset " + hex(off) + " is outside the table (" +
+                    hex(size) + " bytes)");
+      functab = t.pclntable_;
+    }
+    if (t.nfunc_ == 0)
+      t.corrupt("the table lists no functions");
+    if (functab >= size)
+      t.corrupt("the function index starts past the table's end");
+    const uint64_t field = offsets32 ? 4 : ps;
+    if (t.nfunc_ > (size - functab) / (2 * field))
+      t.corrupt(std::to_string(t.nfunc_) + " functions do not fit in the table");
+    if (functab + (2 * t.nfunc_ + 1) * field > size)
+      t.corrupt("the function index runs past the table's end");
+
+    std::vector<RawEntry> raw(static_cast<size_t>(t.nfunc_) + 1);
+    for (uint64_t i = 0; i <= t.nfunc_; ++i) {
+      uint64_t at = functab + 2 * i * field;
+      raw[i].entry = offsets32 ? t.u32(at) : t.word(at);
+      if (i < t.nfunc_) {
+        uint64_t funcoff = offsets32 ? t.u32(at + field) : t.word(at + field);
+        raw[i].funcoff = (old ? 0 : t.pclntable_) + funcoff;
+        if (raw[i].funcoff >= size || raw[i].funcoff < header_end)
+          t.corrupt("function " + std::to_string(i) + " has its record at " + hex(funcoff) +
+                    ", outside the table");
+      }
+      if (i > 0 && raw[i].entry < raw[i - 1].entry)
+        t.corrupt("the function index is not sorted by address (entry " + std::to_string(i) +
+                  ": " + hex(raw[i].entry) + " < " + hex(raw[i - 1].entry) + ")");
+    }
+
+    t.functions_.reserve(static_cast<size_t>(t.nfunc_));
+    for (uint64_t i = 0; i < t.nfunc_; ++i) {
+      uint64_t f = raw[i].funcoff;
+      // Every layout starts with the entry (uintptr, or u32 offset in 1.18+) then nameoff, args.
+      uint64_t after_entry = f + field;
+      uint64_t record_entry = offsets32 ? t.u32(f) : t.word(f);
+      if (record_entry != raw[i].entry)
+        t.corrupt("function " + std::to_string(i) + ": the index says entry " +
+                  hex(raw[i].entry) + " but its record says " + hex(record_entry));
+      PclnFunction fn;
+      uint32_t nameoff = t.u32(after_entry);
+      fn.name = t.name_at(nameoff);
+      fn.args = static_cast<int32_t>(t.u32(after_entry + 4));
+      fn.entry = raw[i].entry;
+      fn.end = raw[i + 1].entry;
+      fn.offset_in_table = static_cast<uint32_t>(f);
+      if (f > UINT32_MAX)
+        t.corrupt("the table is larger than 4 GiB");
+      if (!old) {
+        uint64_t id_at = t.magic_ == kMagic120 ? f + 44 - 4 : after_entry + 32;
+        if (id_at + 4 > size)
+          t.corrupt("the record of " + fn.name + " runs past the table's end");
+        fn.func_id = t.table_[id_at];
+        fn.flag = t.table_[id_at + 1];
+      }
+      t.functions_.push_back(std::move(fn));
+    }
+    return std::make_pair(std::move(t), header_text_start);
+  };
+
+  // 1. Find the table: by section, else by scanning the segments for its header.
+  std::optional<std::pair<Pclntab, uint64_t>> parsed;
+  if (facts.pclntab_addr) {
+    uint64_t avail = img->available(facts.pclntab_addr);
+    uint64_t size = std::min(facts.pclntab_size, avail);
+    parsed = parse(facts.pclntab_addr, size, "section " + facts.pclntab_section);
+  } else {
+    std::string first_error;
+    // Read-only segments first (the usual place), then writable ones (a PIE's relro), then code.
+    for (int pass = 0; pass < 3 && !parsed; ++pass) {
+      for (const LoadSegment &seg : img->segments) {
+        bool exec = seg.flags & PF_X, write = seg.flags & PF_W;
+        if ((pass == 0 && (exec || write)) || (pass == 1 && (exec || !write)) ||
+            (pass == 2 && !exec))
+          continue;
+        const uint8_t *base = img->bytes.data() + seg.file_offset;
+        for (uint64_t off = (4 - seg.vaddr % 4) % 4; off + 64 <= seg.file_size; off += 4) {
+          if (base[off] != 0xfa && base[off] != 0xfb && base[off] != 0xf0 && base[off] != 0xf1)
+            continue;
+          if (!header_prefix(base + off, binary.ptr_size))
+            continue;
+          try {
+            parsed = parse(seg.vaddr + off, seg.file_size - off, "segment scan");
+            break;
+          } catch (const UserError &error) {
+            if (first_error.empty())
+              first_error = error.what();
+          }
+        }
+        if (parsed)
+          break;
+      }
+    }
+    if (!parsed) {
+      if (!first_error.empty())
+        throw UserError("bad-pclntab", first_error, SourceLoc{binary.path},
+                        "the file may be truncated or modified; rebuild the binary or copy it "
+                        "again");
+      return std::nullopt;
+    }
+  }
+  Pclntab t = std::move(parsed->first);
+  const uint64_t header_text_start = parsed->second;
+  const uint64_t ps = static_cast<uint64_t>(binary.ptr_size);
+  if (version.major == 0) {
+    // No build info: the layout bounds the version; these guesses only pick wrapper ids.
+    version = t.magic_ == kMagic12    ? GoVersion{1, 15}
+              : t.magic_ == kMagic116 ? GoVersion{1, 16}
+              : t.magic_ == kMagic118 ? GoVersion{1, 18}
+                                      : GoVersion{1, 20};
+  }
+  t.version_ = version;
+
+  // 2. runtime.firstmoduledata (GO-ABI.md §6.2): the .go.module section (1.26+), the symbol, or a
+  // pointer-sized word equal to the table's address in a data segment (its first field), checked
+  // by its second field (funcnametab.ptr) and, for 1.18+, minpc - text == the first entry offset.
+  const bool offsets32 = t.magic_ == kMagic118 || t.magic_ == kMagic120;
+  if (t.magic_ != kMagic12) {
+    auto check = [&](uint64_t md) {
+      auto first = img->pointer(md), names = img->pointer(md + ps);
+      if (!first || *first != t.address_ || !names || *names != t.address_ + t.funcnametab_)
+        return false;
+      auto minpc = img->pointer(md + 20 * ps), text = img->pointer(md + 22 * ps);
+      if (!minpc || !text)
+        return false;
+      uint64_t first_entry = t.functions_.front().entry;
+      return offsets32 ? *minpc >= *text && *minpc - *text == first_entry
+                       : *minpc == first_entry;
+    };
+    std::vector<uint64_t> candidates;
+    if (facts.go_module)
+      candidates.push_back(facts.go_module);
+    if (facts.firstmoduledata)
+      candidates.push_back(facts.firstmoduledata);
+    for (uint64_t c : candidates)
+      if (check(c)) {
+        t.moduledata_ = c;
+        break;
+      }
+    for (const LoadSegment &seg : img->segments) {
+      if (t.moduledata_ || (seg.flags & PF_X))
+        continue;
+      const uint8_t *base = img->bytes.data() + seg.file_offset;
+      for (uint64_t off = (ps - seg.vaddr % ps) % ps; off + ps <= seg.file_size; off += ps)
+        if (le(base + off, binary.ptr_size) == t.address_ && check(seg.vaddr + off)) {
+          t.moduledata_ = seg.vaddr + off;
+          break;
+        }
+    }
+    for (auto [where, addend] : img->relative)
+      if (!t.moduledata_ && addend == t.address_ && check(where))
+        t.moduledata_ = where;
+  }
+
+  // 3. textStart (1.18+): the runtime.text symbol, moduledata.text, the header's field (0 or not
+  // yet relocated in some binaries: always 0 since Go 1.26), the .text section — the first that
+  // puts every function inside an executable segment.
+  if (offsets32) {
+    std::vector<std::pair<uint64_t, std::string>> candidates;
+    for (const ElfSymbol &sym : binary.functions)
+      if (sym.name == "runtime.text")
+        candidates.emplace_back(sym.address, "symbol runtime.text");
+    if (t.moduledata_)
+      if (auto text = img->pointer(t.moduledata_ + 22 * ps))
+        candidates.emplace_back(*text, "moduledata.text");
+    if (header_text_start)
+      candidates.emplace_back(header_text_start, "pcHeader.textStart");
+    if (facts.text_section)
+      candidates.emplace_back(facts.text_section, "section .text");
+    uint64_t last = t.functions_.back().end;
+    for (auto &[base, from] : candidates) {
+      const LoadSegment *seg = img->segment_of(base + t.functions_.front().entry);
+      if (!seg || !(seg->flags & PF_X) || base + last > seg->vaddr + seg->mem_size ||
+          base + last < base)
+        continue;
+      t.text_start_ = base;
+      t.text_start_from_ = from;
+      break;
+    }
+    if (t.text_start_from_.empty())
+      t.corrupt("cannot place the functions: no text start (runtime.text symbol, moduledata, "
+                "header, .text section) puts them inside an executable segment");
+    for (PclnFunction &fn : t.functions_) {
+      fn.entry += t.text_start_;
+      fn.end += t.text_start_;
+    }
+  }
+
+  // 4. Wrapper funcID: from the binary when it says (since 1.17 the enum ends in
+  // systemstack_switch, wrapper), else by version.
+  t.wrapper_id_ = wrapper_func_id_for(version);
+  if (t.magic_ == kMagic118 || t.magic_ == kMagic120 ||
+      (t.magic_ == kMagic116 && version.minor >= 17)) {
+    for (const PclnFunction &fn : t.functions_)
+      if (fn.name == "runtime.systemstack_switch" && fn.func_id > 0) {
+        t.wrapper_id_ = fn.func_id + 1;
+        break;
+      }
+  }
+
+  // Name index (for find), now that names are final.
+  t.by_name_.resize(t.functions_.size());
+  for (uint32_t i = 0; i < t.by_name_.size(); ++i)
+    t.by_name_[i] = i;
+  std::stable_sort(t.by_name_.begin(), t.by_name_.end(), [&](uint32_t a, uint32_t b) {
+    return t.functions_[a].name < t.functions_[b].name;
+  });
+
+  // 5. moduledata.gofunc (1.18+), the base of funcdata offsets: word 38 (1.18–1.19) or 40 (1.20+),
+  // confirmed by decoding inline trees through it; failing that, any word of moduledata that does.
+  if (offsets32 && t.moduledata_) {
+    std::vector<const PclnFunction *> with_tree;
+    for (const PclnFunction &fn : t.functions_) {
+      FuncRecord r = t.record(fn);
+      if (r.nfuncdata > kFuncdataInlTree && r.npcdata > kPcdataInlTreeIndex &&
+          t.u32(r.funcdata + 4ull * kFuncdataInlTree) != 0xffffffffu)
+        with_tree.push_back(&fn);
+      if (with_tree.size() == 16)
+        break;
+    }
+    const uint64_t record_size = t.magic_ == kMagic120 ? 16 : 20;
+    auto plausible = [&](uint64_t gofunc) {
+      if (gofunc == 0)
+        return false;
+      for (const PclnFunction *fn : with_tree) {
+        FuncRecord r = t.record(*fn);
+        uint64_t tree = gofunc + t.u32(r.funcdata + 4ull * kFuncdataInlTree);
+        const uint8_t *rec = img->at(tree, record_size);
+        if (!rec)
+          return false;
+        uint32_t nameoff = le32(rec + (t.magic_ == kMagic120 ? 4 : 12));
+        int32_t parent_pc = static_cast<int32_t>(le32(rec + (t.magic_ == kMagic120 ? 8 : 16)));
+        uint64_t name = t.funcnametab_ + nameoff;
+        if (name >= t.size_ || t.table_[name] == 0 || (nameoff && t.table_[name - 1] != 0) ||
+            parent_pc < 0 || static_cast<uint64_t>(parent_pc) >= fn->end - fn->entry)
+          return false;
+        if (t.magic_ == kMagic120 && (rec[1] || rec[2] || rec[3]))
+          return false;
+      }
+      return true;
+    };
+    uint64_t layout_index = t.magic_ == kMagic118 ? 38 : 40;
+    auto layout = img->pointer(t.moduledata_ + layout_index * ps);
+    if (with_tree.empty()) {
+      t.gofunc_ = layout.value_or(0); // nothing inlined: nothing will read through it
+    } else if (layout && plausible(*layout)) {
+      t.gofunc_ = *layout;
+      t.gofunc_checked_ = true;
+    } else {
+      for (uint64_t k = 23; k < 64 && !t.gofunc_checked_; ++k) {
+        auto value = img->pointer(t.moduledata_ + k * ps);
+        if (value && plausible(*value)) {
+          t.gofunc_ = *value;
+          t.gofunc_checked_ = true;
+        }
+      }
+    }
+  }
+  return t;
+}
+
+} // namespace weave

@@ -1,0 +1,291 @@
+// Entry locations of formal parameters, read with libdw (see locations.h).
+//
+// libdw: dwarf_getlocation_addr returns, for a location list, the expressions whose range covers
+// an address. Go's lists are DWARF 4 .debug_loc (5 from Go 1.25): libdw reads both. Dwarf_Op
+// arrays live as long as the Dwarf handle. Single expressions are decoded here (see block_ops).
+#include "debuginfo/locations.h"
+
+#include "common/diag.h"
+
+#include <cerrno>
+#include <cstring>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unistd.h>
+#include <vector>
+
+namespace weave {
+
+namespace {
+
+// Owns the descriptor and the libelf/libdw handles of one file.
+struct DwarfFile {
+  int fd = -1;
+  Elf *elf = nullptr;
+  Dwarf *dwarf = nullptr;
+  ~DwarfFile() {
+    if (dwarf)
+      dwarf_end(dwarf);
+    if (elf)
+      elf_end(elf);
+    if (fd >= 0)
+      close(fd);
+  }
+};
+
+[[noreturn]] void dwarf_fail(const std::string &path, const std::string &what) {
+  throw UserError("bad-dwarf", path + ": " + what + ": " + dwarf_errmsg(-1), SourceLoc{path, 0, 0});
+}
+
+std::string integrated_name(Dwarf_Die *die) {
+  Dwarf_Attribute attr;
+  const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+  return name ? name : "";
+}
+
+// Decodes one expression into pieces. Anything outside the forms Go writes becomes one
+// Unsupported piece, so a caller sees it rather than a guess.
+std::vector<DwarfPiece> decode(const Dwarf_Op *ops, size_t count, std::string &text) {
+  std::vector<DwarfPiece> pieces;
+  DwarfPiece current;
+  bool have_location = false;
+  auto add_text = [&](const std::string &word) { text += (text.empty() ? "" : " ") + word; };
+  auto unsupported = [&](unsigned atom) {
+    add_text("op" + std::to_string(atom));
+    DwarfPiece bad;
+    bad.kind = DwarfPiece::Kind::Unsupported;
+    return std::vector<DwarfPiece>{bad};
+  };
+  for (size_t i = 0; i < count; ++i) {
+    const Dwarf_Op &op = ops[i];
+    if (op.atom >= DW_OP_reg0 && op.atom <= DW_OP_reg31) {
+      if (have_location)
+        return unsupported(op.atom);
+      current = {DwarfPiece::Kind::Register, static_cast<int>(op.atom - DW_OP_reg0), 0, 0};
+      have_location = true;
+      add_text("reg" + std::to_string(current.reg));
+    } else if (op.atom == DW_OP_regx) {
+      if (have_location)
+        return unsupported(op.atom);
+      current = {DwarfPiece::Kind::Register, static_cast<int>(op.number), 0, 0};
+      have_location = true;
+      add_text("reg" + std::to_string(current.reg));
+    } else if (op.atom == DW_OP_call_frame_cfa) {
+      if (have_location)
+        return unsupported(op.atom);
+      current = {DwarfPiece::Kind::Memory, -1, 0, 0};
+      have_location = true;
+      add_text("cfa");
+    } else if (op.atom == DW_OP_fbreg) {
+      if (have_location)
+        return unsupported(op.atom);
+      current = {DwarfPiece::Kind::Memory, -1, static_cast<int64_t>(op.number), 0};
+      have_location = true;
+      add_text("fbreg " + std::to_string(current.cfa_offset));
+    } else if (op.atom == DW_OP_plus_uconst && have_location &&
+               current.kind == DwarfPiece::Kind::Memory) {
+      current.cfa_offset += static_cast<int64_t>(op.number);
+      add_text("plus_uconst " + std::to_string(op.number));
+    } else if (op.atom == DW_OP_piece) {
+      if (!have_location)
+        current = {DwarfPiece::Kind::Absent, -1, 0, 0};
+      current.size = op.number;
+      pieces.push_back(current);
+      have_location = false;
+      add_text("piece " + std::to_string(op.number));
+    } else {
+      return unsupported(op.atom);
+    }
+  }
+  if (have_location)
+    pieces.push_back(current); // a whole-value location (no DW_OP_piece)
+  return pieces;
+}
+
+// Go writes single location expressions as DW_FORM_block1 in DWARF 4 units
+// (cmd/internal/dwarf/dwarf.go:1709, DW_ABRV_PARAM), where DWARF 4 wants DW_FORM_exprloc; libdw
+// 0.188 rejects a block form in a version-4 unit with "not a location list value" (attr_ok in
+// libdw/dwarf_getlocation.c). So blocks are decoded here, for the few operations Go writes.
+bool read_uleb(const uint8_t *&p, const uint8_t *end, uint64_t &value) {
+  value = 0;
+  for (int shift = 0; p < end && shift < 64; shift += 7) {
+    uint8_t byte = *p++;
+    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if (!(byte & 0x80))
+      return true;
+  }
+  return false;
+}
+
+bool read_sleb(const uint8_t *&p, const uint8_t *end, int64_t &value) {
+  uint64_t result = 0;
+  int shift = 0;
+  while (p < end && shift < 64) {
+    uint8_t byte = *p++;
+    result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    shift += 7;
+    if (!(byte & 0x80)) {
+      if (shift < 64 && (byte & 0x40))
+        result |= ~uint64_t{0} << shift;
+      value = static_cast<int64_t>(result);
+      return true;
+    }
+  }
+  return false;
+}
+
+// The operations of a block; an operation it does not know ends the list with that atom and
+// number 0, which decode() then reports as Unsupported.
+std::vector<Dwarf_Op> block_ops(const Dwarf_Block &block) {
+  std::vector<Dwarf_Op> ops;
+  const uint8_t *p = block.data, *end = block.data + block.length;
+  while (p < end) {
+    Dwarf_Op op{};
+    op.offset = static_cast<Dwarf_Word>(p - block.data);
+    op.atom = *p++;
+    bool ok = true;
+    if (op.atom == DW_OP_regx || op.atom == DW_OP_piece || op.atom == DW_OP_plus_uconst) {
+      ok = read_uleb(p, end, op.number);
+    } else if (op.atom == DW_OP_fbreg) {
+      int64_t value = 0;
+      ok = read_sleb(p, end, value);
+      op.number = static_cast<Dwarf_Word>(value);
+    } else if (!(op.atom >= DW_OP_reg0 && op.atom <= DW_OP_reg31) &&
+               op.atom != DW_OP_call_frame_cfa) {
+      ops.push_back(op);
+      break;
+    }
+    if (!ok) {
+      op.atom = 0; // truncated: reported as unsupported
+      ops.push_back(op);
+      break;
+    }
+    ops.push_back(op);
+  }
+  return ops;
+}
+
+bool is_block_form(unsigned form) {
+  return form == DW_FORM_block1 || form == DW_FORM_block2 || form == DW_FORM_block4 ||
+         form == DW_FORM_block || form == DW_FORM_exprloc;
+}
+
+bool frame_base_is_cfa(Dwarf_Die *subprogram) {
+  Dwarf_Attribute attr;
+  Dwarf_Block block;
+  if (!dwarf_attr(subprogram, DW_AT_frame_base, &attr) || !is_block_form(dwarf_whatform(&attr)) ||
+      dwarf_formblock(&attr, &block) != 0)
+    return false;
+  std::vector<Dwarf_Op> ops = block_ops(block);
+  return ops.size() == 1 && ops[0].atom == DW_OP_call_frame_cfa;
+}
+
+ParamEntryLocation read_param(const std::string &path, Dwarf_Die *param, Dwarf_Addr entry) {
+  ParamEntryLocation out;
+  out.name = integrated_name(param);
+  Dwarf_Attribute attr;
+  bool flag = false;
+  if (dwarf_attr_integrate(param, DW_AT_variable_parameter, &attr) &&
+      dwarf_formflag(&attr, &flag) == 0)
+    out.is_result = flag;
+  // Not integrated: an abstract origin's location is not this copy's.
+  if (!dwarf_attr(param, DW_AT_location, &attr)) {
+    out.status = ParamEntryLocation::Status::NoAttribute;
+    return out;
+  }
+  if (is_block_form(dwarf_whatform(&attr))) {
+    Dwarf_Block block;
+    if (dwarf_formblock(&attr, &block) != 0)
+      dwarf_fail(path, "cannot read the location of parameter " + out.name);
+    // Go writes a missing location as an empty block (cmd/internal/dwarf/dwarf.go:1701-1710).
+    if (block.length == 0) {
+      out.status = ParamEntryLocation::Status::Empty;
+      return out;
+    }
+    std::vector<Dwarf_Op> ops = block_ops(block);
+    out.status = ParamEntryLocation::Status::AtEntry; // one expression for the whole function
+    out.pieces = decode(ops.data(), ops.size(), out.ops);
+    return out;
+  }
+  Dwarf_Op *exprs[4];
+  size_t lengths[4];
+  int found = dwarf_getlocation_addr(&attr, entry, exprs, lengths, 4);
+  if (found < 0)
+    dwarf_fail(path, "cannot read the location list of parameter " + out.name);
+  if (found == 0) {
+    out.status = ParamEntryLocation::Status::NotAtEntry;
+    return out;
+  }
+  // Go's lists do not overlap; should two entries cover the entry, the first one is reported.
+  out.status = ParamEntryLocation::Status::AtEntry;
+  out.pieces = decode(exprs[0], lengths[0], out.ops);
+  return out;
+}
+
+} // namespace
+
+std::vector<FunctionEntryLocations> read_entry_locations(const std::string &path) {
+  if (elf_version(EV_CURRENT) == EV_NONE)
+    throw std::logic_error(std::string("libelf initialisation failed: ") + elf_errmsg(-1));
+  SourceLoc loc{path, 0, 0};
+  DwarfFile file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file.fd < 0)
+    throw UserError("binary-unreadable", "cannot open " + path + ": " + std::strerror(errno), loc);
+  file.elf = elf_begin(file.fd, ELF_C_READ_MMAP, nullptr);
+  if (!file.elf || elf_kind(file.elf) != ELF_K_ELF)
+    throw UserError("not-elf", path + ": not an ELF file", loc);
+  file.dwarf = dwarf_begin_elf(file.elf, DWARF_C_READ, nullptr);
+  if (!file.dwarf)
+    throw UserError("no-dwarf", path + ": cannot read DWARF: " + dwarf_errmsg(-1), loc);
+
+  std::vector<FunctionEntryLocations> functions;
+  Dwarf_CU *cu = nullptr;
+  Dwarf_Die cu_die, sub_die;
+  uint8_t unit_type = 0;
+  int status;
+  while ((status = dwarf_get_units(file.dwarf, cu, &cu, nullptr, &unit_type, &cu_die, &sub_die)) ==
+         0) {
+    Dwarf_Die child;
+    int more = dwarf_child(&cu_die, &child);
+    if (more < 0)
+      dwarf_fail(path, "cannot read a compile unit");
+    // Go puts every subprogram at the top level of its CU (closures are "pkg.outer.func1").
+    for (; more == 0; more = dwarf_siblingof(&child, &child)) {
+      Dwarf_Addr low = 0;
+      if (dwarf_tag(&child) != DW_TAG_subprogram || dwarf_lowpc(&child, &low) != 0)
+        continue;
+      FunctionEntryLocations fn;
+      fn.name = integrated_name(&child);
+      fn.low_pc = low;
+      fn.frame_base_is_cfa = frame_base_is_cfa(&child);
+      Dwarf_Attribute attr;
+      bool flag = false;
+      fn.trampoline =
+          dwarf_attr(&child, DW_AT_trampoline, &attr) && dwarf_formflag(&attr, &flag) == 0 && flag;
+      const char *file = dwarf_decl_file(&child);
+      static constexpr std::string_view kAutogenerated = "<autogenerated>";
+      fn.autogenerated = file && std::string_view(file).ends_with(kAutogenerated);
+      Dwarf_Die param;
+      int more_params = dwarf_child(&child, &param);
+      for (; more_params == 0; more_params = dwarf_siblingof(&param, &param))
+        if (dwarf_tag(&param) == DW_TAG_formal_parameter)
+          fn.params.push_back(read_param(path, &param, low));
+      if (more_params < 0)
+        dwarf_fail(path, "cannot read the parameters of " + fn.name);
+      functions.push_back(std::move(fn));
+    }
+    if (more < 0)
+      dwarf_fail(path, "cannot walk a compile unit");
+  }
+  if (status < 0)
+    dwarf_fail(path, "cannot read compile units");
+  return functions;
+}
+
+} // namespace weave

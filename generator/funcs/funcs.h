@@ -1,0 +1,17 @@
+// `weave funcs BIN [PATTERN]`: the functions of a Go binary with their parameters, types and where
+// the ABI model puts each one at entry (and each result at RET). Useful to write specs, and to see
+// what the model decided.
+#pragma once
+
+#include <string>
+
+namespace weave {
+
+struct BinaryImage;
+class DebugInfo;
+
+// Functions whose name matches the glob `pattern` (fnmatch syntax; empty matches all), sorted by
+// name. Throws UserError [no-match] when nothing matches, with the nearest names as a hint.
+std::string list_functions(const BinaryImage &image, DebugInfo &debug, const std::string &pattern);
+
+} // namespace weave

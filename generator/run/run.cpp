@@ -1,0 +1,283 @@
+#include "run/run.h"
+
+#include "common/diag.h"
+#include "common/elf_notes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace weave {
+
+// ---- SHA-256 (FIPS 180-4) ---------------------------------------------------------------------
+
+namespace {
+
+// FIPS 180-4 §4.2.2: the first 32 bits of the fractional parts of the cube roots of the first 64
+// primes.
+constexpr uint32_t kRound[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+constexpr uint32_t rotr(uint32_t x, int n) {
+  return (x >> n) | (x << (32 - n));
+}
+
+} // namespace
+
+Sha256::Sha256() {
+  // §5.3.3: the first 32 bits of the fractional parts of the square roots of the first 8 primes.
+  static constexpr uint32_t initial[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                          0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::copy(std::begin(initial), std::end(initial), state_);
+}
+
+void Sha256::block(const uint8_t *p) {
+  uint32_t w[64];
+  for (int t = 0; t < 16; ++t)
+    w[t] = uint32_t(p[4 * t]) << 24 | uint32_t(p[4 * t + 1]) << 16 | uint32_t(p[4 * t + 2]) << 8 |
+           uint32_t(p[4 * t + 3]);
+  for (int t = 16; t < 64; ++t) {
+    uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
+    uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
+    w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+  }
+  uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3], e = state_[4], f = state_[5],
+           g = state_[6], h = state_[7];
+  for (int t = 0; t < 64; ++t) {
+    uint32_t t1 =
+        h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[t] + w[t];
+    uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    h = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
+  }
+  state_[0] += a;
+  state_[1] += b;
+  state_[2] += c;
+  state_[3] += d;
+  state_[4] += e;
+  state_[5] += f;
+  state_[6] += g;
+  state_[7] += h;
+}
+
+void Sha256::update(std::string_view data) {
+  const auto *p = reinterpret_cast<const uint8_t *>(data.data());
+  size_t n = data.size();
+  length_ += n;
+  if (buffered_) {
+    size_t take = std::min(n, sizeof(buffer_) - buffered_);
+    std::memcpy(buffer_ + buffered_, p, take);
+    buffered_ += take;
+    p += take;
+    n -= take;
+    if (buffered_ < sizeof(buffer_))
+      return;
+    block(buffer_);
+    buffered_ = 0;
+  }
+  for (; n >= 64; p += 64, n -= 64)
+    block(p);
+  std::memcpy(buffer_, p, n);
+  buffered_ = n;
+}
+
+std::array<uint8_t, 32> Sha256::digest() {
+  // §5.1.1: a 1 bit, zeros up to 56 mod 64 bytes, then the length in bits, big-endian.
+  uint64_t bits = length_ * 8;
+  uint8_t pad[72] = {0x80};
+  size_t pad_len = (buffered_ < 56 ? 56 : 120) - buffered_;
+  for (int i = 0; i < 8; ++i)
+    pad[pad_len + i] = uint8_t(bits >> (56 - 8 * i));
+  update(std::string_view(reinterpret_cast<const char *>(pad), pad_len + 8));
+  std::array<uint8_t, 32> out;
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 4; ++j)
+      out[4 * i + j] = uint8_t(state_[i] >> (24 - 8 * j));
+  return out;
+}
+
+std::string Sha256::hex_digest() {
+  std::string text;
+  for (uint8_t byte : digest())
+    text += fmt::format("{:02x}", byte);
+  return text;
+}
+
+// ---- The cache --------------------------------------------------------------------------------
+
+namespace {
+
+constexpr size_t kKeepEntries = 32; // cache entries kept, most recently used first
+
+bool read_whole(const std::string &path, std::string &out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::ostringstream text;
+  text << in.rdbuf();
+  out = text.str();
+  return !in.bad();
+}
+
+bool is_key(const std::string &name) {
+  return name.size() == 64 &&
+         std::all_of(name.begin(), name.end(), [](char c) { return isxdigit(c) && !isupper(c); });
+}
+
+// Keeps the kKeepEntries most recently used entries (a hit touches its directory) and removes
+// the rest: every rebuilt binary has a new build id, so the cache would otherwise only grow.
+void prune(const fs::path &root, const fs::path &keep) {
+  std::error_code ec;
+  std::vector<std::pair<fs::file_time_type, fs::path>> entries;
+  for (const auto &entry : fs::directory_iterator(root, ec)) {
+    if (!entry.is_directory(ec) || !is_key(entry.path().filename().string()))
+      continue;
+    entries.emplace_back(fs::last_write_time(entry.path(), ec), entry.path());
+  }
+  if (entries.size() <= kKeepEntries)
+    return;
+  std::sort(entries.begin(), entries.end(),
+            [](const auto &x, const auto &y) { return x.first > y.first; });
+  for (size_t i = kKeepEntries; i < entries.size(); ++i)
+    if (entries[i].second != keep)
+      fs::remove_all(entries[i].second, ec);
+}
+
+} // namespace
+
+std::string default_cache_root() {
+  if (const char *xdg = getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/')
+    return (fs::path(xdg) / "weave").string();
+  if (const char *home = getenv("HOME"); home && *home)
+    return (fs::path(home) / ".cache" / "weave").string();
+  throw UserError("no-cache-dir",
+                  "weave run needs a cache directory, but neither XDG_CACHE_HOME "
+                  "nor HOME is set",
+                  {}, "set XDG_CACHE_HOME, or use weave build -o DIR");
+}
+
+std::string cache_key(std::string_view spec_bytes, std::string_view binary_id,
+                      std::string_view weave_version, std::string_view runtime_digest) {
+  Sha256 h;
+  for (std::string_view part : {spec_bytes, binary_id, weave_version, runtime_digest}) {
+    std::string length = fmt::format("{}:", part.size());
+    h.update(length);
+    h.update(part);
+  }
+  return h.hex_digest();
+}
+
+std::string cached_tracer(const RunOptions &options,
+                          const std::function<void(const std::string &out_dir)> &build) {
+  std::string spec;
+  if (!read_whole(options.spec_path, spec))
+    throw UserError("spec-unreadable",
+                    fmt::format("cannot read {}: {}", options.spec_path, std::strerror(errno)));
+  std::string error;
+  std::string binary_id = read_build_id_file(options.binary_path, error);
+  if (!error.empty())
+    throw UserError("binary-unreadable", fmt::format("{}: {}", options.binary_path, error));
+  if (binary_id.empty()) {
+    // No build id to trust: key on the contents themselves.
+    std::string bytes;
+    if (!read_whole(options.binary_path, bytes))
+      throw UserError("binary-unreadable",
+                      fmt::format("cannot read {}: {}", options.binary_path, std::strerror(errno)));
+    binary_id = "sha256:" + Sha256::hex(bytes);
+  }
+  // The runtime by its linker build id (a note: cheap to read), else by its bytes. A missing
+  // runtime is not an error here: a cached tracer does not need it, and a miss reports it.
+  std::string runtime_digest = read_build_id_file(options.runtime_path, error);
+  if (runtime_digest.empty()) {
+    std::string runtime;
+    if (read_whole(options.runtime_path, runtime))
+      runtime_digest = "sha256:" + Sha256::hex(runtime);
+  }
+
+  fs::path root = options.cache_root.empty() ? default_cache_root() : options.cache_root;
+  fs::path dir = root / cache_key(spec, binary_id, WEAVE_VERSION, runtime_digest);
+  fs::path tracer = dir / "tracer";
+  std::error_code ec;
+  if (fs::is_regular_file(tracer, ec) && fs::is_regular_file(dir / "probes.json", ec) &&
+      access(tracer.c_str(), X_OK) == 0) {
+    fs::last_write_time(dir, fs::file_time_type::clock::now(), ec); // most recently used
+    std::cerr << "weave: using cached tracer " << dir.string() << "\n";
+    return tracer.string();
+  }
+  fs::create_directories(root, ec);
+  if (ec)
+    throw UserError("write-failed", fmt::format("cannot create the cache directory {}: {}",
+                                                root.string(), ec.message()));
+  auto start = std::chrono::steady_clock::now();
+  build(dir.string()); // atomic: the directory appears complete or not at all
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << fmt::format("weave: built tracer into {} ({:.2f} s)\n", dir.string(), seconds);
+  prune(root, dir);
+  return tracer.string();
+}
+
+std::vector<std::string> tracer_argv(const std::string &tracer, const RunOptions &options) {
+  std::vector<std::string> argv = {tracer};
+  if (!options.format.empty()) {
+    argv.push_back("--format");
+    argv.push_back(options.format);
+  }
+  if (options.pid > 0) {
+    argv.push_back("--pid");
+    argv.push_back(std::to_string(options.pid));
+    argv.push_back("--binary");
+    argv.push_back(fs::absolute(options.binary_path).string());
+  } else if (options.start_program) {
+    // The tracer looks a command without a slash up in $PATH; the user meant this file.
+    std::string program = options.binary_path;
+    if (program.find('/') == std::string::npos)
+      program = "./" + program;
+    argv.push_back("--");
+    argv.push_back(program);
+    argv.insert(argv.end(), options.program_args.begin(), options.program_args.end());
+  } else {
+    // The manifest records the path as given, relative to where the cache entry was first built.
+    argv.push_back("--binary");
+    argv.push_back(fs::absolute(options.binary_path).string());
+  }
+  return argv;
+}
+
+void run_cached(const RunOptions &options,
+                const std::function<void(const std::string &out_dir)> &build) {
+  std::string tracer = cached_tracer(options, build);
+  std::vector<std::string> argv = tracer_argv(tracer, options);
+  std::vector<char *> args;
+  for (auto &arg : argv)
+    args.push_back(arg.data());
+  args.push_back(nullptr);
+  std::cout.flush();
+  std::cerr.flush();
+  execv(tracer.c_str(), args.data());
+  throw UserError("exec-failed", fmt::format("cannot run {}: {}", tracer, std::strerror(errno)));
+}
+
+} // namespace weave

@@ -1,0 +1,82 @@
+// `weave run`: build a tracer into a cache and run it at once, like bpftrace.
+//
+// The cache entry is a whole output directory (the same files `weave build` writes), named by
+//   sha256(spec bytes, the binary's build id, weave's version, the tracer runtime's build id)
+// under $XDG_CACHE_HOME/weave (else ~/.cache/weave). A second run with the same inputs finds the
+// directory and skips generation and clang entirely. The runtime's (GNU, linker-made) build id is
+// part of the key so a rebuilt weave-tracer of the same version is not served stale.
+//
+// SHA-256 is written here (FIPS 180-4) rather than taken from a library: none of weave's Debian
+// dependencies has it (libelf, libdw, libbpf, nlohmann-json, fmt do not), and OpenSSL, nettle or
+// libgcrypt would be one more -dev package to install, also on offline build machines, for
+// hashing a few kilobytes. It is checked against the FIPS 180-4 / NIST CAVP vectors in
+// tests/unit/test_check.cpp.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weave {
+
+// Sha256 hashes a byte stream: update() any number of times, then digest() once.
+class Sha256 {
+public:
+  Sha256();
+  void update(std::string_view data);
+  std::array<uint8_t, 32> digest();
+  std::string hex_digest(); // lowercase, 64 characters
+
+  static std::string hex(std::string_view data) {
+    Sha256 h;
+    h.update(data);
+    return h.hex_digest();
+  }
+
+private:
+  void block(const uint8_t *p);
+  uint32_t state_[8];
+  uint8_t buffer_[64];
+  size_t buffered_ = 0;
+  uint64_t length_ = 0; // bytes
+};
+
+struct RunOptions {
+  std::string spec_path;
+  std::string binary_path;
+  std::vector<std::string> program_args; // after --
+  bool start_program = false;            // `--` was given: start the binary with program_args
+  std::string format;                    // tracer --format, when given
+  int pid = 0;                           // tracer --pid, when given
+  std::string runtime_path;              // the weave-tracer runtime (part of the key)
+  std::string cache_root;                // default: default_cache_root()
+};
+
+// $XDG_CACHE_HOME/weave when set (and absolute, as the XDG spec requires), else $HOME/.cache/weave.
+// Throws UserError [no-cache-dir] when neither variable helps.
+std::string default_cache_root();
+
+// The cache key: lowercase hex SHA-256 over the parts, each preceded by its length so no two
+// different inputs give the same byte stream.
+std::string cache_key(std::string_view spec_bytes, std::string_view binary_id,
+                      std::string_view weave_version, std::string_view runtime_digest);
+
+// Finds or builds the cached output directory for these inputs and returns the tracer's path.
+// `build(out_dir)` runs the whole `weave build` pipeline into out_dir; it is called only on a miss.
+// Says on stderr which it was ("weave: using cached tracer DIR"). Throws UserError.
+std::string cached_tracer(const RunOptions &options,
+                          const std::function<void(const std::string &out_dir)> &build);
+
+// The tracer's command line: `tracer [--format F] -- BINARY ARGS...`, `tracer --pid N`, or, with
+// neither, `tracer --binary ABSOLUTE-BINARY` (every process running it).
+std::vector<std::string> tracer_argv(const std::string &tracer, const RunOptions &options);
+
+// cached_tracer, then execs the tracer in place of weave (its exit status is the traced program's,
+// as with `tracer -- CMD`). Returns only by throwing UserError.
+[[noreturn]] void run_cached(const RunOptions &options,
+                             const std::function<void(const std::string &out_dir)> &build);
+
+} // namespace weave

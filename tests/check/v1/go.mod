@@ -1,0 +1,3 @@
+module weave.test/check
+
+go 1.19

@@ -1,0 +1,164 @@
+// End to end for `weave check`: a directory built elsewhere passes, drift is found and explained
+// (which probe, which offset, which field), and errors that are not drift say so with their own
+// exit code. Exit codes: 0 up to date, 1 drift, 2 usage, 3 cannot regenerate (check/check.h).
+#include "harness.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSpec = "tests/check/spec.yaml";
+
+// Copies `fixture` to dir/svc and runs weave there with `./svc`, the way a team would commit it:
+// the binary's path is recorded in the outputs, so build and check use the same relative path.
+e2e::Result weave_in(const std::string &dir, const std::string &fixture,
+                     std::vector<std::string> args) {
+  fs::create_directories(dir);
+  fs::copy_file(e2e::fixture(fixture), dir + "/svc", fs::copy_options::overwrite_existing);
+  fs::current_path(dir);
+  std::vector<std::string> argv = {e2e::weave()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return e2e::run(argv);
+}
+
+e2e::Result build_in(const std::string &dir, const std::string &fixture,
+                     const std::string &spec = kSpec) {
+  auto r = weave_in(dir, fixture, {"build", e2e::source(spec), "./svc", "-o", "weave-out"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return r;
+}
+
+e2e::Result check_in(const std::string &dir, const std::string &fixture, const std::string &tree,
+                     const std::string &spec = kSpec) {
+  return weave_in(dir, fixture, {"check", e2e::source(spec), "./svc", tree});
+}
+
+bool contains(const std::string &text, const std::string &needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("a tree built in another directory checks clean, and so does every file in it") {
+  std::string root = e2e::temp_dir("check-clean");
+  build_in(root + "/a", "check_v1");
+  build_in(root + "/b/nested", "check_v1");
+  // Byte-identical trees (the property test_build.cpp checks for the fixture)...
+  for (const char *file : {"probes.bpf.c", "probes.h", "probes.json", "Makefile.bpf", "weave_bpf.h",
+                           "weave_event.h", "probes.bpf.o", "tracer"})
+    CHECK_MESSAGE(e2e::read_file(root + "/a/weave-out/" + file) ==
+                      e2e::read_file(root + "/b/nested/weave-out/" + file),
+                  file);
+  // ...so each directory's check accepts the other's tree.
+  auto r = check_in(root + "/b/nested", "check_v1", root + "/a/weave-out");
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "is up to date (7 files compared)")); // six text files and the tracer
+  r = check_in(root + "/a", "check_v1", root + "/b/nested/weave-out");
+  CHECK(r.status == 0);
+  // The CI layout: the build products left out of the commit are not needed.
+  fs::remove(root + "/a/weave-out/probes.bpf.o");
+  fs::remove(root + "/a/weave-out/tracer");
+  r = check_in(root + "/b/nested", "check_v1", root + "/a/weave-out");
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "(6 files compared)"));
+}
+
+TEST_CASE("a struct field that moved is drift, and the report names the field and offset") {
+  std::string root = e2e::temp_dir("check-field");
+  build_in(root + "/committed", "check_v1");
+  // v2's Header has a new string field before Port: Port moves from +0 to +16, Host from +8 to +24.
+  auto r = check_in(root + "/ci", "check_v2", root + "/committed/weave-out");
+  INFO(r.out << r.err);
+  CHECK(r.status == 1);
+  CHECK(contains(r.out, "has drifted"));
+  CHECK(contains(r.out,
+                 "probe main.(*Server).Handle: capture req.Header.Port: field offset 0 -> 16 "
+                 "(load 2 of 2)"));
+  CHECK(contains(r.out,
+                 "probe main.(*Server).Handle: capture req.Header.Host: field offset 8 -> 24 "
+                 "(load 2 of 2)"));
+  CHECK(contains(r.out, "  target build id "));
+  // The C file as a unified diff, checked in -> regenerated.
+  CHECK(contains(r.out, "--- " + root +
+                            "/committed/weave-out/probes.bpf.c (checked in)\n"
+                            "+++ probes.bpf.c (regenerated)\n@@ -"));
+  size_t hunk = r.out.find("\n@@ -");
+  CHECK(r.out.find("\n-", hunk) != std::string::npos);
+  CHECK(r.out.find("\n+", hunk) != std::string::npos);
+  CHECK(contains(r.out, "tracer:\n  built from the checked-in probes.json above"));
+  CHECK(contains(r.out, "to update it: weave build"));
+  // Files that did not change are not mentioned.
+  CHECK_FALSE(contains(r.out, "weave_bpf.h"));
+  CHECK_FALSE(contains(r.out, "Makefile.bpf"));
+}
+
+TEST_CASE("another binary with the same function: the attach offset moved") {
+  std::string root = e2e::temp_dir("check-offset");
+  build_in(root + "/committed", "hello", "examples/hello/spec.yaml");
+  auto r =
+      check_in(root + "/ci", "fixture", root + "/committed/weave-out", "examples/hello/spec.yaml");
+  INFO(r.out << r.err);
+  CHECK(r.status == 1);
+  CHECK(contains(r.out, "probe main.(*Server).Handle: entry file offset 0x"));
+  CHECK(contains(r.out, "(vaddr 0x"));
+}
+
+TEST_CASE("a spec that gained and lost probes: added and removed by name") {
+  std::string root = e2e::temp_dir("check-probes");
+  std::ofstream(root + "/old.yaml") << "probes:\n  - function: main.Ints\n    capture: [a]\n"
+                                       "  - function: main.Nested\n    capture: [r.Size]\n";
+  std::ofstream(root + "/new.yaml") << "probes:\n  - function: main.Nested\n    capture: [r.Size]\n"
+                                       "  - function: main.Strings\n    capture: [s]\n";
+  auto built =
+      weave_in(root + "/dir", "fixture", {"build", root + "/old.yaml", "./svc", "-o", "out"});
+  REQUIRE(built.status == 0);
+  auto r = weave_in(root + "/dir", "fixture", {"check", root + "/new.yaml", "./svc", "out"});
+  INFO(r.out);
+  CHECK(r.status == 1);
+  CHECK(contains(r.out, "  probe main.Ints removed\n"));
+  CHECK(contains(r.out, "  probe main.Strings added\n"));
+  CHECK(contains(r.out, "  probe main.Nested: id 1 -> 0\n"));
+}
+
+TEST_CASE("missing files and a missing directory are drift") {
+  std::string root = e2e::temp_dir("check-missing");
+  build_in(root + "/a", "check_v1");
+  fs::remove(root + "/a/weave-out/probes.h");
+  auto r = check_in(root + "/a", "check_v1", "weave-out");
+  INFO(r.out);
+  CHECK(r.status == 1);
+  CHECK(contains(r.out, "1 of 7 files differ, 1 missing"));
+  CHECK(contains(r.out, "\nprobes.h: missing\n"));
+
+  r = check_in(root + "/a", "check_v1", "no-such-dir");
+  CHECK(r.status == 1);
+  CHECK(contains(r.out, "6 of 6 files differ, 6 missing"));
+}
+
+TEST_CASE("errors that are not drift: usage is 2, a failed regeneration is 3, never 0 or 1") {
+  std::string root = e2e::temp_dir("check-errors");
+  build_in(root + "/a", "check_v1");
+  auto usage = weave_in(root + "/a", "check_v1", {"check", e2e::source(kSpec), "./svc"});
+  CHECK(usage.status == 2);
+  CHECK(contains(usage.err, "dir is required"));
+
+  std::ofstream(root + "/bad.yaml") << "probes:\n  - function: main.(*Server).Handel\n";
+  auto bad = weave_in(root + "/a", "check_v1", {"check", root + "/bad.yaml", "./svc", "weave-out"});
+  INFO(bad.err);
+  CHECK(bad.status == 3);
+  CHECK(contains(bad.err, "error[unknown-function]"));
+  CHECK(contains(bad.err, "nothing was compared"));
+  CHECK(bad.out.empty());
+
+  auto not_go =
+      weave_in(root + "/a", "check_v1", {"check", e2e::source(kSpec), "/bin/true", "weave-out"});
+  CHECK(not_go.status == 3);
+  CHECK(contains(not_go.err, "error[not-go]"));
+}

@@ -1,0 +1,62 @@
+// End to end, for real: slices, arrays, maps, channels, floats and complex numbers, on the register
+// ABI (amd64) and the stack ABI (386), compared with what the fixture passed.
+#include "harness.h"
+
+#include <doctest/doctest.h>
+
+using nlohmann::json;
+
+namespace {
+
+// Traces `spec` on `binary` and returns (events of `function`, truth lines of `function`).
+std::pair<std::vector<json>, std::vector<json>> trace(const std::string &name, const std::string &spec,
+                                                      const std::string &binary, const std::string &function) {
+  std::string dir = e2e::temp_dir(name);
+  auto built = e2e::run({e2e::weave(), e2e::source(spec), e2e::fixture(binary), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture(binary), "-truth",
+                          dir + "/truth.jsonl", "-rounds", "3"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::vector<json> events, truth;
+  for (auto &e : e2e::json_lines(traced.out))
+    if (e["function"] == function)
+      events.push_back(e);
+  for (auto &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl")))
+    if (t["function"] == function)
+      truth.push_back(t);
+  return {events, truth};
+}
+
+void check_collections(const std::string &binary) {
+  auto [events, truth] = trace("types-" + binary, "tests/e2e/types.yaml", binary, "main.Collections");
+  REQUIRE(truth.size() == 3);
+  REQUIRE(events.size() == 3);
+  for (size_t i = 0; i < 3; ++i)
+    for (auto &[expr, expected] : truth[i]["args"].items()) {
+      CAPTURE(i);
+      CAPTURE(expr);
+      CHECK(events[i]["args"][expr] == expected);
+    }
+}
+
+} // namespace
+
+TEST_CASE("slices, arrays, maps, channels, floats and complex numbers: amd64") {
+  e2e::require_bpf();
+  check_collections("fixture");
+}
+
+TEST_CASE("slices, arrays, maps, channels, floats and complex numbers: 386") {
+  e2e::require_bpf();
+  check_collections("fixture_386");
+}
+
+TEST_CASE("floats passed on the stack (386 ABI0) are read exactly") {
+  e2e::require_bpf();
+  auto [events, truth] = trace("floats-386", "tests/e2e/floats386.yaml", "fixture_386", "main.Floats");
+  REQUIRE(truth.size() == 1);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0]["args"] == truth[0]["args"]);
+}

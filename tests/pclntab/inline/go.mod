@@ -1,0 +1,3 @@
+module weave.test/pclninline
+
+go 1.19

@@ -1,0 +1,759 @@
+// Tests of the .gopclntab reader against the Go fixtures (built by tests/CMakeLists.txt with the
+// machine's Go 1.19.8) and against Go's own tools run on them: the symbol table of the unstripped
+// build, `go tool objdump` for RET sites, `go tool addr2line` for file:line, and the fixture
+// tests/pclntab/inline, which prints what runtime.CallersFrames says about its own stack. Other Go
+// versions are covered by tests/npm/test_npm_binaries.cpp on real esbuild releases.
+#include "binary/binary.h"
+#include "binary/pclntab.h"
+#include "common/diag.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <elf.h>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace weave;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kFixtures = WEAVE_FIXTURE_DIR;
+const std::string kFixture = kFixtures + "/fixture";
+const std::string kStripped = kFixtures + "/fixture_stripped";
+const std::string kFixture386 = kFixtures + "/fixture_386";
+const std::string kFixtureArm64 = kFixtures + "/fixture_arm64";
+const std::string kInline = kFixtures + "/pcln_inline";
+const std::string kInlinePie = kFixtures + "/pcln_inline_pie";
+const std::string kInlineStripped = kFixtures + "/pcln_inline_stripped";
+
+std::vector<uint8_t> read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in, "cannot read " << path);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const std::string &path, const std::vector<uint8_t> &bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
+}
+
+// TempDir is a fresh directory under $TMPDIR, removed with everything in it at scope exit.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "weave-test-pclntab-XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+  std::string file(const std::string &name) const { return path + "/" + name; }
+};
+
+// The standard output of a shell command, which must succeed.
+std::string run(const std::string &command) {
+  FILE *pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe))
+    out.append(buffer, n);
+  int status = pclose(pipe);
+  REQUIRE_MESSAGE(status == 0, command << " failed: " << out.substr(0, 2000));
+  return out;
+}
+
+std::vector<std::string> lines(const std::string &text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    out.push_back(line);
+  return out;
+}
+
+std::string hex(uint64_t value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%#llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+Pclntab load_table(const std::string &path) {
+  BinaryImage image = load_binary(path);
+  auto table = Pclntab::load(image);
+  REQUIRE_MESSAGE(table.has_value(), path << " has no pclntab");
+  return std::move(*table);
+}
+
+// A copy of an ELF file without section headers (e_shoff = e_shnum = e_shstrndx = 0), so
+// everything must be found through the program headers.
+std::string without_sections(const TempDir &tmp, const std::string &path, const std::string &name) {
+  std::vector<uint8_t> bytes = read_file(path);
+  REQUIRE(bytes.size() > sizeof(Elf64_Ehdr));
+  if (bytes[EI_CLASS] == ELFCLASS64) {
+    Elf64_Ehdr ehdr;
+    std::memcpy(&ehdr, bytes.data(), sizeof ehdr);
+    ehdr.e_shoff = 0;
+    ehdr.e_shnum = 0;
+    ehdr.e_shstrndx = 0;
+    std::memcpy(bytes.data(), &ehdr, sizeof ehdr);
+  } else {
+    Elf32_Ehdr ehdr;
+    std::memcpy(&ehdr, bytes.data(), sizeof ehdr);
+    ehdr.e_shoff = 0;
+    ehdr.e_shnum = 0;
+    ehdr.e_shstrndx = 0;
+    std::memcpy(bytes.data(), &ehdr, sizeof ehdr);
+  }
+  std::string out = tmp.file(name);
+  write_file(out, bytes);
+  return out;
+}
+
+// The file offset of the pclntab, through the PT_LOAD mapping.
+uint64_t table_file_offset(const std::string &path, const Pclntab &table) {
+  BinaryImage image = load_binary(path);
+  auto offset = file_offset(image, table.address());
+  REQUIRE(offset.has_value());
+  return *offset;
+}
+
+std::string frames_text(const std::vector<Pclntab::Frame> &frames) {
+  std::string out;
+  for (const auto &f : frames)
+    out += f.function + " " + f.file + ":" + std::to_string(f.line) + (f.inlined ? " (inlined)" : "") +
+           "\n";
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("wrapper funcIDs per Go version") {
+  CHECK(Pclntab::wrapper_func_id_for({1, 13}) == -1);
+  CHECK(Pclntab::wrapper_func_id_for({1, 15}) == 21);
+  CHECK(Pclntab::wrapper_func_id_for({1, 16}) == 22);
+  CHECK(Pclntab::wrapper_func_id_for({1, 17}) == 22);
+  CHECK(Pclntab::wrapper_func_id_for({1, 18}) == 21);
+  CHECK(Pclntab::wrapper_func_id_for({1, 19}) == 21); // GO-ABI.md §2.2 [V]
+  CHECK(Pclntab::wrapper_func_id_for({1, 21}) == 21);
+  CHECK(Pclntab::wrapper_func_id_for({1, 22}) == 22);
+  CHECK(Pclntab::wrapper_func_id_for({1, 24}) == 22);
+  CHECK(Pclntab::wrapper_func_id_for({1, 25}) == 23);
+  CHECK(Pclntab::wrapper_func_id_for({1, 26}) == 23);
+  CHECK(Pclntab::wrapper_func_id_for({0, 0}) == -1);
+}
+
+TEST_CASE("fixtures: header, location, text start, moduledata") {
+  struct Case {
+    std::string path;
+    int quantum, ptr_size;
+    std::string found_by, text_from;
+  };
+  for (const Case &c : {Case{kFixture, 1, 8, "section .gopclntab", "symbol runtime.text"},
+                        Case{kStripped, 1, 8, "section .gopclntab", "moduledata.text"},
+                        Case{kFixture386, 1, 4, "section .gopclntab", "symbol runtime.text"},
+                        Case{kFixtureArm64, 4, 8, "section .gopclntab", "symbol runtime.text"},
+                        Case{kInlinePie, 1, 8, "section .data.rel.ro.gopclntab",
+                             "symbol runtime.text"}}) {
+    CAPTURE(c.path);
+    Pclntab table = load_table(c.path);
+    CHECK(table.magic() == 0xfffffff0u); // Go 1.18–1.19
+    CHECK(table.quantum() == c.quantum);
+    CHECK(table.ptr_size() == c.ptr_size);
+    CHECK(std::string(table.found_by()) == c.found_by);
+    CHECK(std::string(table.text_start_from()) == c.text_from);
+    CHECK(table.go_version().minor == 19);
+    CHECK(table.wrapper_func_id() == 21);
+    CHECK(table.moduledata() != 0);
+    CHECK(table.gofunc() != 0);
+    REQUIRE(!table.functions().empty());
+    CHECK(std::is_sorted(table.functions().begin(), table.functions().end(),
+                         [](const PclnFunction &a, const PclnFunction &b) { return a.entry < b.entry; }));
+    for (size_t i = 0; i + 1 < table.functions().size(); ++i)
+      REQUIRE(table.functions()[i].end == table.functions()[i + 1].entry);
+  }
+  // With symbols, the text start from runtime.text, moduledata.text and the header agree.
+  BinaryImage image = load_binary(kFixture);
+  Pclntab table = load_table(kFixture);
+  for (const ElfSymbol &sym : image.functions)
+    if (sym.name == "runtime.text")
+      CHECK(table.text_start() == sym.address);
+  // runtime.firstmoduledata (an STT_OBJECT, so not in image.functions): go tool nm knows it.
+  std::string nm = run("go tool nm '" + kFixture + "' | grep ' runtime.firstmoduledata$'");
+  CHECK(std::stoull(nm, nullptr, 16) == table.moduledata());
+  CHECK(load_table(kStripped).text_start() == table.text_start());
+}
+
+TEST_CASE("the function list of a stripped build equals the symbols of the unstripped build") {
+  // .symtab names an ABI0 body "x.abi0" when an ABIInternal "x" exists (GO-ABI.md §2.2); the
+  // pclntab has no suffix and lists both copies. Everything else must match name for name and
+  // address for address, in both directions.
+  struct Pair {
+    std::string unstripped, stripped;
+  };
+  for (const Pair &p : {Pair{kFixture, kStripped}, Pair{kInline, kInlineStripped},
+                        Pair{kFixture386, kFixture386}, Pair{kFixtureArm64, kFixtureArm64}}) {
+    CAPTURE(p.stripped);
+    BinaryImage image = load_binary(p.unstripped);
+    Pclntab table = load_table(p.stripped);
+    std::set<std::pair<std::string, uint64_t>> from_symbols, from_table;
+    size_t abi0 = 0;
+    size_t collapsed = 0;
+    for (const ElfSymbol &sym : image.functions) {
+      std::string name = sym.name;
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".abi0") == 0) {
+        name.resize(name.size() - 5);
+        ++abi0;
+      }
+      // The table writes everything from the first '[' to the last ']' as "[...]" (go1.19
+      // cmd/link/internal/ld/pcln.go nameParts): "type..eq.[2]runtime.Frame" is
+      // "type..eq.[...]runtime.Frame" there.
+      size_t open = name.find('['), close = name.rfind(']');
+      if (open != std::string::npos && close != std::string::npos && close > open) {
+        name = name.substr(0, open) + "[...]" + name.substr(close + 1);
+        ++collapsed;
+      }
+      from_symbols.emplace(name, sym.address);
+    }
+    for (const PclnFunction &fn : table.functions())
+      from_table.emplace(fn.name, fn.entry);
+    std::vector<std::pair<std::string, uint64_t>> only_symbols, only_table;
+    std::set_difference(from_symbols.begin(), from_symbols.end(), from_table.begin(),
+                        from_table.end(), std::back_inserter(only_symbols));
+    std::set_difference(from_table.begin(), from_table.end(), from_symbols.begin(),
+                        from_symbols.end(), std::back_inserter(only_table));
+    // The linker's own text markers are symbols, not functions of the table.
+    std::erase_if(only_symbols, [](const auto &s) {
+      return s.first == "runtime.text" || s.first == "runtime.etext" || s.first == "go.buildid" ||
+             s.first == "go:buildid";
+    });
+    std::string report;
+    for (const auto &[name, addr] : only_symbols)
+      report += "only in .symtab: " + name + " " + hex(addr) + "\n";
+    for (const auto &[name, addr] : only_table)
+      report += "only in .gopclntab: " + name + " " + hex(addr) + "\n";
+    CHECK_MESSAGE(report.empty(), report);
+    CHECK(from_table.size() == table.functions().size()); // no (name, entry) twice
+    MESSAGE(p.stripped << ": " << table.functions().size() << " functions agree with the "
+                       << image.functions.size() << " STT_FUNC symbols (" << abi0
+                       << " named .abi0, " << collapsed << " with [...])");
+    CHECK(table.functions().size() > 1000);
+  }
+}
+
+TEST_CASE("find prefers the real body over its ABI wrapper; duplicates are exactly wrapper pairs") {
+  for (const std::string &path : {kFixture, kFixtureArm64}) {
+    CAPTURE(path);
+    Pclntab table = load_table(path);
+    auto copies = table.find_all("runtime.asmcgocall");
+    REQUIRE(copies.size() == 2);
+    const PclnFunction *best = table.find("runtime.asmcgocall");
+    REQUIRE(best != nullptr);
+    CHECK(best->func_id == 2); // funcID_asmcgocall (go1.19 runtime/symtab.go)
+    CHECK((best->flag & 4) != 0); // FuncFlagAsm: the assembly body
+    // Every name that appears twice is one body plus one wrapper (funcID 21 in Go 1.19).
+    std::map<std::string, std::vector<const PclnFunction *>> by_name;
+    for (const PclnFunction &fn : table.functions())
+      by_name[fn.name].push_back(&fn);
+    size_t pairs = 0;
+    for (const auto &[name, fns] : by_name) {
+      if (fns.size() == 1)
+        continue;
+      CAPTURE(name);
+      REQUIRE(fns.size() == 2);
+      // The ABI wrapper: funcID wrapper, code at <autogenerated>:1.
+      auto generated = [&](const PclnFunction *fn) {
+        auto frames = table.symbolize(fn->entry, true);
+        return frames.back().file == "<autogenerated>" && frames.back().line == 1;
+      };
+      const PclnFunction *wrapper = generated(fns[0]) ? fns[0] : fns[1];
+      const PclnFunction *body = wrapper == fns[0] ? fns[1] : fns[0];
+      CHECK(generated(wrapper));
+      CHECK_FALSE(generated(body));
+      CHECK(wrapper->func_id == table.wrapper_func_id());
+      CHECK(table.find(name) == body);
+      // Only reflect.callMethod/callReflect are wrappers by name (for panic/recover).
+      if (body->func_id == table.wrapper_func_id())
+        CHECK((name == "reflect.callMethod" || name == "reflect.callReflect"));
+      ++pairs;
+    }
+    MESSAGE(path << ": " << pairs << " names with an ABI wrapper copy");
+    CHECK(pairs > 10);
+    CHECK(table.find("main.NoSuchFunction") == nullptr);
+    CHECK(table.find("") == nullptr);
+  }
+  // 386 has no register ABI, so no ABI wrappers.
+  Pclntab table386 = load_table(kFixture386);
+  CHECK(table386.find_all("runtime.asmcgocall").size() == 1);
+}
+
+TEST_CASE("args is the ABI's argument area size") {
+  // By hand from GO-ABI.md §1.3 (ABIInternal: registers, spill area for register arguments; 386:
+  // ABI0, every argument and result on the stack, int64/float64 4-aligned):
+  //   Ints(int8,int16,int32,int64,uint8,uint16,uint32,uint64,int,uint,uintptr,bool) int
+  //     amd64: 9 in registers; j,k,ok on the stack = 24; spill a..i = 40          -> 64
+  //     arm64: all 12 in registers; spill a..ok = 57, aligned                      -> 64
+  //     386:   a0 b2 c4 d8 e16 f18 g20 h24 i32 j36 k40 ok44, result 48            -> 52
+  //   SpillOver(8 ints, s string, y int) int
+  //     amd64: s on the stack (16), spill 8 ints + y = 72                          -> 88
+  //     arm64: all in registers, spill 64 + 16 + 8                                  -> 88
+  //     386:   32 + 8 + 4, result 4                                                 -> 48
+  //   Strings(s, empty, long string) int: spill 48; 386: 24 + 4                    -> 48 / 28
+  //   Divmod(a, b int) (q, r int, desc string): spill 16; 386: 8 + 4 + 4 + 8      -> 16 / 24
+  //   Floats(f float64, n int) float64: spill 16; 386: f0 n8 result12            -> 16 / 20
+  struct Expect {
+    const char *name;
+    int amd64, arm64, i386;
+  };
+  const Expect expected[] = {{"main.Ints", 64, 64, 52},
+                             {"main.SpillOver", 88, 88, 48},
+                             {"main.Strings", 48, 48, 28},
+                             {"main.Divmod", 16, 16, 24},
+                             {"main.Floats", 16, 16, 20}};
+  Pclntab amd64 = load_table(kStripped), arm64 = load_table(kFixtureArm64),
+          i386 = load_table(kFixture386);
+  for (const Expect &e : expected) {
+    CAPTURE(e.name);
+    REQUIRE(amd64.find(e.name) != nullptr);
+    REQUIRE(arm64.find(e.name) != nullptr);
+    REQUIRE(i386.find(e.name) != nullptr);
+    CHECK(amd64.find(e.name)->args == e.amd64);
+    CHECK(arm64.find(e.name)->args == e.arm64);
+    CHECK(i386.find(e.name)->args == e.i386);
+  }
+  MESSAGE("main.Ints args: amd64 " << amd64.find("main.Ints")->args << ", arm64 "
+                                   << arm64.find("main.Ints")->args << ", 386 "
+                                   << i386.find("main.Ints")->args);
+}
+
+TEST_CASE("sp_delta is 0 at entry and at every RET that go tool objdump shows") {
+  for (const std::string &path : {kFixture, kFixtureArm64, kFixture386}) {
+    CAPTURE(path);
+    BinaryImage image = load_binary(path);
+    Pclntab table = load_table(path);
+    // All main.* functions, so that functions with frames are covered too (main.Ints has none).
+    std::string out = run("go tool objdump -s '^main\\.' '" + path + "'");
+    std::string current;
+    size_t rets = 0, ints_rets = 0;
+    std::map<std::string, int32_t> max_delta;
+    for (const std::string &line : lines(out)) {
+      if (line.rfind("TEXT ", 0) == 0) {
+        current = line.substr(5, line.find("(SB)") - 5);
+        continue;
+      }
+      // "  main.go:43\t\t0x4a3b60\t\tc3\t\t\tRET\t\t\t"
+      std::vector<std::string> fields;
+      std::istringstream in(line);
+      for (std::string f; std::getline(in, f, '\t');)
+        if (!f.empty())
+          fields.push_back(f);
+      if (fields.size() < 4 || fields[1].rfind("0x", 0) != 0)
+        continue;
+      uint64_t pc = std::stoull(fields[1], nullptr, 16);
+      const PclnFunction *fn = table.at_pc(pc);
+      REQUIRE(fn != nullptr);
+      CHECK(fn->name == current);
+      auto delta = table.sp_delta(*fn, pc);
+      REQUIRE(delta.has_value());
+      max_delta[current] = std::max(max_delta[current], *delta);
+      if (fields[3].rfind("RET", 0) != 0)
+        continue;
+      CAPTURE(current);
+      CAPTURE(hex(pc));
+      CHECK(*delta == 0);
+      // The bytes are a return: C3 (amd64, 386), d65f03c0 (arm64).
+      std::vector<uint8_t> code = read_bytes(image, pc, image.arch == Arch::Arm64 ? 4 : 1);
+      if (image.arch == Arch::Arm64)
+        CHECK((code[0] | code[1] << 8 | code[2] << 16 | static_cast<uint32_t>(code[3]) << 24) ==
+              0xd65f03c0u);
+      else
+        CHECK(code[0] == 0xc3);
+      ++rets;
+      if (current == "main.Ints")
+        ++ints_rets;
+    }
+    CHECK(ints_rets >= 1);
+    CHECK(rets > 20);
+    const PclnFunction *ints = table.find("main.Ints");
+    CHECK(table.sp_delta(*ints, ints->entry) == 0);
+    CHECK_FALSE(table.sp_delta(*ints, ints->end).has_value());
+    CHECK_FALSE(table.sp_delta(*ints, ints->entry - 1).has_value());
+    // Functions with frames push something: main.main does.
+    CHECK(max_delta["main.main"] > 0);
+    MESSAGE(path << ": " << rets << " RETs in main.* (" << ints_rets
+                 << " in main.Ints), sp_delta 0 at each; main.main's frame is "
+                 << max_delta["main.main"] << " bytes");
+  }
+}
+
+TEST_CASE("symbolize agrees with go tool addr2line") {
+  // addr2line (debug/gosym) prints the physical function and the innermost file:line, without
+  // inline expansion: compare with the last frame's name and the first frame's position.
+  for (const std::string &path : {kFixture, kStripped, kFixtureArm64, kFixture386, kInline}) {
+    CAPTURE(path);
+    Pclntab table = load_table(path);
+    const auto &fns = table.functions();
+    std::vector<uint64_t> pcs;
+    uint32_t state = 2024;
+    auto next = [&] {
+      state = state * 1103515245u + 12345u;
+      return state >> 8;
+    };
+    // Every 8th function's entry, middle and last byte, then random PCs over the whole text, plus
+    // addresses before and after it.
+    for (size_t i = 0; i < fns.size(); i += 8) {
+      pcs.push_back(fns[i].entry);
+      pcs.push_back(fns[i].entry + (fns[i].end - fns[i].entry) / 2);
+      pcs.push_back(fns[i].end - 1);
+    }
+    uint64_t lo = fns.front().entry, span = fns.back().end - lo;
+    for (int i = 0; i < 300; ++i)
+      pcs.push_back(lo + (static_cast<uint64_t>(next()) * 977 + next()) % span);
+    pcs.push_back(lo - 1);
+    pcs.push_back(fns.back().end);
+
+    TempDir tmp;
+    std::string input;
+    for (uint64_t pc : pcs)
+      input += hex(pc) + "\n";
+    std::string in_path = tmp.file("pcs");
+    write_file(in_path, std::vector<uint8_t>(input.begin(), input.end()));
+    std::vector<std::string> out = lines(run("go tool addr2line '" + path + "' < " + in_path));
+    REQUIRE(out.size() == 2 * pcs.size());
+
+    size_t agree = 0, inlined = 0;
+    for (size_t i = 0; i < pcs.size(); ++i) {
+      CAPTURE(hex(pcs[i]));
+      std::string name = out[2 * i], position = out[2 * i + 1];
+      auto frames = table.symbolize(pcs[i], true);
+      if (frames.empty()) {
+        CHECK(name == "?");
+        CHECK(position == "?:0");
+        agree += name == "?";
+        continue;
+      }
+      if (frames.size() > 1)
+        ++inlined;
+      std::string ours = frames.front().file + ":" + std::to_string(frames.front().line);
+      // No position (padding after a function's code, where its tables end): the runtime says
+      // "?", 0 (funcline1); debug/gosym, under addr2line, says "", -1.
+      if (ours == "?:0" && position == ":-1")
+        position = ours;
+      CHECK(frames.back().function == name);
+      CHECK(ours == position);
+      agree += frames.back().function == name && ours == position;
+    }
+    MESSAGE(path << ": symbolize agrees with go tool addr2line on " << agree << " of "
+                 << pcs.size() << " PCs (" << inlined << " inside inlined calls)");
+    CHECK(agree == pcs.size());
+    CHECK(inlined > 20);
+  }
+}
+
+namespace {
+
+// One "stack" block of the inline fixture's output.
+struct Stack {
+  std::string label;
+  uint64_t self = 0; // runtime entry of main.report
+  std::vector<uint64_t> pcs;
+  struct Printed {
+    uint64_t pc;
+    std::string function, file;
+    int line;
+  };
+  std::vector<Printed> frames;
+};
+
+std::vector<Stack> run_inline_fixture(const std::string &path) {
+  std::vector<Stack> stacks;
+  for (const std::string &line : lines(run("'" + path + "'"))) {
+    if (line.rfind("stack ", 0) == 0) {
+      stacks.push_back(Stack{line.substr(6)});
+    } else if (line.rfind("self ", 0) == 0) {
+      stacks.back().self = std::stoull(line.substr(5), nullptr, 16);
+    } else if (line.rfind("pc ", 0) == 0) {
+      stacks.back().pcs.push_back(std::stoull(line.substr(3), nullptr, 16));
+    } else if (line.rfind("frame ", 0) == 0) {
+      // "frame 0x482f32 main.middle.func1\tweave.test/pclninline/main.go\t56"
+      std::string rest = line.substr(6);
+      size_t space = rest.find(' ');
+      size_t tab1 = rest.find('\t'), tab2 = rest.rfind('\t');
+      REQUIRE(space != std::string::npos);
+      REQUIRE(tab1 != tab2);
+      stacks.back().frames.push_back(Stack::Printed{std::stoull(rest.substr(0, space), nullptr, 16),
+                                                    rest.substr(space + 1, tab1 - space - 1),
+                                                    rest.substr(tab1 + 1, tab2 - tab1 - 1),
+                                                    std::stoi(rest.substr(tab2 + 1))});
+    }
+  }
+  return stacks;
+}
+
+} // namespace
+
+TEST_CASE("symbolize matches runtime.CallersFrames, inlined frames included") {
+  for (const std::string &path : {kInline, kInlinePie, kInlineStripped}) {
+    CAPTURE(path);
+    Pclntab table = load_table(path);
+    std::vector<Stack> stacks = run_inline_fixture(path);
+    REQUIRE(stacks.size() == 2);
+    const PclnFunction *report = table.find("main.report");
+    REQUIRE(report != nullptr);
+    size_t compared = 0, inlined = 0, deepest = 0;
+    for (const Stack &stack : stacks) {
+      CAPTURE(stack.label);
+      // A PIE runs at a random base; the runtime's own address of main.report gives the bias.
+      const uint64_t bias = stack.self - report->entry;
+      if (path != kInlinePie)
+        CHECK(bias == 0);
+      REQUIRE(stack.pcs.size() == stack.frames.size());
+      // runtime.Callers lists one PC per frame, inlined ones included (a PC in the caller's body
+      // for each); CallersFrames looks each up at pc-1. symbolize() of a physical frame's PC
+      // yields that frame and all the inlined frames above it, in the same order.
+      for (size_t i = 0; i < stack.pcs.size();) {
+        auto chain = table.symbolize(stack.pcs[i] - 1 - bias);
+        CAPTURE(frames_text(chain));
+        REQUIRE(!chain.empty());
+        REQUIRE(i + chain.size() <= stack.frames.size());
+        for (size_t k = 0; k < chain.size(); ++k) {
+          const Stack::Printed &printed = stack.frames[i + k];
+          CAPTURE(printed.function);
+          CHECK(chain[k].function == printed.function);
+          CHECK(chain[k].file == printed.file);
+          CHECK(chain[k].line == printed.line);
+          CHECK(chain[k].inlined == (k + 1 < chain.size()));
+          CHECK(printed.pc == stack.pcs[i + k] - 1);
+          // The runtime's PC for an inlined caller frame is entry + parentPc: its own lookup
+          // starts with that frame.
+          auto own = table.symbolize(stack.pcs[i + k] - 1 - bias);
+          REQUIRE(!own.empty());
+          CHECK(own.front().function == printed.function);
+          ++compared;
+        }
+        inlined += chain.size() - 1;
+        deepest = std::max(deepest, chain.size());
+        i += chain.size();
+      }
+    }
+    MESSAGE(path << ": " << compared << " frames equal runtime.CallersFrames' (" << inlined
+                 << " inlined; deepest chain " << deepest << " frames)");
+    CHECK(inlined >= 5);  // middle.func1 + sub.Leaf; scale + pick + choose; outer
+    CHECK(deepest >= 4);  // scale -> pick -> choose -> deep
+  }
+}
+
+TEST_CASE("without section headers the table is found by scanning the segments") {
+  TempDir tmp;
+  for (const std::string &path : {kInline, kInlinePie, kFixture386, kFixtureArm64}) {
+    CAPTURE(path);
+    std::string bare = without_sections(tmp, path, fs::path(path).filename().string());
+    BinaryImage image = load_binary(bare);
+    REQUIRE(image.buildinfo.has_value()); // a PIE keeps it in its second writable segment
+    CHECK(image.buildinfo->go_version == "go1.19.8");
+    Pclntab scanned = load_table(bare);
+    Pclntab original = load_table(path);
+    CHECK(std::string(scanned.found_by()) == "segment scan");
+    CHECK(scanned.address() == original.address());
+    CHECK(std::string(scanned.text_start_from()) == "moduledata.text");
+    CHECK(scanned.text_start() == original.text_start());
+    CHECK(scanned.moduledata() == original.moduledata());
+    CHECK(scanned.gofunc() == original.gofunc());
+    REQUIRE(scanned.functions().size() == original.functions().size());
+    for (size_t i = 0; i < scanned.functions().size(); ++i) {
+      const PclnFunction &a = scanned.functions()[i], &b = original.functions()[i];
+      REQUIRE(a.name == b.name);
+      REQUIRE(a.entry == b.entry);
+      REQUIRE(a.end == b.end);
+      REQUIRE(a.args == b.args);
+    }
+    for (size_t i = 0; i < original.functions().size(); i += 37) {
+      uint64_t pc = original.functions()[i].entry + 1;
+      CHECK(frames_text(scanned.symbolize(pc)) == frames_text(original.symbolize(pc)));
+    }
+  }
+}
+
+TEST_CASE("the Go 1.2-1.15 layout (0xfffffffb): names, entries, argument sizes") {
+  // No toolchain here writes it, so a table is built by hand in the fixture's .gopclntab
+  // (go1.15 runtime/symtab.go, debug/gosym go12 layout): header {magic, 0, 0, quantum, ptrsize,
+  // nfunctab uintptr}, functab {entry, funcoff uintptr} x n, end PC, filetab offset u32; _func
+  // {entry uintptr, nameoff int32, args int32, ...}, offsets from the table's start.
+  TempDir tmp;
+  Pclntab good = load_table(kStripped);
+  const uint64_t table_offset = table_file_offset(kStripped, good);
+  std::vector<uint8_t> bytes = read_file(kStripped);
+  std::vector<uint8_t> t(0x200, 0);
+  auto put = [&](size_t at, uint64_t value, int size) {
+    for (int i = 0; i < size; ++i)
+      t[at + i] = static_cast<uint8_t>(value >> (8 * i));
+  };
+  const uint64_t f0 = good.functions()[10].entry, f1 = good.functions()[11].entry,
+                 end = good.functions()[11].end;
+  put(0, 0xfffffffb, 4);
+  t[6] = 1;
+  t[7] = 8;
+  put(8, 2, 8);                                 // nfunctab
+  put(16, f0, 8), put(24, 0x80, 8);             // functab[0]
+  put(32, f1, 8), put(40, 0xc0, 8);             // functab[1]
+  put(48, end, 8);                              // end PC
+  put(56, 0x1f0, 4);                            // filetab offset
+  put(0x80, f0, 8), put(0x88, 0x100, 4), put(0x8c, 24, 4); // _func: entry, nameoff, args
+  put(0xc0, f1, 8), put(0xc8, 0x110, 4), put(0xcc, 40, 4);
+  std::memcpy(t.data() + 0x100, "main.first", 11);
+  std::memcpy(t.data() + 0x110, "main.second", 12);
+  std::copy(t.begin(), t.end(), bytes.begin() + static_cast<long>(table_offset));
+  std::string path = tmp.file("go12");
+  write_file(path, bytes);
+
+  for (const std::string &file : {path, without_sections(tmp, path, "go12-bare")}) {
+    CAPTURE(file);
+    Pclntab table = load_table(file);
+    CHECK(table.magic() == 0xfffffffbu);
+    REQUIRE(table.functions().size() == 2);
+    const PclnFunction &a = table.functions()[0], &b = table.functions()[1];
+    CHECK(a.name == "main.first");
+    CHECK(a.entry == f0);
+    CHECK(a.end == f1);
+    CHECK(a.args == 24);
+    CHECK(b.name == "main.second");
+    CHECK(b.entry == f1);
+    CHECK(b.end == end);
+    CHECK(b.args == 40);
+    CHECK(table.find("main.second") == &b);
+    CHECK(table.at_pc(f1 + 1) == &b);
+    CHECK(table.text_start() == 0);
+    // The pc-value tables sit in a _func whose layout changed too often in 1.2-1.15 to find.
+    CHECK_FALSE(table.sp_delta(a, f0).has_value());
+    auto frames = table.symbolize(f0 + 1);
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].function == "main.first");
+    CHECK(frames[0].file == "?");
+  }
+}
+
+TEST_CASE("a binary without a table, and damaged tables") {
+  TempDir tmp;
+  Pclntab good = load_table(kStripped);
+  const uint64_t table_offset = table_file_offset(kStripped, good);
+  const std::vector<uint8_t> original = read_file(kStripped);
+  std::string path = tmp.file("damaged");
+
+  auto expect_bad = [&](std::vector<uint8_t> bytes, const std::string &needle) {
+    write_file(path, bytes);
+    BinaryImage image = load_binary(path);
+    try {
+      Pclntab::load(image);
+      FAIL("no error for a damaged table; wanted: " << needle);
+    } catch (const UserError &error) {
+      CHECK(error.id == "bad-pclntab");
+      CHECK_MESSAGE(std::string(error.what()).find(needle) != std::string::npos, error.what());
+      CHECK(error.loc.file == path);
+    }
+  };
+  auto put32 = [](std::vector<uint8_t> &bytes, uint64_t at, uint32_t value) {
+    for (int i = 0; i < 4; ++i)
+      bytes[at + i] = static_cast<uint8_t>(value >> (8 * i));
+  };
+
+  SUBCASE("no table at all: nullopt") {
+    std::string bare = without_sections(tmp, kStripped, "bare");
+    std::vector<uint8_t> bytes = read_file(bare);
+    put32(bytes, table_offset, 0); // the magic
+    write_file(bare, bytes);
+    BinaryImage image = load_binary(bare);
+    CHECK_FALSE(Pclntab::load(image).has_value());
+  }
+  SUBCASE("a bad magic in the section") {
+    std::vector<uint8_t> bytes = original;
+    put32(bytes, table_offset, 0xfffffff5);
+    expect_bad(bytes, "bad header");
+  }
+  SUBCASE("an impossible function count") {
+    std::vector<uint8_t> bytes = original;
+    put32(bytes, table_offset + 8, 0xfffffff0);
+    expect_bad(bytes, "do not fit");
+  }
+  SUBCASE("an offset past the end") {
+    std::vector<uint8_t> bytes = original;
+    put32(bytes, table_offset + 8 + 3 * 8, 0x7fffffff); // funcnameOffset
+    expect_bad(bytes, "funcnametab offset");
+  }
+  SUBCASE("an index entry that disagrees with its record") {
+    std::vector<uint8_t> bytes = original;
+    uint64_t functab = table_offset + good.functions()[0].offset_in_table; // first _func
+    put32(bytes, functab, 0x12345);                                         // its entryoff
+    expect_bad(bytes, "the index says entry");
+  }
+}
+
+TEST_CASE("damaged tables never crash the reader") {
+  // Deterministic byte flips all over the table (header, function index, _func records, pc-value
+  // tables, names, file table) and in the inline trees outside it: every outcome must be a table
+  // that answers (possibly wrongly) or a UserError, never a crash or a hang.
+  TempDir tmp;
+  Pclntab good = load_table(kStripped);
+  const uint64_t table_offset = table_file_offset(kStripped, good);
+  const std::vector<uint8_t> original = read_file(kStripped);
+  std::string path = tmp.file("fuzz");
+  uint32_t state = 777;
+  auto next = [&] {
+    state = state * 1103515245u + 12345u;
+    return state >> 8;
+  };
+  std::vector<uint64_t> pcs;
+  for (size_t i = 0; i < good.functions().size(); i += 13)
+    pcs.push_back(good.functions()[i].entry + (good.functions()[i].end - good.functions()[i].entry) / 3);
+  int loaded = 0, rejected = 0, failed_later = 0;
+  for (int round = 0; round < 250; ++round) {
+    std::vector<uint8_t> bytes = original;
+    int flips = 1 + static_cast<int>(next() % 8);
+    for (int f = 0; f < flips; ++f) {
+      // Mostly the first pages (header, index, names), sometimes anywhere in the table.
+      uint64_t span = next() % 4 == 0 ? good.size() : std::min<uint64_t>(good.size(), 0x4000);
+      bytes[table_offset + next() % span] = static_cast<uint8_t>(next());
+    }
+    write_file(path, bytes);
+    BinaryImage image = load_binary(path);
+    std::optional<Pclntab> table;
+    try {
+      table = Pclntab::load(image);
+    } catch (const UserError &error) {
+      CHECK(error.id == "bad-pclntab");
+      ++rejected;
+      continue;
+    }
+    ++loaded;
+    try {
+      if (!table)
+        continue;
+      for (uint64_t pc : pcs) {
+        (void)table->symbolize(pc);
+        if (const PclnFunction *fn = table->at_pc(pc))
+          (void)table->sp_delta(*fn, pc);
+      }
+      (void)table->find("main.Ints");
+    } catch (const UserError &error) {
+      CHECK(error.id == "bad-pclntab");
+      ++failed_later;
+    }
+  }
+  MESSAGE("damaged tables: " << loaded << " loaded (" << failed_later
+                             << " of them reported damage when read), " << rejected
+                             << " rejected at load");
+  CHECK(loaded + rejected == 250);
+  CHECK(rejected > 0);
+}
