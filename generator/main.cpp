@@ -15,6 +15,7 @@
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
 #include "funcs/funcs.h"
+#include "binary/pclntab.h"
 #include "plan/plan.h"
 #include "run/run.h"
 #include "spec/spec.h"
@@ -58,8 +59,10 @@ std::optional<Generated> generate_outputs(const std::string &spec_path,
     return std::nullopt;
   }
   weave::BinaryImage image = weave::load_binary(binary_path);
-  auto debug = weave::DebugInfo::open(binary_path, image.ptr_size);
-  weave::Plan plan = weave::make_plan(spec, image, *debug);
+  // Stripped binaries have no DWARF: functions then come from .gopclntab, types from the spec.
+  auto debug = image.has_dwarf ? weave::DebugInfo::open(binary_path, image.ptr_size) : nullptr;
+  std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
+  weave::Plan plan = weave::make_plan(spec, image, debug.get(), pcln ? &*pcln : nullptr);
   for (const auto &probe : plan.probes)
     for (const auto &skip : probe.skipped)
       std::cerr << "weave: warning: probe " << probe.name << ": left out " << skip << "\n";
@@ -224,8 +227,9 @@ int main(int argc, char **argv) {
       return run(run_args);
     if (*funcs_cmd) {
       weave::BinaryImage image = weave::load_binary(funcs_binary);
-      auto debug = weave::DebugInfo::open(funcs_binary, image.ptr_size);
-      std::cout << weave::list_functions(image, *debug, funcs_pattern);
+      auto debug = image.has_dwarf ? weave::DebugInfo::open(funcs_binary, image.ptr_size) : nullptr;
+      std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
+      std::cout << weave::list_functions(image, debug.get(), pcln ? &*pcln : nullptr, funcs_pattern);
       return 0;
     }
   } catch (const weave::UserError &e) {

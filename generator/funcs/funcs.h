@@ -9,9 +9,13 @@ namespace weave {
 
 struct BinaryImage;
 class DebugInfo;
+class Pclntab;
 
 // Functions whose name matches the glob `pattern` (fnmatch syntax; empty matches all), sorted by
-// name. Throws UserError [no-match] when nothing matches, with the nearest names as a hint.
-std::string list_functions(const BinaryImage &image, DebugInfo &debug, const std::string &pattern);
+// name. With DWARF (`debug`), each with its parameters and locations, and its argument size checked
+// against .gopclntab; without (a stripped binary), names, entries and argument sizes from
+// .gopclntab. Throws UserError [no-match] when nothing matches, with the nearest names as a hint.
+std::string list_functions(const BinaryImage &image, DebugInfo *debug, const Pclntab *pcln,
+                           const std::string &pattern);
 
 } // namespace weave

@@ -5,6 +5,8 @@
 #include "debuginfo/debuginfo.h"
 #include "disasm/disasm.h"
 #include "plan/expr.h"
+#include "plan/types.h"
+#include "binary/pclntab.h"
 #include "spec/spec.h"
 
 #include <fmt/format.h>
@@ -469,7 +471,45 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
 
 } // namespace
 
-Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
+namespace {
+
+// The function a probe names, from DWARF or, in a stripped binary, from .gopclntab.
+struct ResolvedFunction {
+  std::string name;
+  uint64_t low_pc = 0, high_pc = 0;
+  bool regabi = false;
+  std::vector<GoParam> params; // from DWARF; empty without it
+  int32_t pcln_args = -1;      // the compiler's argument-area size, when .gopclntab has it
+};
+
+std::string describe_params(const std::vector<GoParam> &params, const TypeTable &types) {
+  std::string out;
+  for (const auto &p : params)
+    out += (out.empty() ? "" : ", ") + p.name + " " + types.at(p.type).name + (p.is_result ? " (result)" : "");
+  return out.empty() ? "(none)" : out;
+}
+
+// Declared params must describe what DWARF says: same names, same kinds and sizes, in order.
+void check_declared_against_dwarf(const std::vector<GoParam> &declared, const std::vector<GoParam> &dwarf,
+                                  const TypeTable &types, const ProbeSpec &spec) {
+  bool same = declared.size() == dwarf.size();
+  for (size_t i = 0; same && i < declared.size(); ++i) {
+    const GoType &a = types.at(declared[i].type), &b = types.at(dwarf[i].type);
+    same = declared[i].name == dwarf[i].name && declared[i].is_result == dwarf[i].is_result &&
+           a.kind == b.kind && a.size == b.size;
+  }
+  if (!same)
+    throw UserError("params-mismatch",
+                    fmt::format("the declared params of {} differ from its DWARF: declared {}; DWARF {}",
+                                spec.function, describe_params(declared, types), describe_params(dwarf, types)),
+                    spec.loc,
+                    "DWARF leaves out blank (_) and unnamed parameters; otherwise fix the declaration or "
+                    "drop it and let DWARF speak");
+}
+
+} // namespace
+
+Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, const Pclntab *pcln) {
   Plan plan;
   plan.target.path = image.path;
   plan.target.build_id = image.build_id;
@@ -487,7 +527,14 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
   // On an x86-64 kernel a 386 process's uprobe context is the 64-bit pt_regs as well.
   plan.ctx_type = image.arch == Arch::Arm64 ? "struct weave_pt_regs_arm64" : "struct weave_pt_regs_x86_64";
 
-  if (auto goid = debug.member_offset("runtime.g", "goid")) {
+  // Without DWARF, types come from the spec and live here for the length of the plan.
+  TypeTable declared_types;
+  TypeTable &types = debug ? debug->types() : declared_types;
+  auto member = [&](const char *type, const char *field) -> std::optional<uint64_t> {
+    return debug ? debug->member_offset(type, field) : std::nullopt;
+  };
+
+  if (auto goid = member("runtime.g", "goid")) {
     plan.goid_offset = *goid;
     plan.goid_source = "DWARF runtime.g.goid";
   } else {
@@ -497,26 +544,81 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
   plan.g_register = regs.g;
   plan.g_register_name = regs.g_name;
 
+  // Map and channel headers: from DWARF when present; without it, the layout every Go version
+  // since 1.0 has kept (hmap.count and swiss Map.used first; hchan {qcount, dataqsiz, ...}).
   Resolver::RuntimeLayout runtime_layout;
-  runtime_layout.map_count = debug.member_offset("runtime.hmap", "count");
+  runtime_layout.map_count = member("runtime.hmap", "count");
   if (!runtime_layout.map_count) // Go 1.24+ swiss-table maps
-    runtime_layout.map_count = debug.member_offset("internal/runtime/maps.Map", "used");
-  runtime_layout.chan_len = debug.member_offset("runtime.hchan", "qcount");
-  runtime_layout.chan_cap = debug.member_offset("runtime.hchan", "dataqsiz");
+    runtime_layout.map_count = member("internal/runtime/maps.Map", "used");
+  runtime_layout.chan_len = member("runtime.hchan", "qcount");
+  runtime_layout.chan_cap = member("runtime.hchan", "dataqsiz");
+  if (!debug) {
+    runtime_layout.map_count = 0;
+    runtime_layout.chan_len = 0;
+    runtime_layout.chan_cap = static_cast<uint64_t>(image.ptr_size);
+  }
   plan.slice_max = spec.options.slice_max;
 
   uint64_t cookie = 0;
   for (size_t index = 0; index < spec.probes.size(); ++index) {
     const ProbeSpec &probe_spec = spec.probes[index];
-    const GoFunction *fn = debug.find_function(probe_spec.function);
-    if (!fn) {
-      std::string hint = did_you_mean(probe_spec.function, debug.function_names());
+    ResolvedFunction fn_info;
+    const PclnFunction *pfn = pcln ? pcln->find(probe_spec.function) : nullptr;
+    if (const GoFunction *dwarf_fn = debug ? debug->find_function(probe_spec.function) : nullptr) {
+      fn_info = {dwarf_fn->name, dwarf_fn->low_pc, dwarf_fn->high_pc, dwarf_fn->regabi, dwarf_fn->params};
+    } else if (pfn) {
+      // No DWARF: Go code is ABIInternal wherever the version has it, assembly always ABI0.
+      constexpr uint8_t kFuncFlagAsm = 4; // runtime/symtab.go funcFlag_ASM
+      fn_info = {pfn->name, pfn->entry, pfn->end, !(pfn->flag & kFuncFlagAsm), {}};
+    } else {
+      std::vector<std::string> names;
+      if (debug)
+        names = debug->function_names();
+      else if (pcln)
+        for (const auto &f : pcln->functions())
+          names.push_back(f.name);
+      std::string hint = did_you_mean(probe_spec.function, names);
       throw UserError("unknown-function",
                       fmt::format("no function {} in {}", probe_spec.function, image.path),
                       probe_spec.loc,
                       hint.empty() ? "list the functions with: weave funcs " + image.path + " 'main.*'"
                                    : hint);
     }
+    if (pfn && pfn->entry == fn_info.low_pc)
+      fn_info.pcln_args = pfn->args;
+    const ResolvedFunction *fn = &fn_info;
+
+    // The parameters: declared in the spec (required without DWARF), else DWARF's.
+    std::vector<GoParam> params = fn->params;
+    if (probe_spec.has_params || probe_spec.has_results) {
+      std::vector<GoParam> declared;
+      for (const auto &p : probe_spec.params)
+        declared.push_back({p.name, build_declared_type(p.type, types, image.ptr_size), false});
+      for (const auto &r : probe_spec.results)
+        declared.push_back({r.name, build_declared_type(r.type, types, image.ptr_size), true});
+      if (!fn->params.empty() || debug) {
+        std::vector<GoParam> dwarf_side;
+        for (const auto &p : fn->params)
+          if (probe_spec.has_results || !p.is_result)
+            dwarf_side.push_back(p);
+        if (probe_spec.has_params && !probe_spec.has_results)
+          std::erase_if(declared, [](auto &p) { return p.is_result; });
+        check_declared_against_dwarf(declared, dwarf_side, types, probe_spec);
+      }
+      if (!probe_spec.has_results)
+        for (const auto &p : fn->params)
+          if (p.is_result)
+            declared.push_back(p);
+      params = declared;
+    } else if (!debug && (!probe_spec.captures.empty() || probe_spec.all_args || probe_spec.capture_return)) {
+      throw UserError("no-dwarf-params",
+                      fmt::format("{} has no DWARF, so weave cannot know the parameters of {}", image.path,
+                                  probe_spec.function),
+                      probe_spec.loc,
+                      "declare them in order, receiver first: params: [{name: s, type: unsafe.Pointer}, "
+                      "{name: path, type: string}] (and results: [...] with return: true)");
+    }
+
     ProbePlan probe;
     probe.id = static_cast<int>(index);
     probe.name = probe_spec.name;
@@ -529,15 +631,27 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
 
     std::vector<NamedValue> inputs, results;
     std::vector<TypeId> input_types, result_types;
-    for (const GoParam &p : fn->params)
+    for (const GoParam &p : params)
       (p.is_result ? result_types : input_types).push_back(p.type);
     FunctionLayout layout;
     try {
-      layout = assign_locations(debug.types(), input_types, result_types, config);
+      layout = assign_locations(types, input_types, result_types, config);
     } catch (const std::invalid_argument &e) {
       throw UserError("unsupported-type", fmt::format("{}: {}", fn->name, e.what()), probe_spec.loc);
     }
-    for (const GoParam &p : fn->params) {
+    // The compiler recorded the size of the whole argument area: a signature that does not add up
+    // to it is missing a parameter (DWARF omits blank and unnamed ones) and would read wrong values.
+    // (Results take argument space too, so the check needs them: from DWARF, or declared.)
+    bool know_signature = debug != nullptr || (probe_spec.has_params && probe_spec.has_results);
+    if (fn->pcln_args >= 0 && know_signature && layout.arg_width != static_cast<uint64_t>(fn->pcln_args))
+      throw UserError("signature-mismatch",
+                      fmt::format("{}: the parameters ({}) take {} bytes of argument space, but the compiler "
+                                  "recorded {} in .gopclntab: a parameter is missing or mistyped",
+                                  fn->name, describe_params(params, types), layout.arg_width, fn->pcln_args),
+                      probe_spec.loc,
+                      "declare the full signature with params: [...] and results: [...], blank (_) and "
+                      "unnamed parameters included");
+    for (const GoParam &p : params) {
       auto &list = p.is_result ? results : inputs;
       const auto &locs = p.is_result ? layout.results : layout.inputs;
       list.push_back({p.name, p.type, locs.at(list.size())});
@@ -566,7 +680,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug) {
     else
       add_attach("entry", fn->low_pc, "function entry (no stack-growth check: a small leaf)");
 
-    Resolver resolver(debug.types(), regs, image.ptr_size, spec.options.string_max,
+    Resolver resolver(types, regs, image.ptr_size, spec.options.string_max,
                       spec.options.slice_max, runtime_layout);
     std::vector<CaptureSpec> all_args;
     if (probe_spec.all_args)

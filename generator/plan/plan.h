@@ -18,6 +18,7 @@ namespace weave {
 struct Spec;
 struct BinaryImage;
 class DebugInfo;
+class Pclntab;
 
 struct LoadStep {
   int64_t offset = 0;
@@ -120,8 +121,10 @@ struct Plan {
   size_t event_count() const; // entry and return events of every probe
 };
 
-// Resolves every probe; throws UserError pointing at the spec node at fault.
-Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo &debug);
+// Resolves every probe; throws UserError pointing at the spec node at fault. `debug` is null for a
+// binary without DWARF (functions then come from `pcln` and parameters from the spec); `pcln` is
+// null when the binary has no .gopclntab, and otherwise also checks every signature's size.
+Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, const Pclntab *pcln);
 
 // Deterministic text dump for `weave build --dump=plan`.
 std::string dump_plan(const Plan &plan);

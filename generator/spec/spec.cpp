@@ -360,6 +360,63 @@ private:
   size_t visited_ = 0;
 };
 
+TypeSpec parse_type(const YAML::Node &node, const std::string &path);
+
+std::vector<ParamSpec> parse_params(const YAML::Node &list, const std::string &path) {
+  std::vector<ParamSpec> params;
+  for (const auto &item : list)
+    params.push_back({item["name"].Scalar(), parse_type(item["type"], path), location(item["name"], path)});
+  return params;
+}
+
+// The schema leaves `type` open; its two spellings are checked here, with the same kind of message.
+TypeSpec parse_type(const YAML::Node &node, const std::string &path) {
+  TypeSpec type;
+  type.loc = location(node, path);
+  const char *forms = "a type is a Go type expression such as []string, or one mapping: {struct: [{name: "
+                      "X, type: T}, ...]}, {pointer: T}, {slice: T} or {array: T, len: N}";
+  if (node.IsScalar()) {
+    type.expr = node.Scalar();
+    if (type.expr.empty())
+      throw UserError("spec-schema", "empty type", type.loc, forms);
+    return type;
+  }
+  if (!node.IsMap())
+    throw UserError("spec-schema", "a type must be a string or a mapping", type.loc, forms);
+  for (const auto &entry : node) {
+    std::string key = entry.first.Scalar();
+    if (key == "len")
+      continue;
+    if (!type.form.empty() || (key != "struct" && key != "pointer" && key != "slice" && key != "array"))
+      throw UserError("spec-schema", "unexpected key " + quote(key) + " in a type", location(entry.first, path),
+                      forms);
+    type.form = key;
+    if (key == "struct") {
+      if (!entry.second.IsSequence())
+        throw UserError("spec-schema", "struct must be a list of {name, type} fields",
+                        location(entry.second, path), forms);
+      for (const auto &field : entry.second) {
+        if (!field.IsMap() || !field["name"] || !field["type"])
+          throw UserError("spec-schema", "a struct field needs a name and a type", location(field, path), forms);
+        type.fields.push_back({field["name"].Scalar(), parse_type(field["type"], path), location(field["name"], path)});
+      }
+    } else {
+      type.elem.push_back(parse_type(entry.second, path));
+    }
+  }
+  if (type.form.empty())
+    throw UserError("spec-schema", "a type mapping needs struct, pointer, slice or array", type.loc, forms);
+  if (type.form == "array") {
+    auto len = node["len"] ? spec_schema::parse_integer(node["len"].Scalar()) : std::nullopt;
+    if (!len || *len < 0)
+      throw UserError("spec-schema", "an array type needs len: N (a non-negative integer)", type.loc, forms);
+    type.len = static_cast<uint64_t>(*len);
+  } else if (node["len"]) {
+    throw UserError("spec-schema", "len belongs to array types only", location(node["len"], path), forms);
+  }
+  return type;
+}
+
 Spec build(const YAML::Node &root, const std::string &path) {
   Spec spec;
   spec.path = path;
@@ -381,6 +438,14 @@ Spec build(const YAML::Node &root, const std::string &path) {
     }
     if (YAML::Node ret = probe["return"])
       p.capture_return = ret.Scalar() == "true";
+    if (YAML::Node params = probe["params"]) {
+      p.has_params = true;
+      p.params = parse_params(params, path);
+    }
+    if (YAML::Node results = probe["results"]) {
+      p.has_results = true;
+      p.results = parse_params(results, path);
+    }
     auto [first, inserted] = names.emplace(p.name, name_loc);
     if (!inserted)
       throw UserError("duplicate-probe", "duplicate probe name " + quote(p.name), name_loc,

@@ -16,6 +16,26 @@
 
 namespace weave {
 
+struct ParamSpec;
+
+// TypeSpec is a Go type as a spec writes it: a type expression ("[]string", "*int64",
+// "map[string]int"), or a struct, pointer, slice or array spelled out as a mapping, for binaries
+// without DWARF to say what their parameters are.
+struct TypeSpec {
+  std::string expr;              // the type expression, when written as a string
+  std::string form;              // "" (an expression), "struct", "pointer", "slice" or "array"
+  std::vector<ParamSpec> fields; // struct
+  std::vector<TypeSpec> elem;    // pointer, slice, array: exactly one
+  uint64_t len = 0;              // array
+  SourceLoc loc;
+};
+
+struct ParamSpec {
+  std::string name;
+  TypeSpec type;
+  SourceLoc loc;
+};
+
 struct CaptureSpec {
   std::string expr; // exactly as written, e.g. "req.Header.Port"; also the output key
   SourceLoc loc;
@@ -29,6 +49,10 @@ struct ProbeSpec {
   bool all_args = false;       // "args: all"
   SourceLoc all_args_loc;
   bool capture_return = false; // "return: true": results at every RET
+  bool has_params = false;     // "params:" given (possibly empty)
+  std::vector<ParamSpec> params;
+  bool has_results = false;
+  std::vector<ParamSpec> results;
 };
 
 struct SpecOptions {

@@ -100,8 +100,8 @@ TEST_CASE("bad input: a clear error, a non-zero exit, and nothing written") {
   expect_error("missing-binary", "probes:\n  - function: main.Ints\n", "/nonexistent/bin", "binary-unreadable",
                {"/nonexistent/bin"});
   expect_error("not-go", "probes:\n  - function: main.Ints\n", "/bin/true", "not-go", {"/bin/true"});
-  expect_error("no-dwarf", "probes:\n  - function: main.Ints\n", e2e::fixture("fixture_stripped"), "no-dwarf",
-               {"fixture_stripped"});
+  expect_error("no-dwarf", "probes:\n  - function: main.Ints\n    capture: [a]\n", e2e::fixture("fixture_stripped"),
+               "no-dwarf-params", {"fixture_stripped has no DWARF", "params: ["});
   expect_error("clang-missing", "probes:\n  - function: main.Ints\n    capture: [a]\n", fixture, "clang-missing",
                {"/nonexistent/clang"}, {"--clang", "/nonexistent/clang"});
   expect_error("clang-failed", "probes:\n  - function: main.Ints\n    capture: [a]\n", fixture, "clang-failed",

@@ -65,7 +65,7 @@ std::string expected_bytes(const std::string &hex) {
 // on the stack (ABI0) with 4-byte pointers and ints. Both run here, and both must match exactly.
 void check_values(const std::string &binary) {
   Traced t = trace_fixture("values-" + binary, binary);
-  const bool regabi = binary == "fixture";
+  const bool regabi = binary != "fixture_386";
   std::map<std::string, std::vector<json>> by_function;
   for (const auto &e : t.events) {
     CHECK(e["kind"] == "entry");
@@ -119,6 +119,11 @@ void check_values(const std::string &binary) {
 TEST_CASE("every captured value matches what the fixture passed: amd64, register ABI") {
   e2e::require_bpf();
   check_values("fixture");
+}
+
+TEST_CASE("every captured value matches what the fixture passed: amd64 PIE") {
+  e2e::require_bpf();
+  check_values("fixture_pie"); // position-independent: probes go by file offset, not address
 }
 
 TEST_CASE("every captured value matches what the fixture passed: 386, stack ABI0") {

@@ -6,6 +6,7 @@
 // against (built with the pinned Debian Go 1.19.8 and -trimpath, so offsets and build ids are the
 // same on every machine). clang's output is never snapshotted, only weave's own text.
 #include "binary/binary.h"
+#include "binary/pclntab.h"
 #include "codegen/codegen.h"
 #include "debuginfo/debuginfo.h"
 #include "plan/plan.h"
@@ -45,7 +46,8 @@ std::vector<weave::GeneratedFile> generate_case(const fs::path &dir) {
   weave::Spec spec = weave::parse_spec_file((dir / "spec.yaml").string());
   weave::BinaryImage image = weave::load_binary("./" + binary);
   auto debug = weave::DebugInfo::open(image.path, image.ptr_size);
-  weave::Plan plan = weave::make_plan(spec, image, *debug);
+  auto pcln = weave::Pclntab::load(image);
+  weave::Plan plan = weave::make_plan(spec, image, debug.get(), pcln ? &*pcln : nullptr);
   fs::current_path(cwd);
   auto files = weave::generate(plan);
   // weave_bpf.h and weave_event.h are copied verbatim from templates/: nothing to snapshot.

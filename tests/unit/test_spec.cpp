@@ -470,8 +470,8 @@ TEST_CASE("schema hints: did you mean, the valid keys, or the property's descrip
   CHECK(e.hint == "did you mean string_max?");
   e = text_error("probe:\n  - function: f\n");
   CHECK(e.hint == "did you mean probes?");
-  e = text_error("probes:\n  - function: f\n    results: [a]\n");
-  CHECK(e.hint == "valid keys here: function, name, capture, args, return");
+  e = text_error("probes:\n  - function: f\n    outputs: [a]\n");
+  CHECK(e.hint == "valid keys here: function, name, capture, args, return, params, results");
   e = text_error("probes:\n  - capture: [a]\n");
   CHECK(e.hint == "function: The exact Go symbol name of the function, as the linker writes it, "
                   "e.g. main.(*Server).Handle.");

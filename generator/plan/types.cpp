@@ -1,0 +1,194 @@
+#include "plan/types.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <map>
+
+namespace weave {
+
+namespace {
+
+uint64_t align_up(uint64_t v, uint64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+
+// TypeParser reads a Go type expression: *T, []T, [N]T, map[K]V, chan T, func(...) ..., and the
+// builtin names. It is the small part of Go's type grammar a parameter list needs.
+class TypeParser {
+public:
+  TypeParser(const std::string &text, TypeTable &table, int ptr_size, SourceLoc loc)
+      : text_(text), table_(table), ptr_(static_cast<uint64_t>(ptr_size)), loc_(std::move(loc)) {}
+
+  TypeId parse_all() {
+    TypeId id = parse();
+    skip_spaces();
+    if (pos_ != text_.size())
+      fail(fmt::format("unexpected \"{}\"", text_.substr(pos_)));
+    return id;
+  }
+
+private:
+  [[noreturn]] void fail(const std::string &what) {
+    throw UserError("unknown-type", fmt::format("type \"{}\": {}", text_, what), loc_,
+                    "builtin types (int64, string, bool, float64, uintptr, unsafe.Pointer, ...), "
+                    "*T, []T, [N]T, map[K]V, chan T, any and error can be named; spell a struct as "
+                    "{struct: [{name: X, type: T}, ...]}");
+  }
+  void skip_spaces() {
+    while (pos_ < text_.size() && text_[pos_] == ' ')
+      ++pos_;
+  }
+  bool take(const std::string &token) {
+    skip_spaces();
+    if (text_.compare(pos_, token.size(), token) != 0)
+      return false;
+    pos_ += token.size();
+    return true;
+  }
+  TypeId add(TypeKind kind, std::string name, uint64_t size, uint64_t align, TypeId elem = kNoType) {
+    GoType t{kind, std::move(name), size, align};
+    t.elem = elem;
+    return table_.add(t);
+  }
+
+  TypeId parse() {
+    skip_spaces();
+    if (take("*")) {
+      TypeId elem = parse();
+      return add(TypeKind::Pointer, "*" + table_.at(elem).name, ptr_, ptr_, elem);
+    }
+    if (take("[]")) {
+      TypeId elem = parse();
+      return add(TypeKind::Slice, "[]" + table_.at(elem).name, 3 * ptr_, ptr_, elem);
+    }
+    if (take("[")) {
+      size_t start = pos_;
+      while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_])))
+        ++pos_;
+      if (start == pos_ || !take("]"))
+        fail("expected [N]T with a length N");
+      uint64_t count = std::stoull(text_.substr(start, pos_ - start - 1));
+      TypeId elem = parse();
+      const GoType &e = table_.at(elem);
+      GoType t{TypeKind::Array, fmt::format("[{}]{}", count, e.name), e.size * count, e.align};
+      t.elem = elem;
+      t.count = count;
+      return table_.add(t);
+    }
+    if (take("map[")) {
+      TypeId key = parse();
+      if (!take("]"))
+        fail("expected ] after the map's key type");
+      TypeId value = parse();
+      GoType t{TypeKind::Map, fmt::format("map[{}]{}", table_.at(key).name, table_.at(value).name), ptr_, ptr_};
+      t.key = key;
+      t.elem = value;
+      return table_.add(t);
+    }
+    for (const char *prefix : {"chan<- ", "<-chan ", "chan "})
+      if (take(prefix)) {
+        TypeId elem = parse();
+        return add(TypeKind::Chan, prefix + table_.at(elem).name, ptr_, ptr_, elem);
+      }
+    if (text_.compare(pos_, 5, "func(") == 0) {
+      std::string name = text_.substr(pos_); // a func value is one pointer, whatever its signature
+      pos_ = text_.size();
+      return add(TypeKind::Func, name, ptr_, ptr_);
+    }
+    if (take("interface {}") || take("interface{}") || take("any")) {
+      GoType t{TypeKind::Interface, "interface {}", 2 * ptr_, ptr_};
+      t.empty_interface = true;
+      return table_.add(t);
+    }
+    size_t start = pos_;
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.' ||
+                                   text_[pos_] == '_'))
+      ++pos_;
+    std::string name = text_.substr(start, pos_ - start);
+    if (name.empty())
+      fail("expected a type");
+    struct Builtin {
+      TypeKind kind;
+      uint64_t size; // 0: pointer-sized
+    };
+    static const std::map<std::string, Builtin> builtins = {
+        {"bool", {TypeKind::Bool, 1}},          {"int", {TypeKind::Int, 0}},
+        {"int8", {TypeKind::Int, 1}},           {"int16", {TypeKind::Int, 2}},
+        {"int32", {TypeKind::Int, 4}},          {"rune", {TypeKind::Int, 4}},
+        {"int64", {TypeKind::Int, 8}},          {"uint", {TypeKind::Uint, 0}},
+        {"uint8", {TypeKind::Uint, 1}},         {"byte", {TypeKind::Uint, 1}},
+        {"uint16", {TypeKind::Uint, 2}},        {"uint32", {TypeKind::Uint, 4}},
+        {"uint64", {TypeKind::Uint, 8}},        {"uintptr", {TypeKind::Uintptr, 0}},
+        {"float32", {TypeKind::Float, 4}},      {"float64", {TypeKind::Float, 8}},
+        {"complex64", {TypeKind::Complex, 8}},  {"complex128", {TypeKind::Complex, 16}},
+        {"string", {TypeKind::String, 0}},      {"unsafe.Pointer", {TypeKind::UnsafePointer, 0}},
+        {"error", {TypeKind::Interface, 0}},
+    };
+    auto it = builtins.find(name);
+    if (it == builtins.end())
+      fail(fmt::format("{} is not a builtin type, and without DWARF weave cannot know its layout", name));
+    Builtin b = it->second;
+    std::string go_name = name == "byte" ? "uint8" : name == "rune" ? "int32" : name;
+    switch (b.kind) {
+    case TypeKind::String:
+    case TypeKind::Interface:
+      return add(b.kind, go_name, 2 * ptr_, ptr_);
+    case TypeKind::Complex:
+      return add(b.kind, go_name, b.size, std::min(b.size / 2, ptr_));
+    default: {
+      uint64_t size = b.size ? b.size : ptr_;
+      return add(b.kind, go_name, size, std::min(size, ptr_));
+    }
+    }
+  }
+
+  const std::string &text_;
+  TypeTable &table_;
+  uint64_t ptr_;
+  SourceLoc loc_;
+  size_t pos_ = 0;
+};
+
+} // namespace
+
+TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size) {
+  uint64_t ptr = static_cast<uint64_t>(ptr_size);
+  if (type.form.empty())
+    return TypeParser(type.expr, table, ptr_size, type.loc).parse_all();
+  if (type.form == "struct") {
+    GoType t{TypeKind::Struct, "struct {", 0, 1};
+    uint64_t offset = 0;
+    for (const ParamSpec &field : type.fields) {
+      TypeId id = build_declared_type(field.type, table, ptr_size);
+      const GoType &f = table.at(id);
+      offset = align_up(offset, f.align);
+      t.fields.push_back({field.name, offset, id, false});
+      t.name += fmt::format("{} {} {}", t.fields.size() > 1 ? ";" : "", field.name, f.name);
+      offset += f.size;
+      t.align = std::max(t.align, f.align);
+    }
+    // A final zero-sized field gets a byte of padding, so a pointer to it stays inside the struct.
+    if (!type.fields.empty() && table.at(t.fields.back().type).size == 0 && offset > 0)
+      offset += 1;
+    t.size = align_up(offset, t.align);
+    t.name += " }";
+    return table.add(t);
+  }
+  TypeId elem = build_declared_type(type.elem.at(0), table, ptr_size);
+  const GoType &e = table.at(elem);
+  if (type.form == "pointer") {
+    GoType t{TypeKind::Pointer, "*" + e.name, ptr, ptr};
+    t.elem = elem;
+    return table.add(t);
+  }
+  if (type.form == "slice") {
+    GoType t{TypeKind::Slice, "[]" + e.name, 3 * ptr, ptr};
+    t.elem = elem;
+    return table.add(t);
+  }
+  GoType t{TypeKind::Array, fmt::format("[{}]{}", type.len, e.name), e.size * type.len, e.align};
+  t.elem = elem;
+  t.count = type.len;
+  return table.add(t);
+}
+
+} // namespace weave

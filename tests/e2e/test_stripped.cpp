@@ -1,0 +1,106 @@
+// End to end, for real: a stripped binary (no symbols, no DWARF) is traced with parameters the spec
+// declares; functions come from .gopclntab, whose recorded argument sizes check the declarations.
+#include "harness.h"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+using nlohmann::json;
+
+namespace {
+
+e2e::Result build(const std::string &dir, const std::string &spec_text, const std::string &binary) {
+  std::ofstream(dir + "/spec.yaml") << spec_text;
+  return e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(binary), "-o", dir + "/out"});
+}
+
+std::string spillover_params(const std::string &s_type) {
+  std::string text = "    params:\n";
+  for (const char *name : {"a", "b", "c", "d", "e", "f", "g", "h"})
+    text += std::string("      - {name: ") + name + ", type: int}\n";
+  text += "      - {name: s, type: " + s_type + "}\n      - {name: y, type: int}\n";
+  return text;
+}
+
+} // namespace
+
+TEST_CASE("a stripped binary is traced with declared parameters, values matched") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("stripped");
+  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/stripped.yaml"), e2e::fixture("fixture_stripped"),
+                         "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("fixture_stripped"),
+                          "-truth", dir + "/truth.jsonl", "-rounds", "2"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::vector<json> spill_truth, nested_truth, spill, spill_ret, nested;
+  for (auto &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"))) {
+    if (t["function"] == "main.SpillOver")
+      spill_truth.push_back(t["args"]);
+    if (t["function"] == "main.Nested")
+      nested_truth.push_back(t["args"]);
+  }
+  for (auto &e : e2e::json_lines(traced.out)) {
+    if (e["function"] == "main.SpillOver")
+      (e["kind"] == "entry" ? spill : spill_ret).push_back(e);
+    if (e["function"] == "main.Nested")
+      nested.push_back(e["args"]);
+  }
+  REQUIRE(spill.size() == 2);
+  REQUIRE(spill_ret.size() == 2);
+  REQUIRE(nested.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(spill[i]["args"] == spill_truth[i]);
+    CHECK(spill[i]["goid"] == 1); // the goid offset comes from the version table here
+    CHECK(spill_ret[i]["results"]["sum"] == 1 + 2 + 3 + 4 + 5 + 6 + 7 + (8 + static_cast<int>(i)) + 7 +
+                                                (100 + static_cast<int>(i)));
+    CHECK(nested[i]["r.Path"] == nested_truth[i]["r.Path"]);
+    CHECK(nested[i]["r.Header.Port"] == nested_truth[i]["r.Header.Port"]);
+    CHECK(nested[i]["r.Hdr.Host"] == nested_truth[i]["r.Hdr.Host"]);
+  }
+}
+
+TEST_CASE("declarations that do not add up to the compiler's argument size are refused") {
+  std::string dir = e2e::temp_dir("stripped-mismatch");
+  auto r = build(dir,
+                 "probes:\n  - function: main.SpillOver\n" + spillover_params("int") +
+                     "    results: [{name: sum, type: int}]\n    capture: [y]\n",
+                 "fixture_stripped");
+  CHECK(r.status == 1);
+  CHECK(r.err.find("error[signature-mismatch]") != std::string::npos);
+  CHECK(r.err.find("take 80 bytes of argument space, but the compiler recorded 88") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir + "/out"));
+}
+
+TEST_CASE("without DWARF and without declared params, captures are refused with a hint") {
+  std::string dir = e2e::temp_dir("stripped-noparams");
+  auto r = build(dir, "probes:\n  - function: main.SpillOver\n    capture: [y]\n", "fixture_stripped");
+  CHECK(r.status == 1);
+  CHECK(r.err.find("error[no-dwarf-params]") != std::string::npos);
+  CHECK(r.err.find("params: [") != std::string::npos);
+}
+
+TEST_CASE("declared params must agree with DWARF when the binary has it") {
+  std::string dir = e2e::temp_dir("declared-vs-dwarf");
+  auto ok = build(dir, "probes:\n  - function: main.SpillOver\n" + spillover_params("string") + "    capture: [s]\n",
+                  "fixture");
+  INFO(ok.err);
+  CHECK(ok.status == 0);
+  std::string dir2 = e2e::temp_dir("declared-vs-dwarf-bad");
+  auto bad = build(dir2, "probes:\n  - function: main.SpillOver\n" + spillover_params("int64") + "    capture: [y]\n",
+                   "fixture");
+  CHECK(bad.status == 1);
+  CHECK(bad.err.find("error[params-mismatch]") != std::string::npos);
+  CHECK(bad.err.find("s int64") != std::string::npos);
+  CHECK(bad.err.find("s string") != std::string::npos);
+}
+
+TEST_CASE("weave funcs lists a stripped binary's functions from .gopclntab") {
+  auto r = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture_stripped"), "main.SpillOver"});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("main.SpillOver") != std::string::npos);
+  CHECK(r.out.find("ABIInternal  args=88") != std::string::npos);
+}
