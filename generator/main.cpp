@@ -63,9 +63,16 @@ std::optional<Generated> generate_outputs(const std::string &spec_path,
   auto debug = image.has_dwarf ? weave::DebugInfo::open(binary_path, image.ptr_size) : nullptr;
   std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
   weave::Plan plan = weave::make_plan(spec, image, debug.get(), pcln ? &*pcln : nullptr);
+  // Wildcards can match hundreds of functions: say the first few notes, and how many more there are.
+  std::vector<std::string> notes = plan.warnings;
   for (const auto &probe : plan.probes)
     for (const auto &skip : probe.skipped)
-      std::cerr << "weave: warning: probe " << probe.name << ": left out " << skip << "\n";
+      notes.push_back("probe " + probe.name + ": left out " + skip);
+  for (size_t i = 0; i < notes.size() && i < 10; ++i)
+    std::cerr << "weave: warning: " << notes[i] << "\n";
+  if (notes.size() > 10)
+    std::cerr << "weave: warning: ... and " << notes.size() - 10
+              << " more (see \"skipped\" in probes.json, or --dump plan)\n";
   if (dump == "plan") {
     std::cout << weave::dump_plan(plan);
     return std::nullopt;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <fnmatch.h>
 #include <sstream>
 
 namespace weave {
@@ -473,6 +474,93 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
 
 namespace {
 
+struct ExpandedProbe {
+  ProbeSpec spec;          // with a concrete function name
+  bool from_wildcard = false;
+  std::string pattern;     // the wildcard that matched
+};
+
+// A Go method name has a literal '*' in its pointer receiver, "(*Server)": that one is not a
+// wildcard, so it is escaped for fnmatch and does not make a name a pattern.
+std::string receiver_escaped(const std::string &pattern) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '*' && i > 0 && pattern[i - 1] == '(')
+      out += '\\';
+    out += pattern[i];
+  }
+  return out;
+}
+
+bool is_glob(const std::string &text) {
+  std::string escaped = receiver_escaped(text);
+  for (size_t i = 0; i < escaped.size(); ++i) {
+    if (escaped[i] == '\\') {
+      ++i;
+      continue;
+    }
+    if (escaped[i] == '*' || escaped[i] == '?' || escaped[i] == '[')
+      return true;
+  }
+  return false;
+}
+
+// Functions a wildcard leaves out unless the pattern names them itself: the runtime and internal
+// packages (tracing them traces the tracer's own effect on every goroutine) and compiler-generated
+// code (type equality/hash functions, method-value wrappers), which users did not write.
+bool excluded_by_default(const std::string &name) {
+  static const char *prefixes[] = {"runtime.", "runtime/", "internal/", "type..", "type:", "go.", "sync/atomic."};
+  for (const char *prefix : prefixes)
+    if (name.rfind(prefix, 0) == 0)
+      return true;
+  return name.size() > 3 && name.compare(name.size() - 3, 3, "-fm") == 0;
+}
+
+std::vector<ExpandedProbe> expand_wildcards(const Spec &spec, const std::vector<std::string> &names,
+                                            std::vector<std::string> &warnings) {
+  std::vector<ExpandedProbe> out;
+  for (const ProbeSpec &probe : spec.probes) {
+    if (!is_glob(probe.function)) {
+      out.push_back({probe, false, ""});
+      continue;
+    }
+    std::vector<std::string> matched;
+    std::string pattern = receiver_escaped(probe.function);
+    for (const std::string &name : names) {
+      if (fnmatch(pattern.c_str(), name.c_str(), 0) != 0)
+        continue;
+      bool excluded = false;
+      for (const auto &ex : probe.exclude)
+        excluded = excluded || fnmatch(receiver_escaped(ex).c_str(), name.c_str(), 0) == 0;
+      // A pattern that spells out an excluded prefix (runtime.*) opts in to it.
+      if (excluded_by_default(name) && !excluded_by_default(probe.function))
+        excluded = true;
+      if (!excluded)
+        matched.push_back(name);
+    }
+    if (matched.empty())
+      throw UserError("no-match", fmt::format("no function matches {}", probe.function), probe.loc,
+                      "patterns are shell globs over Go symbol names, e.g. 'main.*'; runtime, internal and "
+                      "compiler-generated functions match only a pattern that names them");
+    if (matched.size() > static_cast<size_t>(spec.options.max_functions))
+      throw UserError("too-many-functions",
+                      fmt::format("{} matches {} functions; the limit is {}", probe.function, matched.size(),
+                                  spec.options.max_functions),
+                      probe.loc, "narrow the pattern, add exclude: [...], or raise options.max_functions");
+    for (const std::string &name : matched) {
+      ExpandedProbe e{probe, true, probe.function};
+      e.spec.function = name;
+      e.spec.name = name;
+      out.push_back(std::move(e));
+    }
+    if (!probe.captures.empty())
+      warnings.push_back(fmt::format("{}: capture expressions apply to every matched function; those "
+                                     "without such parameters are left out",
+                                     probe.function));
+  }
+  return out;
+}
+
 // The function a probe names, from DWARF or, in a stripped binary, from .gopclntab.
 struct ResolvedFunction {
   std::string name;
@@ -560,8 +648,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   plan.slice_max = spec.options.slice_max;
 
   uint64_t cookie = 0;
-  for (size_t index = 0; index < spec.probes.size(); ++index) {
-    const ProbeSpec &probe_spec = spec.probes[index];
+  auto plan_probe = [&](const ProbeSpec &probe_spec, size_t index) -> ProbePlan {
     ResolvedFunction fn_info;
     const PclnFunction *pfn = pcln ? pcln->find(probe_spec.function) : nullptr;
     if (const GoFunction *dwarf_fn = debug ? debug->find_function(probe_spec.function) : nullptr) {
@@ -702,8 +789,30 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       probe.ret = make_event("return", probe.id, {}, all_results, results, fn->name, "result",
                              resolver, probe.skipped);
     }
-    plan.probes.push_back(std::move(probe));
+    return probe;
+  };
+
+  // Wildcards expand to one probe per matching function; a function a wildcard picked that cannot
+  // be probed is left out with a warning, while a function named exactly must work or stop the build.
+  std::vector<std::string> names;
+  if (debug)
+    names = debug->function_names();
+  else if (pcln)
+    for (const auto &f : pcln->functions())
+      names.push_back(f.name);
+  for (const ExpandedProbe &expanded : expand_wildcards(spec, names, plan.warnings)) {
+    try {
+      plan.probes.push_back(plan_probe(expanded.spec, plan.probes.size()));
+    } catch (const UserError &e) {
+      if (!expanded.from_wildcard)
+        throw;
+      plan.warnings.push_back(fmt::format("{} (matched by {}) left out: {} [{}]", expanded.spec.function,
+                                          expanded.pattern, e.what(), e.id));
+    }
   }
+  if (plan.probes.empty())
+    throw UserError("no-probes", "every function the spec's wildcards matched was left out", SourceLoc{spec.path},
+                    plan.warnings.empty() ? "" : plan.warnings.front());
   // Every event is its own entry in the manifest, and its index there is the probe_id its BPF
   // program writes into the event header.
   int next_id = 0;

@@ -118,6 +118,7 @@ struct Plan {
   std::string ctx_type;         // C type of the uprobe context: "struct weave_pt_regs_x86_64"
   uint32_t header_size = 0;     // sizeof(struct weave_event_header)
   std::vector<ProbePlan> probes;
+  std::vector<std::string> warnings; // wildcard matches left out, and why
   size_t event_count() const; // entry and return events of every probe
 };
 

@@ -432,6 +432,9 @@ Spec build(const YAML::Node &root, const std::string &path) {
     if (YAML::Node captures = probe["capture"])
       for (const auto &capture : captures)
         p.captures.push_back({capture.Scalar(), location(capture, path)});
+    if (YAML::Node exclude = probe["exclude"])
+      for (const auto &pattern : exclude)
+        p.exclude.push_back(pattern.Scalar());
     if (YAML::Node args = probe["args"]) {
       p.all_args = true;
       p.all_args_loc = location(args, path);
@@ -457,6 +460,9 @@ Spec build(const YAML::Node &root, const std::string &path) {
   if (YAML::Node options = root["options"])
     if (YAML::Node string_max = options["string_max"])
       spec.options.string_max = static_cast<int>(*spec_schema::parse_integer(string_max.Scalar()));
+  if (YAML::Node options = root["options"])
+    if (YAML::Node max_functions = options["max_functions"])
+      spec.options.max_functions = static_cast<int>(*spec_schema::parse_integer(max_functions.Scalar()));
   if (YAML::Node options = root["options"])
     if (YAML::Node slice_max = options["slice_max"])
       spec.options.slice_max = static_cast<int>(*spec_schema::parse_integer(slice_max.Scalar()));

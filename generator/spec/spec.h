@@ -46,6 +46,7 @@ struct ProbeSpec {
   std::string function; // exact Go symbol name
   SourceLoc loc;        // of the function name
   std::vector<CaptureSpec> captures;
+  std::vector<std::string> exclude; // globs a wildcard `function` leaves out
   bool all_args = false;       // "args: all"
   SourceLoc all_args_loc;
   bool capture_return = false; // "return: true": results at every RET
@@ -58,6 +59,7 @@ struct ProbeSpec {
 struct SpecOptions {
   int string_max = 64; // bytes copied from each string (1..4096)
   int slice_max = 8;   // elements copied from each slice or array (1..64)
+  int max_functions = 1000; // most functions one wildcard may match
 };
 
 struct Spec {
