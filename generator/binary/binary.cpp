@@ -222,6 +222,8 @@ BinaryImage load_binary(const std::string &path) {
           go_symbol = true;
         if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF)
           image.functions.push_back(ElfSymbol{sym_name, sym.st_value, sym.st_size});
+        else if (std::strcmp(sym_name, "runtime.types") == 0)
+          image.types_base = sym.st_value;
       }
     }
   }

@@ -47,6 +47,8 @@ struct BinaryImage {
   std::optional<GoBuildInfo> buildinfo;
   bool has_dwarf = false;    // .debug_info or .zdebug_info present
   std::vector<ElfSymbol> functions; // STT_FUNC symbols from .symtab, sorted by address then name
+  // runtime.types: where the type descriptors start; DWARF's go_runtime_type is relative to it.
+  std::optional<uint64_t> types_base;
 };
 
 // Reads everything above. Throws UserError: [binary-unreadable] (missing, permission),

@@ -5,6 +5,10 @@
 // with two uvarint-length-prefixed strings (version, modinfo); Go 1.13-1.17 instead stores at +16
 // and +16+ptrSize the addresses of two Go string headers {ptr, len}. This reader is written from
 // that description (go1.19: debug/buildinfo/buildinfo.go is the reference), not copied from it.
+//
+// Where it is: the .go.buildinfo section, else the start of a writable segment, else (no blob at
+// all) the runtime's own buildVersion/modinfo variables; see find_buildinfo_blob. Go 1.26 changed
+// where moduledata and the pclntab live (go.dev/doc/go1.26) but lists no change to .go.buildinfo.
 #include "binary/binary.h"
 #include "binary/buildinfo_internal.h"
 
@@ -26,7 +30,7 @@ constexpr std::string_view kMagic("\xff Go buildinf:", 14);
 constexpr size_t kHeaderSize = 32;
 constexpr uint8_t kFlagBigEndian = 1;
 constexpr uint8_t kFlagInline = 2;
-// Go's reader looks at the first 64 KiB of the data segment; so do we.
+// Go's reader looked at the first 64 KiB of the data segment; that window is searched first.
 constexpr uint64_t kScanWindow = 64 * 1024;
 // Version and modinfo are a few KiB at most; anything larger is a corrupt length.
 constexpr uint64_t kMaxStringSize = 16 * 1024 * 1024;
@@ -292,7 +296,6 @@ int parse_number(std::string_view text, size_t &pos) {
   return static_cast<int>(value);
 }
 
-
 // No .go.buildinfo anywhere (seen in @esbuild/linux-x64@0.28.2, whose runtime says go1.26.5: no
 // .go.buildinfo or .note.go.buildid section, and the magic is nowhere in the file; Go 1.26's
 // release notes list no change to .go.buildinfo, so this binary was most likely post-processed).
@@ -316,8 +319,8 @@ std::optional<std::vector<uint8_t>> recover_from_runtime_variables(Elf *elf,
   for (const LoadSegment &seg : image.segments) {
     if ((seg.flags & PF_X) || seg.file_size == 0)
       continue;
-    Elf_Data *data = elf_getdata_rawchunk(elf, static_cast<int64_t>(seg.file_offset),
-                                          seg.file_size, ELF_T_BYTE);
+    Elf_Data *data =
+        elf_getdata_rawchunk(elf, static_cast<int64_t>(seg.file_offset), seg.file_size, ELF_T_BYTE);
     if (data && data->d_buf && data->d_size == seg.file_size)
       chunks.push_back(Chunk{&seg, static_cast<const uint8_t *>(data->d_buf)});
   }
@@ -445,8 +448,8 @@ std::optional<std::vector<uint8_t>> find_buildinfo_blob(Elf *elf, const BinaryIm
         if (!has_magic(p + at, data->d_size - at))
           continue;
         uint64_t rest = std::min<uint64_t>(seg.file_size - at, kMaxBlobSize);
-        Elf_Data *whole = elf_getdata_rawchunk(elf, static_cast<int64_t>(seg.file_offset + at),
-                                               rest, ELF_T_BYTE);
+        Elf_Data *whole =
+            elf_getdata_rawchunk(elf, static_cast<int64_t>(seg.file_offset + at), rest, ELF_T_BYTE);
         if (!whole || !whole->d_buf)
           return std::vector<uint8_t>(p + at, p + data->d_size);
         const auto *w = static_cast<const uint8_t *>(whole->d_buf);

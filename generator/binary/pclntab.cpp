@@ -29,25 +29,27 @@ namespace weave {
 
 namespace pclntab_detail {
 
-// Image is the whole file in memory plus its PT_LOAD mapping and, for PIEs, the RELATIVE dynamic
-// relocations (an external linker may leave a pointer's bytes 0 in the file and put the value in
-// the relocation's addend).
+// Image is a copy of the file-backed bytes of every PT_LOAD (read, not mapped: a binary rebuilt
+// while weave runs must not turn into SIGBUS), plus, for PIEs, the RELATIVE dynamic relocations
+// (an external linker may leave a pointer's bytes 0 in the file and put the value in the
+// relocation's addend).
 struct Image {
   std::string path;
-  std::vector<uint8_t> bytes;
   std::vector<LoadSegment> segments;
+  std::vector<std::vector<uint8_t>> contents; // per segment, file_size bytes
   int ptr_size = 8;
   std::vector<std::pair<uint64_t, uint64_t>> relative; // (r_offset, addend), sorted
 
   // `size` file-backed bytes at vaddr, inside one segment; nullptr otherwise.
   const uint8_t *at(uint64_t vaddr, uint64_t size) const {
-    for (const LoadSegment &seg : segments) {
+    for (size_t i = 0; i < segments.size(); ++i) {
+      const LoadSegment &seg = segments[i];
       if (vaddr < seg.vaddr || vaddr - seg.vaddr >= seg.file_size)
         continue;
       uint64_t off = vaddr - seg.vaddr;
       if (size > seg.file_size - off)
         return nullptr;
-      return bytes.data() + seg.file_offset + off;
+      return contents[i].data() + off;
     }
     return nullptr;
   }
@@ -74,8 +76,8 @@ struct Image {
     for (int i = 0; i < ptr_size; ++i)
       value |= static_cast<uint64_t>(p[i]) << (8 * i);
     if (value == 0 && !relative.empty()) {
-      auto it = std::lower_bound(relative.begin(), relative.end(),
-                                 std::make_pair(vaddr, uint64_t{0}));
+      auto it =
+          std::lower_bound(relative.begin(), relative.end(), std::make_pair(vaddr, uint64_t{0}));
       if (it != relative.end() && it->first == vaddr)
         return it->second;
     }
@@ -132,31 +134,24 @@ bool header_prefix(const uint8_t *p, int ptr_size) {
   throw UserError("binary-unreadable", "cannot read " + path + ": " + what, SourceLoc{path});
 }
 
-std::vector<uint8_t> read_whole_file(const std::string &path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    fail_unreadable(path, std::strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    close(fd);
-    fail_unreadable(path, std::strerror(err));
-  }
-  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : EIO;
-      close(fd);
-      fail_unreadable(path, n < 0 ? std::strerror(err) : "the file shrank while being read");
+// Reads every PT_LOAD's file-backed bytes (load_binary has checked that they lie in the file).
+void read_segments(Image &img, int fd) {
+  for (const LoadSegment &seg : img.segments) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(seg.file_size));
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = pread(fd, bytes.data() + done, bytes.size() - done,
+                        static_cast<off_t>(seg.file_offset + done));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        fail_unreadable(img.path, n < 0 ? std::strerror(errno)
+                                        : "the file is shorter than its "
+                                          "program headers say");
+      done += static_cast<size_t>(n);
     }
-    done += static_cast<size_t>(n);
+    img.contents.push_back(std::move(bytes));
   }
-  close(fd);
-  return bytes;
 }
 
 // What the section headers and symbols say, when there are any.
@@ -164,14 +159,14 @@ struct ElfFacts {
   uint64_t pclntab_addr = 0, pclntab_size = 0;
   std::string pclntab_section;
   uint64_t text_section = 0;
-  uint64_t go_module = 0;        // .go.module (Go 1.26+): runtime.firstmoduledata
-  uint64_t firstmoduledata = 0;  // symbol
+  uint64_t go_module = 0;       // .go.module (Go 1.26+): runtime.firstmoduledata
+  uint64_t firstmoduledata = 0; // symbol
   bool has_sections = false;
 };
 
-ElfFacts read_elf_facts(Image &img, const BinaryImage &binary) {
+ElfFacts read_elf_facts(Image &img, const BinaryImage &binary, int fd) {
   ElfFacts facts;
-  Elf *elf = elf_memory(reinterpret_cast<char *>(img.bytes.data()), img.bytes.size());
+  Elf *elf = elf_begin(fd, ELF_C_READ, nullptr);
   if (!elf)
     return facts;
   struct Closer {
@@ -191,11 +186,12 @@ ElfFacts read_elf_facts(Image &img, const BinaryImage &binary) {
       GElf_Phdr phdr;
       if (!gelf_getphdr(elf, static_cast<int>(i), &phdr) || phdr.p_type != PT_DYNAMIC)
         continue;
-      if (phdr.p_offset > img.bytes.size() || phdr.p_filesz > img.bytes.size() - phdr.p_offset)
+      const uint8_t *dynamic = img.at(phdr.p_vaddr, phdr.p_filesz);
+      if (!dynamic)
         break;
       uint64_t rela = 0, relasz = 0, relaent = 24;
       for (uint64_t off = 0; off + 16 <= phdr.p_filesz; off += 16) {
-        const uint8_t *d = img.bytes.data() + phdr.p_offset + off;
+        const uint8_t *d = dynamic + off;
         uint64_t tag = le(d, 8), value = le(d + 8, 8);
         if (tag == DT_NULL)
           break;
@@ -263,15 +259,15 @@ struct Pclntab::FuncRecord {
   uint64_t entry = 0, end = 0;
   uint32_t nameoff = 0, pcsp = 0, pcfile = 0, pcln = 0, npcdata = 0, cu_offset = 0;
   uint32_t nfuncdata = 0;
-  uint64_t pcdata = 0;   // table offset of pcdata[0]
-  uint64_t funcdata = 0; // table offset of funcdata[0]
+  uint64_t pcdata = 0;     // table offset of pcdata[0]
+  uint64_t funcdata = 0;   // table offset of funcdata[0]
   bool has_tables = false; // false for the Go 1.2–1.15 layout
 };
 
 void Pclntab::corrupt(const std::string &what) const {
   throw UserError("bad-pclntab",
-                  path_ + ": damaged Go function table (.gopclntab, magic " + hex(magic_) +
-                      " at " + hex(address_) + "): " + what,
+                  path_ + ": damaged Go function table (.gopclntab, magic " + hex(magic_) + " at " +
+                      hex(address_) + "): " + what,
                   SourceLoc{path_},
                   "the file may be truncated or modified; rebuild the binary or copy it again");
 }
@@ -305,14 +301,16 @@ std::string Pclntab::name_at(uint32_t nameoff) const {
 int Pclntab::wrapper_func_id_for(GoVersion v) {
   // The funcID enum ends in "... systemstack, systemstack_switch, wrapper" since Go 1.17 and in
   // "... handleAsyncEvent, asyncPreempt, wrapper" in 1.14–1.16; entries added or removed in between
-  // move the wrapper's number:
-  //   1.14–1.15  21  (go1.15 runtime/symtab.go: ... asyncPreempt = 20, wrapper)
-  //   1.16       22  (cgocallback_gofunc renamed; externalthreadhandler, debugCallV1 still there)
-  //   1.17       22  (sorted list, abort/debugCallV2 added, jmpdefer still there)
-  //   1.18–1.21  21  (jmpdefer removed; go1.19 runtime/symtab.go:341-366, internal/abi 2023)
-  //   1.22–1.24  22  (corostart, for coroutines/iter.Pull)
-  //   1.25+      23  (runfinq split into runFinalizers and runCleanups, golang/go e46c8e0,
-  //                   "runtime: schedule cleanups across multiple goroutines", May 2025)
+  // move the wrapper's number. [S] = runtime/symtab.go (internal/abi/symtab.go since 1.21) of that
+  // version, read directly (1.19, HEAD) or through per-version copies (the LLVM BOLT Golang pass's
+  // go_v1_16_5.h, go_v1_17.h, go_v1_22_1.h); [V] = seen in a binary (tests/npm, test_pclntab).
+  //   1.14–1.15  21  asyncPreempt = 20                                        [S]
+  //   1.16       22  + externalthreadhandler, debugCallV1, panicwrap, ...     [S][V] go1.16
+  //   1.17       22  sorted; abort and debugCallV2 added, jmpdefer kept       [S][V] go1.17.2
+  //   1.18–1.21  21  jmpdefer removed                                         [S][V] 1.19.x, 1.20.4
+  //   1.22–1.24  22  corostart (coroutines, iter.Pull)                        [S][V] go1.23.5
+  //   1.25+      23  runfinq split into runFinalizers, runCleanups (golang/go e46c8e0, "runtime:
+  //                  schedule cleanups across multiple goroutines", May 2025) [S][V] go1.26.5
   if (v.major != 1 || v.minor < 14)
     return -1;
   if (v.minor <= 15)
@@ -375,7 +373,8 @@ std::optional<int32_t> Pclntab::pcvalue(uint32_t table, uint64_t entry, uint64_t
     return std::nullopt;
   uint64_t p = pctab_ + table;
   if (p >= size_)
-    corrupt("the pc-value table at " + hex(table) + " of " + fn.name + " lies past the table's end");
+    corrupt("the pc-value table at " + hex(table) + " of " + fn.name +
+            " lies past the table's end");
   auto varint = [&](uint64_t &pos) -> uint32_t {
     uint32_t value = 0;
     for (int shift = 0; shift < 35; shift += 7) {
@@ -474,9 +473,9 @@ std::vector<Pclntab::Frame> Pclntab::symbolize(uint64_t pc, bool keep_wrappers) 
   uint64_t tree = inline_tree(r);
   if (tree) {
     const uint64_t record_size = magic_ == kMagic120 ? 16 : 20;
-    int32_t index = pcvalue(r.npcdata > kPcdataInlTreeIndex ? u32(r.pcdata + 8) : 0, fn->entry,
-                            pc, *fn)
-                        .value_or(-1);
+    int32_t index =
+        pcvalue(r.npcdata > kPcdataInlTreeIndex ? u32(r.pcdata + 8) : 0, fn->entry, pc, *fn)
+            .value_or(-1);
     for (int depth = 0; index >= 0; ++depth) {
       if (depth > kMaxInlineDepth)
         corrupt("the inline tree of " + fn->name + " loops");
@@ -484,8 +483,7 @@ std::vector<Pclntab::Frame> Pclntab::symbolize(uint64_t pc, bool keep_wrappers) 
           image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
       if (!rec)
         corrupt("inline record " + std::to_string(index) + " of " + fn->name + " at " +
-                hex(tree + static_cast<uint64_t>(index) * record_size) +
-                " is outside the file");
+                hex(tree + static_cast<uint64_t>(index) * record_size) + " is outside the file");
       // <=1.19: {parent i16, funcID u8, _, file i32, line i32, nameoff i32, parentPc i32}
       // 1.20+:  {funcID u8, _ [3], nameOff i32, parentPc i32, startLine i32}
       uint8_t func_id = magic_ == kMagic120 ? rec[0] : rec[2];
@@ -520,8 +518,7 @@ const PclnFunction *Pclntab::at_pc(uint64_t pc) const {
 
 std::vector<const PclnFunction *> Pclntab::find_all(std::string_view name) const {
   auto range = std::equal_range(
-      by_name_.begin(), by_name_.end(), name,
-      [this](const auto &a, const auto &b) {
+      by_name_.begin(), by_name_.end(), name, [this](const auto &a, const auto &b) {
         auto key = [this](const auto &x) -> std::string_view {
           if constexpr (std::is_same_v<std::decay_t<decltype(x)>, uint32_t>)
             return functions_[x].name;
@@ -565,11 +562,10 @@ const PclnFunction *Pclntab::find(std::string_view name) const {
 
 namespace {
 
-// Parses the table at `address` (size bytes available) into `t`'s header fields and function
-// list, with entries still relative (1.18+: offsets from textStart). Throws [bad-pclntab].
+// RawEntry is one functab entry as stored.
 struct RawEntry {
-  uint64_t entry;     // absolute (<= 1.17) or offset from textStart (1.18+)
-  uint64_t funcoff;   // table offset of the _func
+  uint64_t entry;   // absolute (<= 1.17) or offset from textStart (1.18+)
+  uint64_t funcoff; // table offset of the _func
 };
 
 } // namespace
@@ -577,19 +573,30 @@ struct RawEntry {
 std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
   auto img = std::make_shared<Image>();
   img->path = binary.path;
-  img->bytes = read_whole_file(binary.path);
   img->segments = binary.segments;
   img->ptr_size = binary.ptr_size;
-  for (const LoadSegment &seg : img->segments)
-    if (seg.file_offset > img->bytes.size() || seg.file_size > img->bytes.size() - seg.file_offset)
-      fail_unreadable(binary.path, "a segment extends past the end of the file");
-  ElfFacts facts = read_elf_facts(*img, binary);
+  if (elf_version(EV_CURRENT) == EV_NONE)
+    throw std::logic_error(std::string("libelf initialisation failed: ") + elf_errmsg(-1));
+  int fd = open(binary.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    fail_unreadable(binary.path, std::strerror(errno));
+  ElfFacts facts;
+  try {
+    read_segments(*img, fd);
+    facts = read_elf_facts(*img, binary, fd);
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  close(fd);
 
   GoVersion version;
   if (binary.buildinfo)
     version = parse_go_version(binary.buildinfo->go_version);
 
-  // Parses one candidate; throws [bad-pclntab] on the first inconsistency.
+  // Parses the candidate table at `address` (`size` bytes available): header fields and function
+  // list, entries still relative for 1.18+ (offsets from textStart, which needs moduledata, found
+  // below). Throws [bad-pclntab] on the first inconsistency.
   auto parse = [&](uint64_t address, uint64_t size, std::string found_by) {
     Pclntab t;
     t.image_ = img;
@@ -603,8 +610,10 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
       t.corrupt("the table is not inside the file-backed part of a segment");
     t.magic_ = le32(t.table_);
     if (!header_prefix(t.table_, binary.ptr_size))
-      t.corrupt("bad header " + hex(le(t.table_, 8)) + " (want a known magic, 0, 0, quantum 1|2|4, "
-                "pointer size " + std::to_string(binary.ptr_size) + ")");
+      t.corrupt("bad header " + hex(le(t.table_, 8)) +
+                " (want a known magic, 0, 0, quantum 1|2|4, "
+                "pointer size " +
+                std::to_string(binary.ptr_size) + ")");
     t.quantum_ = t.table_[6];
     const uint64_t ps = static_cast<uint64_t>(binary.ptr_size);
     const bool old = t.magic_ == kMagic12;
@@ -628,8 +637,10 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
       t.pctab_ = header_word(k + 3);
       t.pclntable_ = header_word(k + 4);
       header_end = 8 + (k + 5) * ps;
-      for (auto [what, off] : {std::pair{"funcnametab", t.funcnametab_}, {"cutab", t.cutab_},
-                               {"filetab", t.filetab_}, {"pctab", t.pctab_},
+      for (auto [what, off] : {std::pair{"funcnametab", t.funcnametab_},
+                               {"cutab", t.cutab_},
+                               {"filetab", t.filetab_},
+                               {"pctab", t.pctab_},
                                {"functab", t.pclntable_}})
         if (off < header_end || off >= size)
           t.corrupt(std::string(what) + " offset " + hex(off) + " is outside the table (" +
@@ -658,8 +669,8 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
                     ", outside the table");
       }
       if (i > 0 && raw[i].entry < raw[i - 1].entry)
-        t.corrupt("the function index is not sorted by address (entry " + std::to_string(i) +
-                  ": " + hex(raw[i].entry) + " < " + hex(raw[i - 1].entry) + ")");
+        t.corrupt("the function index is not sorted by address (entry " + std::to_string(i) + ": " +
+                  hex(raw[i].entry) + " < " + hex(raw[i - 1].entry) + ")");
     }
 
     t.functions_.reserve(static_cast<size_t>(t.nfunc_));
@@ -669,8 +680,8 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
       uint64_t after_entry = f + field;
       uint64_t record_entry = offsets32 ? t.u32(f) : t.word(f);
       if (record_entry != raw[i].entry)
-        t.corrupt("function " + std::to_string(i) + ": the index says entry " +
-                  hex(raw[i].entry) + " but its record says " + hex(record_entry));
+        t.corrupt("function " + std::to_string(i) + ": the index says entry " + hex(raw[i].entry) +
+                  " but its record says " + hex(record_entry));
       PclnFunction fn;
       uint32_t nameoff = t.u32(after_entry);
       fn.name = t.name_at(nameoff);
@@ -681,7 +692,8 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
       if (f > UINT32_MAX)
         t.corrupt("the table is larger than 4 GiB");
       if (!old) {
-        uint64_t id_at = t.magic_ == kMagic120 ? f + 44 - 4 : after_entry + 32;
+        // funcID, flag: after entry + 8 u32 fields (1.16–1.19), + startLine too (1.20+).
+        uint64_t id_at = after_entry + (t.magic_ == kMagic120 ? 36 : 32);
         if (id_at + 4 > size)
           t.corrupt("the record of " + fn.name + " runs past the table's end");
         fn.func_id = t.table_[id_at];
@@ -707,7 +719,7 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
         if ((pass == 0 && (exec || write)) || (pass == 1 && (exec || !write)) ||
             (pass == 2 && !exec))
           continue;
-        const uint8_t *base = img->bytes.data() + seg.file_offset;
+        const uint8_t *base = img->contents[&seg - img->segments.data()].data();
         for (uint64_t off = (4 - seg.vaddr % 4) % 4; off + 64 <= seg.file_size; off += 4) {
           if (base[off] != 0xfa && base[off] != 0xfb && base[off] != 0xf0 && base[off] != 0xf1)
             continue;
@@ -758,8 +770,7 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
       if (!minpc || !text)
         return false;
       uint64_t first_entry = t.functions_.front().entry;
-      return offsets32 ? *minpc >= *text && *minpc - *text == first_entry
-                       : *minpc == first_entry;
+      return offsets32 ? *minpc >= *text && *minpc - *text == first_entry : *minpc == first_entry;
     };
     std::vector<uint64_t> candidates;
     if (facts.go_module)
@@ -774,7 +785,7 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
     for (const LoadSegment &seg : img->segments) {
       if (t.moduledata_ || (seg.flags & PF_X))
         continue;
-      const uint8_t *base = img->bytes.data() + seg.file_offset;
+      const uint8_t *base = img->contents[&seg - img->segments.data()].data();
       for (uint64_t off = (ps - seg.vaddr % ps) % ps; off + ps <= seg.file_size; off += ps)
         if (le(base + off, binary.ptr_size) == t.address_ && check(seg.vaddr + off)) {
           t.moduledata_ = seg.vaddr + off;
@@ -879,14 +890,13 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
       t.gofunc_ = layout.value_or(0); // nothing inlined: nothing will read through it
     } else if (layout && plausible(*layout)) {
       t.gofunc_ = *layout;
-      t.gofunc_checked_ = true;
     } else {
-      for (uint64_t k = 23; k < 64 && !t.gofunc_checked_; ++k) {
+      // Not where this version keeps it: any word of moduledata that decodes the inline trees.
+      // (None: gofunc_ stays 0 and symbolize() reports the inline tree unreachable.)
+      for (uint64_t k = 23; k < 64 && !t.gofunc_; ++k) {
         auto value = img->pointer(t.moduledata_ + k * ps);
-        if (value && plausible(*value)) {
+        if (value && plausible(*value))
           t.gofunc_ = *value;
-          t.gofunc_checked_ = true;
-        }
       }
     }
   }

@@ -8,11 +8,12 @@
 // debug/gosym is Go); the layouts below are written from the runtime and linker sources cited at
 // each, not copied from them.
 //
-//   magic        Go         functab                          _func.entry      funcdata
-//   0xfffffffb   1.2–1.15   {entry, funcoff uintptr}, inline  uintptr          not read
-//   0xfffffffa   1.16–1.17  {entry, funcoff uintptr}          uintptr          absolute pointers
-//   0xfffffff0   1.18–1.19  {entryoff, funcoff u32}           textStart + u32  u32 from moduledata.gofunc
-//   0xfffffff1   1.20+      as 1.18, _func gains startLine, 16-byte inline records
+//   magic       Go         functab entries                   funcdata
+//   0xfffffffb  1.2–1.15   {entry, funcoff} uintptr, inline  (not read)
+//   0xfffffffa  1.16–1.17  {entry, funcoff} uintptr          absolute pointers
+//   0xfffffff0  1.18–1.19  {entryoff, funcoff} u32           u32 offsets from moduledata.gofunc
+//   0xfffffff1  1.20+      as 1.18; _func gains startLine; 16-byte inline records
+//   (entryoff: the entry is textStart + entryoff, textStart from moduledata or runtime.text)
 //
 // Everything read from the file is bounds-checked: a damaged table ends in UserError
 // [bad-pclntab] saying what was wrong, never in a crash or a read outside the file.
@@ -31,12 +32,12 @@ namespace weave {
 
 // PclnFunction is one function of the table: plain data.
 struct PclnFunction {
-  std::string name;         // as the runtime prints it; ABI0 bodies have no ".abi0" suffix here
-  uint64_t entry = 0;       // first instruction
-  uint64_t end = 0;         // the next function's entry (or the table's end PC)
-  int32_t args = 0;         // _func.args: argument + result + spill area size (GO-ABI.md §1.3)
-  uint8_t func_id = 0;      // runtime funcID (wrappers: Pclntab::wrapper_func_id())
-  uint8_t flag = 0;         // funcFlag (1.17+): 1 TopFrame, 2 SPWrite, 4 Asm
+  std::string name;             // as the runtime prints it; ABI0 bodies have no ".abi0" suffix here
+  uint64_t entry = 0;           // first instruction
+  uint64_t end = 0;             // the next function's entry (or the table's end PC)
+  int32_t args = 0;             // _func.args: argument + result + spill area size (GO-ABI.md §1.3)
+  uint8_t func_id = 0;          // runtime funcID (wrappers: Pclntab::wrapper_func_id())
+  uint8_t flag = 0;             // funcFlag (1.17+): 1 TopFrame, 2 SPWrite, 4 Asm
   uint32_t offset_in_table = 0; // the _func record, as an offset from the pclntab header
 };
 
@@ -86,10 +87,11 @@ public:
   std::vector<Frame> symbolize(uint64_t pc, bool keep_wrappers = false) const;
 
   // How the table was found and what was derived from it (for --dump and the tests).
-  uint64_t address() const { return address_; }       // the header's virtual address
-  uint64_t size() const { return size_; }             // bytes from the header to the table's end
-  std::string_view found_by() const { return found_by_; } // "section .gopclntab", "segment scan", ...
-  int quantum() const { return quantum_; }            // PC quantum: 1 amd64/386, 4 arm64
+  uint64_t address() const { return address_; } // the header's virtual address
+  uint64_t size() const { return size_; }       // bytes from the header to the table's end
+  // "section .gopclntab", "section .data.rel.ro.gopclntab" or "segment scan".
+  std::string_view found_by() const { return found_by_; }
+  int quantum() const { return quantum_; } // PC quantum: 1 amd64/386, 4 arm64
   int ptr_size() const { return ptr_size_; }
   uint64_t text_start() const { return text_start_; } // base of entry offsets (1.18+), else 0
   std::string_view text_start_from() const { return text_start_from_; }
@@ -130,7 +132,6 @@ private:
   std::string text_start_from_;
   uint64_t moduledata_ = 0;
   uint64_t gofunc_ = 0;
-  bool gofunc_checked_ = false; // validated against the inline trees
   int wrapper_id_ = -1;
   GoVersion version_;
   std::string found_by_;

@@ -130,11 +130,12 @@ TEST_CASE("build info in the second writable segment, with a modinfo longer than
   lines += "build\tGOARCH=amd64\n";
   std::vector<uint8_t> data = inline_blob("go1.22.4", framed_modinfo(lines));
   data.resize(data.size() + 4096, 0);
-  // A PIE's first writable segment is its relro data (.data.rel.ro*); .go.buildinfo starts the next.
+  // A PIE's first writable segment is its relro data (.data.rel.ro*); .go.buildinfo starts the
+  // next.
   std::vector<uint8_t> relro(0x3000, 0x11);
   std::string path = write_elf(tmp.file("pie-like"), {{PF_R | PF_X, 0x401000, kCode},
-                                                     {PF_R | PF_W, 0x500000, relro},
-                                                     {PF_R | PF_W, 0x600000, data}});
+                                                      {PF_R | PF_W, 0x500000, relro},
+                                                      {PF_R | PF_W, 0x600000, data}});
   BinaryImage image = load_binary(path);
   REQUIRE(image.buildinfo.has_value());
   CHECK(image.buildinfo->go_version == "go1.22.4");
@@ -168,14 +169,14 @@ TEST_CASE("no .go.buildinfo: version and modinfo from the runtime's variables") 
   std::memcpy(rodata.data() + 0x200, "go1.26.5", 8);
   std::memcpy(rodata.data() + 0x400, modinfo.data(), modinfo.size());
   std::vector<uint8_t> data(0x1000, 0);
-  put64(data, 0x40, 0x700100), put64(data, 0x48, 21); // another string
-  put64(data, 0x80, 0x700200), put64(data, 0x88, 8);  // runtime.buildVersion
+  put64(data, 0x40, 0x700100), put64(data, 0x48, 21);             // another string
+  put64(data, 0x80, 0x700200), put64(data, 0x88, 8);              // runtime.buildVersion
   put64(data, 0xc0, 0x700400), put64(data, 0xc8, modinfo.size()); // runtime.modinfo
 
   SUBCASE("found") {
-    std::string path = write_elf(tmp.file("vars"), {{PF_R | PF_X, 0x401000, kCode},
-                                                    {PF_R, 0x700000, rodata},
-                                                    {PF_R | PF_W, 0x800000, data}});
+    std::string path = write_elf(
+        tmp.file("vars"),
+        {{PF_R | PF_X, 0x401000, kCode}, {PF_R, 0x700000, rodata}, {PF_R | PF_W, 0x800000, data}});
     BinaryImage image = load_binary(path);
     REQUIRE(image.buildinfo.has_value());
     CHECK(image.buildinfo->go_version == "go1.26.5");
@@ -187,9 +188,9 @@ TEST_CASE("no .go.buildinfo: version and modinfo from the runtime's variables") 
   SUBCASE("two different version strings: no guess") {
     std::memcpy(rodata.data() + 0x300, "go1.25.1", 8);
     put64(data, 0x100, 0x700300), put64(data, 0x108, 8);
-    std::string path = write_elf(tmp.file("ambiguous"), {{PF_R | PF_X, 0x401000, kCode},
-                                                         {PF_R, 0x700000, rodata},
-                                                         {PF_R | PF_W, 0x800000, data}});
+    std::string path = write_elf(
+        tmp.file("ambiguous"),
+        {{PF_R | PF_X, 0x401000, kCode}, {PF_R, 0x700000, rodata}, {PF_R | PF_W, 0x800000, data}});
     // Nothing else marks it as Go, so it is not one.
     try {
       load_binary(path);
@@ -200,9 +201,9 @@ TEST_CASE("no .go.buildinfo: version and modinfo from the runtime's variables") 
   }
   SUBCASE("no modinfo: nothing") {
     std::fill(rodata.begin() + 0x400, rodata.begin() + 0x410, 0);
-    std::string path = write_elf(tmp.file("nomod"), {{PF_R | PF_X, 0x401000, kCode},
-                                                     {PF_R, 0x700000, rodata},
-                                                     {PF_R | PF_W, 0x800000, data}});
+    std::string path = write_elf(
+        tmp.file("nomod"),
+        {{PF_R | PF_X, 0x401000, kCode}, {PF_R, 0x700000, rodata}, {PF_R | PF_W, 0x800000, data}});
     try {
       load_binary(path);
       FAIL("expected [not-go]");

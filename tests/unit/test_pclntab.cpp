@@ -45,7 +45,8 @@ std::vector<uint8_t> read_file(const std::string &path) {
 
 void write_file(const std::string &path, const std::vector<uint8_t> &bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char *>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   REQUIRE(out.good());
 }
 
@@ -134,8 +135,8 @@ uint64_t table_file_offset(const std::string &path, const Pclntab &table) {
 std::string frames_text(const std::vector<Pclntab::Frame> &frames) {
   std::string out;
   for (const auto &f : frames)
-    out += f.function + " " + f.file + ":" + std::to_string(f.line) + (f.inlined ? " (inlined)" : "") +
-           "\n";
+    out += f.function + " " + f.file + ":" + std::to_string(f.line) +
+           (f.inlined ? " (inlined)" : "") + "\n";
   return out;
 }
 
@@ -162,12 +163,12 @@ TEST_CASE("fixtures: header, location, text start, moduledata") {
     int quantum, ptr_size;
     std::string found_by, text_from;
   };
-  for (const Case &c : {Case{kFixture, 1, 8, "section .gopclntab", "symbol runtime.text"},
-                        Case{kStripped, 1, 8, "section .gopclntab", "moduledata.text"},
-                        Case{kFixture386, 1, 4, "section .gopclntab", "symbol runtime.text"},
-                        Case{kFixtureArm64, 4, 8, "section .gopclntab", "symbol runtime.text"},
-                        Case{kInlinePie, 1, 8, "section .data.rel.ro.gopclntab",
-                             "symbol runtime.text"}}) {
+  for (const Case &c :
+       {Case{kFixture, 1, 8, "section .gopclntab", "symbol runtime.text"},
+        Case{kStripped, 1, 8, "section .gopclntab", "moduledata.text"},
+        Case{kFixture386, 1, 4, "section .gopclntab", "symbol runtime.text"},
+        Case{kFixtureArm64, 4, 8, "section .gopclntab", "symbol runtime.text"},
+        Case{kInlinePie, 1, 8, "section .data.rel.ro.gopclntab", "symbol runtime.text"}}) {
     CAPTURE(c.path);
     Pclntab table = load_table(c.path);
     CHECK(table.magic() == 0xfffffff0u); // Go 1.18–1.19
@@ -180,8 +181,9 @@ TEST_CASE("fixtures: header, location, text start, moduledata") {
     CHECK(table.moduledata() != 0);
     CHECK(table.gofunc() != 0);
     REQUIRE(!table.functions().empty());
-    CHECK(std::is_sorted(table.functions().begin(), table.functions().end(),
-                         [](const PclnFunction &a, const PclnFunction &b) { return a.entry < b.entry; }));
+    CHECK(std::is_sorted(
+        table.functions().begin(), table.functions().end(),
+        [](const PclnFunction &a, const PclnFunction &b) { return a.entry < b.entry; }));
     for (size_t i = 0; i + 1 < table.functions().size(); ++i)
       REQUIRE(table.functions()[i].end == table.functions()[i + 1].entry);
   }
@@ -262,7 +264,7 @@ TEST_CASE("find prefers the real body over its ABI wrapper; duplicates are exact
     REQUIRE(copies.size() == 2);
     const PclnFunction *best = table.find("runtime.asmcgocall");
     REQUIRE(best != nullptr);
-    CHECK(best->func_id == 2); // funcID_asmcgocall (go1.19 runtime/symtab.go)
+    CHECK(best->func_id == 2);    // funcID_asmcgocall (go1.19 runtime/symtab.go)
     CHECK((best->flag & 4) != 0); // FuncFlagAsm: the assembly body
     // Every name that appears twice is one body plus one wrapper (funcID 21 in Go 1.19).
     std::map<std::string, std::vector<const PclnFunction *>> by_name;
@@ -456,8 +458,8 @@ TEST_CASE("symbolize agrees with go tool addr2line") {
       CHECK(ours == position);
       agree += frames.back().function == name && ours == position;
     }
-    MESSAGE(path << ": symbolize agrees with go tool addr2line on " << agree << " of "
-                 << pcs.size() << " PCs (" << inlined << " inside inlined calls)");
+    MESSAGE(path << ": symbolize agrees with go tool addr2line on " << agree << " of " << pcs.size()
+                 << " PCs (" << inlined << " inside inlined calls)");
     CHECK(agree == pcs.size());
     CHECK(inlined > 20);
   }
@@ -494,10 +496,9 @@ std::vector<Stack> run_inline_fixture(const std::string &path) {
       size_t tab1 = rest.find('\t'), tab2 = rest.rfind('\t');
       REQUIRE(space != std::string::npos);
       REQUIRE(tab1 != tab2);
-      stacks.back().frames.push_back(Stack::Printed{std::stoull(rest.substr(0, space), nullptr, 16),
-                                                    rest.substr(space + 1, tab1 - space - 1),
-                                                    rest.substr(tab1 + 1, tab2 - tab1 - 1),
-                                                    std::stoi(rest.substr(tab2 + 1))});
+      stacks.back().frames.push_back(Stack::Printed{
+          std::stoull(rest.substr(0, space), nullptr, 16), rest.substr(space + 1, tab1 - space - 1),
+          rest.substr(tab1 + 1, tab2 - tab1 - 1), std::stoi(rest.substr(tab2 + 1))});
     }
   }
   return stacks;
@@ -551,8 +552,8 @@ TEST_CASE("symbolize matches runtime.CallersFrames, inlined frames included") {
     }
     MESSAGE(path << ": " << compared << " frames equal runtime.CallersFrames' (" << inlined
                  << " inlined; deepest chain " << deepest << " frames)");
-    CHECK(inlined >= 5);  // middle.func1 + sub.Leaf; scale + pick + choose; outer
-    CHECK(deepest >= 4);  // scale -> pick -> choose -> deep
+    CHECK(inlined >= 5); // middle.func1 + sub.Leaf; scale + pick + choose; outer
+    CHECK(deepest >= 4); // scale -> pick -> choose -> deep
   }
 }
 
@@ -587,6 +588,36 @@ TEST_CASE("without section headers the table is found by scanning the segments")
   }
 }
 
+TEST_CASE("a PIE whose pointers are 0 in the file: the RELATIVE relocations' addends") {
+  // An external linker may leave a relocated pointer's bytes 0 and put the value only in the
+  // R_X86_64_RELATIVE addend. Go's internal linker writes both, so zero moduledata's words on disk
+  // (and drop the section headers and symbols): moduledata, its text and gofunc must still come
+  // from .rela via PT_DYNAMIC.
+  TempDir tmp;
+  Pclntab original = load_table(kInlinePie);
+  REQUIRE(original.moduledata() != 0);
+  std::string bare = without_sections(tmp, kInlinePie, "pie-zeroed");
+  BinaryImage image = load_binary(bare);
+  auto md_offset = file_offset(image, original.moduledata());
+  REQUIRE(md_offset.has_value());
+  std::vector<uint8_t> bytes = read_file(bare);
+  std::fill(bytes.begin() + static_cast<long>(*md_offset),
+            bytes.begin() + static_cast<long>(*md_offset + 48 * 8), 0);
+  write_file(bare, bytes);
+
+  Pclntab table = load_table(bare);
+  CHECK(table.moduledata() == original.moduledata());
+  CHECK(std::string(table.text_start_from()) == "moduledata.text");
+  CHECK(table.text_start() == original.text_start());
+  CHECK(table.gofunc() == original.gofunc());
+  const PclnFunction *deep = table.find("main.deep");
+  REQUIRE(deep != nullptr);
+  bool inlined = false;
+  for (uint64_t pc = deep->entry; pc < deep->end; ++pc)
+    inlined |= table.symbolize(pc).size() >= 4; // scale -> pick -> choose -> deep
+  CHECK(inlined);
+}
+
 TEST_CASE("the Go 1.2-1.15 layout (0xfffffffb): names, entries, argument sizes") {
   // No toolchain here writes it, so a table is built by hand in the fixture's .gopclntab
   // (go1.15 runtime/symtab.go, debug/gosym go12 layout): header {magic, 0, 0, quantum, ptrsize,
@@ -606,11 +637,11 @@ TEST_CASE("the Go 1.2-1.15 layout (0xfffffffb): names, entries, argument sizes")
   put(0, 0xfffffffb, 4);
   t[6] = 1;
   t[7] = 8;
-  put(8, 2, 8);                                 // nfunctab
-  put(16, f0, 8), put(24, 0x80, 8);             // functab[0]
-  put(32, f1, 8), put(40, 0xc0, 8);             // functab[1]
-  put(48, end, 8);                              // end PC
-  put(56, 0x1f0, 4);                            // filetab offset
+  put(8, 2, 8);                                            // nfunctab
+  put(16, f0, 8), put(24, 0x80, 8);                        // functab[0]
+  put(32, f1, 8), put(40, 0xc0, 8);                        // functab[1]
+  put(48, end, 8);                                         // end PC
+  put(56, 0x1f0, 4);                                       // filetab offset
   put(0x80, f0, 8), put(0x88, 0x100, 4), put(0x8c, 24, 4); // _func: entry, nameoff, args
   put(0xc0, f1, 8), put(0xc8, 0x110, 4), put(0xcc, 40, 4);
   std::memcpy(t.data() + 0x100, "main.first", 11);
@@ -695,7 +726,7 @@ TEST_CASE("a binary without a table, and damaged tables") {
   SUBCASE("an index entry that disagrees with its record") {
     std::vector<uint8_t> bytes = original;
     uint64_t functab = table_offset + good.functions()[0].offset_in_table; // first _func
-    put32(bytes, functab, 0x12345);                                         // its entryoff
+    put32(bytes, functab, 0x12345);                                        // its entryoff
     expect_bad(bytes, "the index says entry");
   }
 }
@@ -716,7 +747,8 @@ TEST_CASE("damaged tables never crash the reader") {
   };
   std::vector<uint64_t> pcs;
   for (size_t i = 0; i < good.functions().size(); i += 13)
-    pcs.push_back(good.functions()[i].entry + (good.functions()[i].end - good.functions()[i].entry) / 3);
+    pcs.push_back(good.functions()[i].entry +
+                  (good.functions()[i].end - good.functions()[i].entry) / 3);
   int loaded = 0, rejected = 0, failed_later = 0;
   for (int round = 0; round < 250; ++round) {
     std::vector<uint8_t> bytes = original;
