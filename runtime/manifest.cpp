@@ -150,16 +150,32 @@ struct Node {
 
 // `lists` maps a node path to the index of its count field (-1: a fixed-length array).
 void emit(const Node &node, const std::string &node_path, const std::map<std::string, int> &lists,
-          std::vector<DisplayOp> &ops) {
+          const std::set<std::string> &interfaces, std::vector<DisplayOp> &ops) {
   if (node.field >= 0) {
     ops.push_back({DisplayOp::Value, node.label, static_cast<uint32_t>(node.field)});
+    return;
+  }
+  if (interfaces.count(node_path)) {
+    DisplayOp op{DisplayOp::Interface, node.label, 0};
+    for (const Node &child : node.children) {
+      uint32_t f = static_cast<uint32_t>(child.field);
+      if (child.label == "type")
+        op.type_field = f;
+      else if (child.label == "data")
+        op.data_field = f;
+      else if (child.label == "value")
+        op.value_field = f;
+      else if (child.label == "text")
+        op.text_field = f;
+    }
+    ops.push_back(op);
     return;
   }
   auto list = lists.find(node_path);
   if (list == lists.end()) {
     ops.push_back({DisplayOp::Open, node.label, 0});
     for (const Node &child : node.children)
-      emit(child, node_path.empty() ? child.label : node_path + "." + child.label, lists, ops);
+      emit(child, node_path.empty() ? child.label : node_path + "." + child.label, lists, interfaces, ops);
     ops.push_back({DisplayOp::Close, "", 0});
     return;
   }
@@ -169,7 +185,7 @@ void emit(const Node &node, const std::string &node_path, const std::map<std::st
   for (size_t e = 0; e < node.children.size(); ++e) {
     const Node &child = node.children[e];
     size_t first = ops.size();
-    emit(child, node_path.empty() ? child.label : node_path + "." + child.label, lists, ops);
+    emit(child, node_path.empty() ? child.label : node_path + "." + child.label, lists, interfaces, ops);
     ops[first].label.clear(); // elements have no key
     ops[first].element = static_cast<int32_t>(e);
     ops[first].element_end = static_cast<uint32_t>(ops.size());
@@ -177,8 +193,11 @@ void emit(const Node &node, const std::string &node_path, const std::map<std::st
   ops.push_back({DisplayOp::CloseList, "", 0});
 }
 
+bool c_has_interfaces(const ManifestCapture &capture) { return !capture.interfaces.empty(); }
+
 std::vector<DisplayOp> build_display(const ManifestCapture &capture, const std::string &path) {
-  if (capture.fields.size() == 1 && capture.fields[0].name.empty() && capture.lists.empty())
+  if (c_has_interfaces(capture) == false && capture.fields.size() == 1 && capture.fields[0].name.empty() &&
+      capture.lists.empty())
     return {{DisplayOp::Value, "", 0}};
   std::map<std::string, int> lists;
   for (size_t l = 0; l < capture.lists.size(); ++l) {
@@ -216,8 +235,20 @@ std::vector<DisplayOp> build_display(const ManifestCapture &capture, const std::
     }
     node->field = static_cast<int>(i);
   }
+  std::set<std::string> interfaces(capture.interfaces.begin(), capture.interfaces.end());
+  for (const std::string &path_of : interfaces) {
+    // An interface node must hold exactly its four fields, each a value.
+    for (const char *part : {"type", "data", "value", "text"}) {
+      std::string want = path_of.empty() ? part : path_of + "." + part;
+      bool found = false;
+      for (const auto &f : capture.fields)
+        found = found || f.name == want;
+      if (!found)
+        fail(path + ".interfaces", "interface \"" + path_of + "\" has no field \"" + want + "\"");
+    }
+  }
   std::vector<DisplayOp> ops;
-  emit(root, "", lists, ops);
+  emit(root, "", lists, interfaces, ops);
   return ops;
 }
 
@@ -263,6 +294,14 @@ ManifestCapture parse_capture(const json &c, const std::string &path, uint32_t h
   for (size_t i = 0; i < fields.size(); ++i)
     capture.fields.push_back(
         parse_field(fields[i], indexed(path, "fields", i), header_size, event_size));
+  if (c.contains("interfaces")) {
+    const json &list = array_at(c, path, "interfaces");
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].is_string())
+        fail(indexed(path, "interfaces", i), "expected a string");
+      capture.interfaces.push_back(list[i].get<std::string>());
+    }
+  }
   if (c.contains("lists")) {
     const json &lists = array_at(c, path, "lists");
     for (size_t i = 0; i < lists.size(); ++i) {
@@ -379,6 +418,22 @@ Manifest parse(const json &root) {
     if (goid.contains("offset"))
       m.goid_offset = u32_at(goid, "goid", "offset", UINT32_MAX);
     m.goid_source = optional_string(goid, "goid", "source");
+  }
+
+  if (root.contains("types")) {
+    const json &types = object_at(root, "", "types");
+    for (auto it = types.begin(); it != types.end(); ++it) {
+      std::string tpath = "types." + it.key();
+      char *end = nullptr;
+      uint64_t address = std::strtoull(it.key().c_str(), &end, 0);
+      if (!end || *end)
+        fail(tpath, "the key must be an address");
+      Manifest::RuntimeType t;
+      t.name = string_at(it.value(), tpath, "name");
+      t.kind = optional_string(it.value(), tpath, "kind");
+      t.size = it.value().contains("size") ? it.value()["size"].get<uint64_t>() : 0;
+      m.types[address] = std::move(t);
+    }
   }
 
   const json &probes = array_at(root, "", "probes");

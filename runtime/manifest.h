@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,7 +45,7 @@ struct ManifestField {
 // DisplayOp: one step of the pre-order walk that prints a capture. Computed once at load, so
 // printing an event walks a flat array instead of splitting names.
 struct DisplayOp {
-  enum Kind { Open, Value, Close, OpenList, CloseList } kind;
+  enum Kind { Open, Value, Close, OpenList, CloseList, Interface } kind;
   std::string label;  // the key within the enclosing struct ("" at the top and for list elements)
   uint32_t field = 0; // for Value: index into the capture's fields
   // OpenList: the field holding how many elements the value has (-1: all of them are shown).
@@ -53,6 +54,9 @@ struct DisplayOp {
   // elements at or past the count are skipped (a slice of 3 in 8 slots shows 3).
   int32_t element = -1;
   uint32_t element_end = 0;
+  // Interface: the fields holding its dynamic type, data word, and the speculative scalar value
+  // and string read through the data word.
+  uint32_t type_field = 0, data_field = 0, value_field = 0, text_field = 0;
 };
 
 // ManifestList marks the struct at `path` (dots, "" for the capture itself) as a list whose
@@ -68,6 +72,7 @@ struct ManifestCapture {
   uint32_t fault_bit = 0;
   std::vector<ManifestField> fields;
   std::vector<ManifestList> lists;
+  std::vector<std::string> interfaces; // paths of interface values (see DisplayOp::Interface)
   std::vector<DisplayOp> display; // single value: one Value op; struct: Open ... Close
 };
 
@@ -109,6 +114,13 @@ struct Manifest {
   std::optional<uint32_t> goid_offset;
   std::string goid_source;
   std::vector<ManifestProbe> probes;
+  // Type descriptors by address, to name the dynamic type of a captured interface.
+  struct RuntimeType {
+    std::string name;
+    std::string kind;
+    uint64_t size = 0;
+  };
+  std::map<uint64_t, RuntimeType> types;
 
   size_t attach_count() const;
 };

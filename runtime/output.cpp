@@ -357,6 +357,10 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
         continue;
       }
       first = false;
+      if (op.kind == DisplayOp::Interface) {
+        append_interface(out, op, capture, event, false);
+        continue;
+      }
       const ManifestField &field = capture.fields[op.field];
       const uint8_t *slot = event + field.offset;
       switch (field.kind) {
@@ -439,6 +443,10 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
         continue;
       }
       first = false;
+      if (op.kind == DisplayOp::Interface) {
+        append_interface(out, op, capture, event, true);
+        continue;
+      }
       const ManifestField &field = capture.fields[op.field];
       const uint8_t *slot = event + field.offset;
       switch (field.kind) {
@@ -529,6 +537,85 @@ bool EventWriter::flush() {
   }
   buffer_.clear(); // keeps its capacity: the next batch reuses it
   return true;
+}
+
+
+// An interface prints as its dynamic type and, where the type says what the data word points to,
+// the value: a string's text, an error's message (errors.New and fmt.Errorf's errors keep it as
+// their first field), a scalar of up to 8 bytes, or a pointer-shaped value's address. Anything
+// else shows the data address. The speculative reads behind the first three are only shown when
+// the type vouches for them, so their bytes never print as garbage.
+void EventPrinter::append_interface(std::string &out, const DisplayOp &op, const ManifestCapture &capture,
+                                    const uint8_t *event, bool json) const {
+  uint64_t type_addr = load_u64(event + capture.fields[op.type_field].offset);
+  uint64_t data = load_u64(event + capture.fields[op.data_field].offset);
+  if (type_addr == 0) {
+    out += json ? "null" : "nil";
+    return;
+  }
+  auto it = manifest_.types.find(type_addr);
+  std::string name, kind;
+  uint64_t size = 0;
+  if (it != manifest_.types.end()) {
+    name = it->second.name;
+    kind = it->second.kind;
+    size = it->second.size;
+  } else {
+    name.clear();
+    append_hex(name, type_addr);
+  }
+  auto open = [&](const char *key) {
+    if (json) {
+      out += "{\"type\":";
+      append_json_string(out, name);
+      out += ",\"";
+      out += key;
+      out += "\":";
+    } else {
+      out += name;
+      out += '(';
+    }
+  };
+  auto close = [&] { out += json ? '}' : ')'; };
+  bool message = name == "*errors.errorString" || name == "*fmt.wrapError" || name == "*fmt.wrapErrors";
+  if (kind == "string" || message) {
+    open(message ? "error" : "value");
+    StringSlot s = read_string(event, capture.fields[op.text_field]);
+    if (json)
+      append_json_string(out, s.bytes);
+    else
+      append_text_string(out, s.bytes);
+    close();
+    return;
+  }
+  uint64_t raw = load_u64(event + capture.fields[op.value_field].offset);
+  bool is_int = kind == "int" || kind == "int8" || kind == "int16" || kind == "int32" || kind == "int64";
+  bool is_uint = kind == "uint" || kind == "uint8" || kind == "uint16" || kind == "uint32" || kind == "uint64" ||
+                 kind == "uintptr";
+  if ((is_int || is_uint || kind == "bool" || kind == "float32" || kind == "float64") && size >= 1 && size <= 8) {
+    open("value");
+    uint64_t bits = size == 8 ? raw : raw & ((uint64_t{1} << (8 * size)) - 1);
+    if (kind == "bool") {
+      out += bits ? "true" : "false";
+    } else if (kind == "float32" || kind == "float64") {
+      append_float(out, bits, static_cast<uint32_t>(size), json);
+    } else if (is_int) {
+      unsigned shift = static_cast<unsigned>(64 - 8 * size);
+      append_i64(out, static_cast<int64_t>(bits << shift) >> shift);
+    } else {
+      append_u64(out, bits);
+    }
+    close();
+    return;
+  }
+  bool pointer_shaped = kind == "ptr" || kind == "map" || kind == "chan" || kind == "func" || kind == "unsafe.Pointer";
+  open(pointer_shaped ? "value" : "data");
+  if (json)
+    out += '"';
+  append_hex(out, data);
+  if (json)
+    out += '"';
+  close();
 }
 
 } // namespace weave

@@ -31,6 +31,10 @@ public:
   bool format(const void *data, size_t size, std::string &out);
 
 private:
+  // Renders an interface by its dynamic type (see DisplayOp::Interface).
+  void append_interface(std::string &out, const DisplayOp &op, const ManifestCapture &capture,
+                        const uint8_t *event, bool json) const;
+
   struct PreparedCapture {
     std::string text_key;                 // "expr="
     std::string json_key;                 // "\"expr\":"

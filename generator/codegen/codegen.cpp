@@ -81,8 +81,10 @@ std::string conversion(const EventField &f, const std::string &var) {
   return f.size == 8 ? var : fmt::format("({}){}", ubits[f.size], var);
 }
 
-Data read_view(const ValueRead &read) {
+Data read_view(const ValueRead &read, bool optional = false) {
   Data view;
+  // Speculative reads fault into `discard`, which marks nothing.
+  view.set("fault_var", optional ? "discard" : "fault");
   view.set("base_reg", read.base_reg);
   view.set("base_comment", comment(read.base_comment));
   Data loads{Data::type::list};
@@ -167,7 +169,7 @@ Data plan_view(const Plan &plan) {
           std::string label = comment(capture.expr + (field.name.empty() ? "" : " ." + field.name));
           Data fv;
           fv.set("label", label);
-          fv.set("value", read_view(field.value));
+          fv.set("value", read_view(field.value, field.optional));
           // A slice element is read only when the slice is long enough to have it.
           fv.set("guarded", field.guard_field >= 0);
           if (field.guard_field >= 0)
@@ -178,7 +180,8 @@ Data plan_view(const Plan &plan) {
           fv.set("is_string", is_string);
           fv.set("is_scalar", !is_string);
           if (is_string) {
-            fv.set("length", read_view(field.length));
+            fv.set("length", read_view(field.length, field.optional));
+            fv.set("fault_var", field.optional ? "discard" : "fault");
             fv.set("len_member", member + "_len");
             fv.set("data_member", member + "_data");
             fv.set("max_len", std::to_string(field.max_len));
@@ -277,6 +280,8 @@ std::string render_manifest(const Plan &plan) {
         fields.push_back(field);
       }
       json capture = {{"expr", c.expr}, {"type", c.go_type}, {"fault_bit", c.fault_bit}, {"fields", fields}};
+      if (!c.interfaces.empty())
+        capture["interfaces"] = c.interfaces;
       if (!c.lists.empty()) {
         json lists = json::array();
         for (const auto &l : c.lists)
@@ -316,6 +321,13 @@ std::string render_manifest(const Plan &plan) {
     }
   }
   manifest["probes"] = probes;
+  // The type descriptors an interface capture may point to, so the tracer can name dynamic types.
+  if (!plan.runtime_types.empty()) {
+    json types = json::object();
+    for (const auto &t : plan.runtime_types)
+      types[hex(t.address)] = {{"name", t.name}, {"kind", t.kind}, {"size", t.size}};
+    manifest["types"] = types;
+  }
   return manifest.dump(2) + "\n";
 }
 

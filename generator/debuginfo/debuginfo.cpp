@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
@@ -29,6 +30,7 @@ constexpr unsigned kAttrGoKind = 0x2900;
 constexpr unsigned kAttrGoKey = 0x2901;
 constexpr unsigned kAttrGoElem = 0x2902;
 constexpr unsigned kAttrGoEmbeddedField = 0x2903;
+constexpr unsigned kAttrGoRuntimeType = 0x2904;
 
 // reflect.Kind numbers, as DW_AT_go_kind carries them.
 enum GoKind : uint64_t {
@@ -159,6 +161,7 @@ public:
                                         const std::string &member) override;
   std::optional<TypeId> find_type(const std::string &type_name) override;
   TypeTable &types() override { return types_; }
+  std::vector<RuntimeType> runtime_types() override;
 
 private:
   struct FunctionEntry {
@@ -198,6 +201,7 @@ private:
   std::vector<std::string> function_names_;
   std::unordered_map<std::string, TypeEntry> type_index_;
   std::unordered_map<std::string, Dwarf_Off> struct_index_;
+  std::map<uint64_t, Dwarf_Off> runtime_type_index_; // descriptor address -> first DIE naming it
   std::unordered_map<std::string, std::unique_ptr<GoFunction>> functions_;
 
   TypeTable types_;
@@ -250,6 +254,12 @@ void DwarfDebugInfo::ensure_index() {
           it->second = TypeEntry{dwarf_dieoffset(&child), true};
         if (tag == DW_TAG_structure_type)
           struct_index_.emplace(name, dwarf_dieoffset(&child));
+        // DW_FORM_addr, relative to runtime.types (the linker writes the type symbol's offset).
+        Dwarf_Attribute rt;
+        Dwarf_Addr address = 0;
+        if (dwarf_attr(&child, kAttrGoRuntimeType, &rt) &&
+            (dwarf_formaddr(&rt, &address) == 0 || dwarf_formudata(&rt, &address) == 0) && address)
+          runtime_type_index_.emplace(address, dwarf_dieoffset(&child));
       }
     }
     if (more < 0)
@@ -340,6 +350,25 @@ std::optional<uint64_t> DwarfDebugInfo::member_offset(const std::string &type_na
     if (dwarf_tag(&child) == DW_TAG_member && die_name(&child) == member)
       return member_location(&child);
   return std::nullopt;
+}
+
+std::vector<RuntimeType> DwarfDebugInfo::runtime_types() {
+  ensure_index();
+  std::vector<RuntimeType> out;
+  for (const auto &[address, offset] : runtime_type_index_) {
+    Dwarf_Die die = offdie(offset);
+    RuntimeType t;
+    t.address = address;
+    t.name = dwarf_diename(&die) ? dwarf_diename(&die) : "";
+    Dwarf_Attribute attr;
+    Dwarf_Word value = 0;
+    if (dwarf_attr(&die, kAttrGoKind, &attr) && dwarf_formudata(&attr, &value) == 0)
+      t.kind = value;
+    if (dwarf_attr(&die, DW_AT_byte_size, &attr) && dwarf_formudata(&attr, &value) == 0)
+      t.size = value;
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 std::optional<TypeId> DwarfDebugInfo::find_type(const std::string &type_name) {

@@ -29,6 +29,15 @@ struct GoFunction {
   std::string producer; // the CU's DW_AT_producer
 };
 
+// RuntimeType: a Go type descriptor in the binary (DW_AT_go_runtime_type), which an interface value
+// points to: how the tracer names the dynamic type of an interface it captured.
+struct RuntimeType {
+  uint64_t address = 0;
+  std::string name; // "*errors.errorString", "int", "main.Header"
+  uint64_t kind = 0; // reflect.Kind (DW_AT_go_kind)
+  uint64_t size = 0;
+};
+
 class DebugInfo {
 public:
   // Throws UserError [no-dwarf] when the file has no DWARF, [binary-unreadable] when it cannot be
@@ -51,6 +60,9 @@ public:
   virtual std::optional<TypeId> find_type(const std::string &type_name) = 0;
 
   virtual TypeTable &types() = 0;
+
+  // Every type with a runtime type descriptor, sorted by address, one entry per address.
+  virtual std::vector<RuntimeType> runtime_types() = 0;
 };
 
 } // namespace weave

@@ -54,6 +54,7 @@ public:
     std::optional<uint64_t> map_count;  // runtime.hmap.count (swiss maps: maps.Map.used)
     std::optional<uint64_t> chan_len;   // runtime.hchan.qcount
     std::optional<uint64_t> chan_cap;   // runtime.hchan.dataqsiz
+    uint64_t itab_type = 8;             // runtime.itab._type: an iface's dynamic type
   };
 
   Resolver(TypeTable &types, const ArchRegisters &regs, int ptr_size, int string_max, int slice_max,
@@ -263,6 +264,54 @@ public:
       for (uint64_t i = 0; i < shown; ++i)
         emit(member(place, i * elem.size, elem.size), type.elem, join_name(field_name, std::to_string(i)),
              fmt::format("{}[{}]", path, i), loc, capture, depth + 1);
+      return;
+    }
+    case TypeKind::Interface: {
+      // {tab or type, data}: the dynamic type's descriptor (through the itab for a non-empty
+      // interface), the data word, and speculative reads of what data points to, which the tracer
+      // shows only when the dynamic type says they mean something (a string, an error's message,
+      // a small scalar).
+      uint64_t word = static_cast<uint64_t>(ptr_size_);
+      capture.interfaces.push_back(field_name);
+      EventField t;
+      t.name = join_name(field_name, "type");
+      t.kind = "uint";
+      t.go_type = "*runtime._type";
+      t.size = static_cast<uint32_t>(word);
+      t.value = scalar(member(place, 0, word), word, path + ".tab", "uintptr", loc);
+      if (!type.empty_interface)
+        t.value.loads.push_back({static_cast<int64_t>(runtime_.itab_type), static_cast<uint32_t>(word),
+                                 fmt::format("{}: itab._type at +{}", path, runtime_.itab_type), true});
+      capture.fields.push_back(t);
+      EventField data;
+      data.name = join_name(field_name, "data");
+      data.kind = "pointer";
+      data.go_type = "unsafe.Pointer";
+      data.size = static_cast<uint32_t>(word);
+      data.value = scalar(member(place, word, word), word, path + ".data", "unsafe.Pointer", loc);
+      capture.fields.push_back(data);
+      EventField value = data;
+      value.name = join_name(field_name, "value");
+      value.kind = "uint";
+      value.go_type = "uint64";
+      value.size = 8;
+      value.optional = true;
+      value.value.loads.push_back({0, 8, fmt::format("*{}.data: a scalar value, if that is its type", path), true});
+      capture.fields.push_back(value);
+      EventField text;
+      text.name = join_name(field_name, "text");
+      text.kind = "string";
+      text.go_type = "string";
+      text.size = static_cast<uint32_t>(2 * word);
+      text.optional = true;
+      text.max_len = static_cast<uint32_t>(string_max_);
+      text.value = data.value;
+      text.value.loads.push_back({0, static_cast<uint32_t>(word),
+                                  fmt::format("*{}.data: a string's bytes, or an error's message", path), true});
+      text.length = data.value;
+      text.length.loads.push_back({static_cast<int64_t>(word), static_cast<uint32_t>(word),
+                                   fmt::format("*{}.data: that string's length", path), true});
+      capture.fields.push_back(text);
       return;
     }
     case TypeKind::Map:
@@ -640,6 +689,12 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     runtime_layout.map_count = member("internal/runtime/maps.Map", "used");
   runtime_layout.chan_len = member("runtime.hchan", "qcount");
   runtime_layout.chan_cap = member("runtime.hchan", "dataqsiz");
+  if (auto off = member("runtime.itab", "_type"))
+    runtime_layout.itab_type = *off;
+  else if (auto abi_off = member("internal/abi.ITab", "Type")) // Go 1.21+
+    runtime_layout.itab_type = *abi_off;
+  else
+    runtime_layout.itab_type = static_cast<uint64_t>(image.ptr_size);
   if (!debug) {
     runtime_layout.map_count = 0;
     runtime_layout.chan_len = 0;
@@ -809,6 +864,25 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       plan.warnings.push_back(fmt::format("{} (matched by {}) left out: {} [{}]", expanded.spec.function,
                                           expanded.pattern, e.what(), e.id));
     }
+  }
+  bool has_interface = false;
+  for (const auto &probe : plan.probes) {
+    for (const auto &c : probe.entry.captures)
+      has_interface = has_interface || !c.interfaces.empty();
+    if (probe.ret)
+      for (const auto &c : probe.ret->captures)
+        has_interface = has_interface || !c.interfaces.empty();
+  }
+  if (has_interface && debug && image.types_base) {
+    static const char *kinds[] = {"invalid", "bool",      "int",        "int8",      "int16",  "int32",
+                                  "int64",   "uint",      "uint8",      "uint16",    "uint32", "uint64",
+                                  "uintptr", "float32",   "float64",    "complex64", "complex128",
+                                  "array",   "chan",      "func",       "interface", "map",    "ptr",
+                                  "slice",   "string",    "struct",     "unsafe.Pointer"};
+    // DWARF's go_runtime_type is an offset from runtime.types (cmd/link dwarf.go, dwarfaddr).
+    for (const RuntimeType &t : debug->runtime_types())
+      plan.runtime_types.push_back({*image.types_base + t.address, t.name,
+                                    t.kind < 27 ? kinds[t.kind] : "invalid", t.size});
   }
   if (plan.probes.empty())
     throw UserError("no-probes", "every function the spec's wildcards matched was left out", SourceLoc{spec.path},

@@ -50,6 +50,9 @@ struct EventField {
   // capture's fields) must hold a value greater than `guard_index`, or the slot stays zero.
   int guard_field = -1;
   uint64_t guard_index = 0;
+  // Speculative reads (what an interface's data word may point to): a fault there leaves the slot
+  // zero without marking the capture as faulted.
+  bool optional = false;
 };
 
 // ListPlan: the struct at `path` inside a capture is a list of elements (a slice or an array);
@@ -66,6 +69,9 @@ struct CapturePlan {
   int fault_bit = 0; // bit in the event header's `faults` set when any read of this capture faults
   std::vector<EventField> fields;
   std::vector<ListPlan> lists;
+  // Interface values inside the capture, by path: each has the fields type (the dynamic type's
+  // descriptor address), data, value and text, which the tracer renders by the dynamic type.
+  std::vector<std::string> interfaces;
 };
 
 struct AttachPoint {
@@ -99,6 +105,14 @@ struct ProbePlan {
   std::vector<std::string> skipped; // values "args: all" / "return: true" left out, and why
 };
 
+// A Go type descriptor the tracer can name when an interface points to it.
+struct RuntimeTypeName {
+  uint64_t address = 0;
+  std::string name;
+  std::string kind; // reflect.Kind spelled as Go does: "int", "ptr", "string", ...
+  uint64_t size = 0;
+};
+
 struct TargetInfo {
   std::string path; // as given on the command line
   std::string build_id;
@@ -119,6 +133,7 @@ struct Plan {
   uint32_t header_size = 0;     // sizeof(struct weave_event_header)
   std::vector<ProbePlan> probes;
   std::vector<std::string> warnings; // wildcard matches left out, and why
+  std::vector<RuntimeTypeName> runtime_types; // when some capture holds an interface
   size_t event_count() const; // entry and return events of every probe
 };
 

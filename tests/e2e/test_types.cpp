@@ -60,3 +60,34 @@ TEST_CASE("floats passed on the stack (386 ABI0) are read exactly") {
   REQUIRE(events.size() == 1);
   CHECK(events[0]["args"] == truth[0]["args"]);
 }
+
+TEST_CASE("interfaces and errors: the dynamic type by name, the message or value behind it") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("interfaces");
+  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/interfaces.yaml"), e2e::fixture("fixture"), "-o",
+                         dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("fixture"), "-truth",
+                          dir + "/truth.jsonl", "-rounds", "3"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::vector<json> want_args, want_results, entries, returns;
+  for (auto &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"))) {
+    if (t["function"] == "main.Check")
+      want_args.push_back(t["args"]);
+    if (t["function"] == "main.Check:return")
+      want_results.push_back(t["args"]);
+  }
+  for (auto &e : e2e::json_lines(traced.out))
+    if (e["function"] == "main.Check")
+      (e["kind"] == "entry" ? entries : returns).push_back(e);
+  REQUIRE(want_args.size() == 3);
+  REQUIRE(entries.size() == 3);
+  REQUIRE(returns.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(entries[i]["args"] == want_args[i]);
+    CHECK(returns[i]["results"] == want_results[i]);
+  }
+}

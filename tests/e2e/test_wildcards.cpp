@@ -26,7 +26,7 @@ TEST_CASE("main.* probes every function of the package, entries and returns pair
   std::set<std::string> expected = {"main.Ints",       "main.SpillOver",   "main.Strings",    "main.Pointers",
                                     "main.ByValue",    "main.Nested",      "main.(*Server).Handle",
                                     "main.Server.Describe", "main.Floats", "main.Lookup",     "main.Divmod",
-                                    "main.Deep",       "main.Collections", "main.Callback",
+                                    "main.Deep",       "main.Collections", "main.Callback",   "main.Check",
                                     "main.str"};
   CHECK(probed == expected);
   auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("fixture"), "-truth",

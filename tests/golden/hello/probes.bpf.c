@@ -30,7 +30,8 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	weave_load(&e->hdr.goid, regs.r14 + 152, 8);
 
 	{ /* capture 0: req.Path (string) */
-		int fault = 0;
+		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */
+		(void)discard;
 		{ /* req.Path */
 			__u64 data = regs.bx; /* req: *main.Request in RBX */
 			fault |= weave_load(&data, data + 0, 8); /* req.Path.ptr: *uint8 at +0 */
@@ -44,7 +45,8 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	}
 
 	{ /* capture 1: req.Header.Port (uint16) */
-		int fault = 0;
+		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */
+		(void)discard;
 		{ /* req.Header.Port */
 			__u64 v = regs.bx; /* req: *main.Request in RBX */
 			fault |= weave_load(&v, v + 16, 8); /* req.Header: *main.Header at +16 */
@@ -56,7 +58,8 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	}
 
 	{ /* capture 2: deadline (int64) */
-		int fault = 0;
+		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */
+		(void)discard;
 		{ /* deadline */
 			__u64 v = regs.cx; /* deadline: int64 in RCX */
 			e->c2 = (__s64)v;
@@ -66,7 +69,8 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	}
 
 	{ /* capture 3: s.Name (string) */
-		int fault = 0;
+		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */
+		(void)discard;
 		{ /* s.Name */
 			__u64 data = regs.ax; /* s: *main.Server in RAX */
 			fault |= weave_load(&data, data + 0, 8); /* s.Name.ptr: *uint8 at +0 */
