@@ -330,6 +330,11 @@ ManifestProbe parse_probe(const json &p, size_t index, uint32_t header_size) {
   if (probe.program.empty())
     fail(path + ".program", "empty");
   probe.event_size = u32_at(p, path, "event_size", kMaxEventSize);
+  if (p.contains("duration_offset")) {
+    probe.duration_offset = u32_at(p, path, "duration_offset", kMaxEventSize);
+    if (probe.duration_offset < header_size || probe.duration_offset + 8 > probe.event_size)
+      fail(path + ".duration_offset", "outside the event record");
+  }
   if (probe.event_size < header_size)
     fail(path + ".event_size", std::to_string(probe.event_size) + " is smaller than the " +
                                    std::to_string(header_size) + "-byte event header");

@@ -92,6 +92,7 @@ struct ManifestProbe {
   std::string abi;
   std::string program;
   uint32_t event_size = 0;
+  uint32_t duration_offset = 0; // return events: where the call's duration (u64 ns) is; 0 if none
   std::vector<ManifestAttach> attach;
   std::vector<ManifestCapture> captures;
 };

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <unistd.h>
 
@@ -186,6 +187,20 @@ void append_hex(std::string &out, uint64_t v) {
   } while (v);
   out += "0x";
   out.append(buf + i, sizeof buf - i);
+}
+
+// Durations read like Go's time.Duration: 850ns, 12.3µs, 4.56ms, 1.2s.
+void append_duration(std::string &out, uint64_t ns) {
+  char buffer[32];
+  if (ns < 1000)
+    snprintf(buffer, sizeof buffer, "%lluns", static_cast<unsigned long long>(ns));
+  else if (ns < 1000000)
+    snprintf(buffer, sizeof buffer, "%.3gµs", ns / 1e3);
+  else if (ns < 1000000000)
+    snprintf(buffer, sizeof buffer, "%.3gms", ns / 1e6);
+  else
+    snprintf(buffer, sizeof buffer, "%.3gs", ns / 1e9);
+  out += buffer;
 }
 
 // ListCounts tracks the lists being printed: how many elements each one really has, so that the
@@ -389,7 +404,15 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
       }
     }
   }
-  out += ")\n";
+  out += ')';
+  // A return paired with its entry says how long the call took.
+  if (probe.duration_offset) {
+    if (uint64_t ns = load_u64(event + probe.duration_offset)) {
+      out += "  ";
+      append_duration(out, ns);
+    }
+  }
+  out += '\n';
 }
 
 void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t *event,
@@ -493,6 +516,12 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
   };
   append_list(",\"faults\":[", faults_);
   append_list(",\"truncated\":[", truncated_);
+  if (probe.duration_offset) {
+    if (uint64_t ns = load_u64(event + probe.duration_offset)) {
+      out += ",\"duration_ns\":";
+      append_u64(out, ns);
+    }
+  }
   out += "}\n";
 }
 

@@ -26,7 +26,9 @@ typedef long long __s64;
 /* Map types and flags (enum bpf_map_type, BPF_ANY, BPF_RB_*). */
 #define BPF_MAP_TYPE_ARRAY 2
 #define BPF_MAP_TYPE_PERCPU_ARRAY 6
+#define BPF_MAP_TYPE_LRU_HASH 9
 #define BPF_MAP_TYPE_RINGBUF 27
+#define BPF_ANY 0
 #define BPF_RB_NO_WAKEUP 1
 
 /* x86-64 struct pt_regs as the kernel lays it out (arch/x86/include/uapi/asm/ptrace.h). */
@@ -41,6 +43,8 @@ struct weave_pt_regs_arm64 {
 };
 
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
+static long (*bpf_map_update_elem)(void *map, const void *key, const void *value, __u64 flags) = (void *)2;
+static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)3;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
 static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)14;
 static long (*bpf_probe_read_user)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)112;
@@ -131,6 +135,62 @@ static __always_inline int weave_read_string(char *dst, __u32 max, __u64 data, _
 	if (n == 0)
 		return 0;
 	return bpf_probe_read_user(dst, n, (const void *)data) != 0;
+}
+
+/* Calls in flight, for the duration of each call: keyed by goroutine, probe, and the call's distance
+ * from the top of its goroutine's stack (g.stack.hi - SP). Goroutines move between threads, so a
+ * thread id would pair the wrong calls; stacks move when they grow, but copystack keeps every
+ * frame's distance from stack.hi (GO-ABI.md §8.3), and recursion gives each depth its own key. An
+ * LRU map bounds the memory: calls that never return (a panic unwinding past them, Goexit) age
+ * out as newer calls need the room. */
+struct weave_call_key {
+	__u64 goid;
+	__u64 depth;
+	__u32 probe;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct weave_call_key);
+	__type(value, __u64);
+} weave_calls SEC(".maps");
+
+/* weave_call_key: the key of the current call, from g (its stack.hi is at +8 in every Go version)
+ * and the stack pointer at the probe, which at the entry probe and at every RET is the same. */
+static __always_inline int weave_make_call_key(struct weave_call_key *key, __u64 g, __u64 sp, __u64 goid,
+					       __u32 probe)
+{
+	__u64 hi = 0;
+	if (!g || weave_load(&hi, g + 8, 8) || hi < sp)
+		return 1;
+	key->goid = goid;
+	key->depth = hi - sp;
+	key->probe = probe;
+	key->pad = 0;
+	return 0;
+}
+
+static __always_inline void weave_call_enter(__u64 g, __u64 sp, __u64 goid, __u32 probe, __u64 ts)
+{
+	struct weave_call_key key;
+	if (!weave_make_call_key(&key, g, sp, goid, probe))
+		bpf_map_update_elem(&weave_calls, &key, &ts, BPF_ANY);
+}
+
+/* The duration of the call returning now, or 0 when its entry was not seen. */
+static __always_inline __u64 weave_call_exit(__u64 g, __u64 sp, __u64 goid, __u32 probe, __u64 now)
+{
+	struct weave_call_key key;
+	if (weave_make_call_key(&key, g, sp, goid, probe))
+		return 0;
+	__u64 *start = bpf_map_lookup_elem(&weave_calls, &key);
+	if (!start)
+		return 0;
+	__u64 duration = now - *start;
+	bpf_map_delete_elem(&weave_calls, &key);
+	return duration;
 }
 
 #endif

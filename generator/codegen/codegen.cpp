@@ -149,6 +149,10 @@ Data plan_view(const Plan &plan) {
       ev.set("points", points);
       // g sits in R14 at ABIInternal entries and returns; elsewhere goid stays 0 for now.
       ev.set("read_goid", probe.abi == "ABIInternal");
+      ev.set("pair_entry", event->pairs_calls && event->kind == "entry");
+      ev.set("pair_return", event->pairs_calls && event->kind == "return");
+      ev.set("pair_probe", std::to_string(probe.entry.id));
+      ev.set("sp_reg", plan.sp_register);
       ev.set("ctx_type", plan.ctx_type);
       ev.set("g_reg", plan.g_register);
       ev.set("g_reg_name", plan.g_register_name);
@@ -156,6 +160,14 @@ Data plan_view(const Plan &plan) {
       ev.set("goid_source", comment(plan.goid_source));
       Data captures{Data::type::list};
       Data members{Data::type::list};
+      if (event->duration_offset) {
+        Data m;
+        m.set("decl", "__u64 duration_ns");
+        m.set("name", "duration_ns");
+        m.set("offset", std::to_string(event->duration_offset));
+        m.set("comment", "since the paired entry; 0 when the entry was not seen");
+        members.push_back(m);
+      }
       for (size_t c = 0; c < event->captures.size(); ++c) {
         const CapturePlan &capture = event->captures[c];
         Data cv;
@@ -315,6 +327,8 @@ std::string render_manifest(const Plan &plan) {
                 {"event_size", event->event_size},
                 {"attach", attach},
                 {"captures", captures_json(*event)}};
+      if (event->duration_offset)
+        p["duration_offset"] = event->duration_offset;
       if (!probe.skipped.empty())
         p["skipped"] = probe.skipped;
       probes.push_back(p);

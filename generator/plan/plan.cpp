@@ -510,6 +510,10 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
                                 captures.size(), kind, kMaxCaptures),
                     explicit_captures.empty() ? SourceLoc{} : explicit_captures.back().loc);
   uint32_t offset = kEventHeaderSize;
+  if (kind == "return") {
+    event.duration_offset = offset;
+    offset += 8;
+  }
   for (size_t i = 0; i < captures.size(); ++i) {
     captures[i].fault_bit = static_cast<int>(i);
     offset = layout_fields(captures[i], offset);
@@ -680,6 +684,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   }
   plan.g_register = regs.g;
   plan.g_register_name = regs.g_name;
+  plan.sp_register = regs.sp;
 
   // Map and channel headers: from DWARF when present; without it, the layout every Go version
   // since 1.0 has kept (hmap.count and swiss Map.used first; hchan {qcount, dataqsiz, ...}).
@@ -843,6 +848,8 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
         all_results.push_back({r.name, probe_spec.loc});
       probe.ret = make_event("return", probe.id, {}, all_results, results, fn->name, "result",
                              resolver, probe.skipped);
+      // Pairing needs g, which only ABIInternal code keeps in a register.
+      probe.entry.pairs_calls = probe.ret->pairs_calls = config.name == "ABIInternal";
     }
     return probe;
   };

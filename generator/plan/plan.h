@@ -90,6 +90,11 @@ struct EventPlan {
   std::string struct_name; // C struct of its event: "probe_0_entry_event"
   std::vector<CapturePlan> captures;
   uint32_t event_size = 0;
+  // Entry and return of a probe with return events pair up by goroutine and stack depth (in
+  // ABIInternal code, where g is in its register); the return event then carries the duration in
+  // a u64 right after the header.
+  bool pairs_calls = false;
+  uint32_t duration_offset = 0; // return events: 0 when there is none
 };
 
 struct ProbePlan {
@@ -130,6 +135,7 @@ struct Plan {
   std::string g_register;       // pt_regs field holding g at ABIInternal entries ("r14")
   std::string g_register_name;  // "R14"
   std::string ctx_type;         // C type of the uprobe context: "struct weave_pt_regs_x86_64"
+  std::string sp_register;      // pt_regs field of the stack pointer ("sp")
   uint32_t header_size = 0;     // sizeof(struct weave_event_header)
   std::vector<ProbePlan> probes;
   std::vector<std::string> warnings; // wildcard matches left out, and why
