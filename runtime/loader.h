@@ -4,6 +4,18 @@
 // configure, attach, and at the end detach. One BPF program serves all attach points of a probe;
 // the attach point's cookie (bpf_get_attach_cookie) tells them apart, so a probe with many RETs
 // still costs one verified program.
+//
+// Two ways to attach (DESIGN.md, "Measured on this machine"):
+//  - uprobe_multi: one BPF_TRACE_UPROBE_MULTI link per program holds all its attach points with
+//    their cookies (Linux >= 6.6). Attaching 1,000 offsets this way takes ~17 ms.
+//  - perf events: one perf-event uprobe link per attach point (any kernel with the uprobe PMU).
+// A program verified for uprobe_multi (expected attach type BPF_TRACE_UPROBE_MULTI) cannot be
+// attached through a perf event and the other way round, so the choice is made before load():
+// by default by asking the kernel (probe_uprobe_multi), or forced by the caller.
+//
+// Closing a link of either kind waits for an RCU grace period in the kernel (~50 ms for a
+// uprobe_multi link, ~100 ms for a perf-event link on this machine) and the waits of concurrent
+// closes overlap, so detach() closes links from many threads at once.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +38,31 @@ namespace weave {
 void setup_libbpf_logging(int verbosity);
 void show_libbpf_backlog();
 
+enum class AttachMethod {
+  Auto,  // uprobe_multi when the kernel has it, else perf events
+  Multi, // uprobe_multi links, or fail
+  Perf,  // perf-event links
+};
+
+// Whether this kernel creates BPF_TRACE_UPROBE_MULTI links. Loads a two-instruction program with
+// that expected attach type and asks for a link on "/", which a kernel that knows uprobe_multi
+// refuses with EBADF (not a regular file) and an older one with EINVAL (unknown attach type) —
+// the probe libbpf itself uses (libbpf.c: probe_uprobe_multi_link, libbpf >= 1.3). Nothing is
+// attached. When false, `why` says what failed. Needs the privileges that loading BPF needs.
+bool probe_uprobe_multi(std::string &why);
+
+// Run-time statistics of one BPF program (struct bpf_prog_info), while they are enabled.
+struct ProgramRunStats {
+  uint64_t run_count = 0;
+  uint64_t run_time_ns = 0;
+};
+
+// Runs task(0) .. task(n - 1), each once, on up to `max_threads` threads with small stacks, and
+// returns when all are done. For work that mostly sleeps in the kernel, such as closing links.
+// Signals stay with the calling thread.
+void run_in_parallel(size_t n, size_t max_threads, void (*task)(void *context, size_t i),
+                     void *context);
+
 class Loader {
 public:
   explicit Loader(const Manifest &manifest) : manifest_(manifest) {}
@@ -34,34 +71,67 @@ public:
   Loader &operator=(const Loader &) = delete;
 
   // Opens `object`, checks that it has every program the manifest names and the maps weave_bpf.h
-  // defines, and loads it. `object` must stay alive until load() returns.
-  bool load(std::string_view object, std::string &error);
+  // defines, decides how to attach (see above), and loads it. `object` must stay alive until
+  // load() returns.
+  bool load(std::string_view object, std::string &error, AttachMethod method = AttachMethod::Auto);
+
+  // After load(): Multi or Perf, and why (e.g. "the kernel has it", "forced with --attach perf").
+  AttachMethod method() const { return method_; }
+  const std::string &method_reason() const { return method_reason_; }
 
   // Writes struct weave_config into `weave_config` (key 0); tgid 0 traces every process.
   bool set_target_tgid(uint32_t tgid, std::string &error);
+
+  // Turns on the kernel's run-time accounting of BPF programs (bpf_enable_stats, system-wide,
+  // until this loader goes away; costs two clock reads per program run). Call before attach() so
+  // that every run is counted.
+  bool enable_run_time_stats(std::string &error);
 
   // Attaches every probe at every attach point in `binary_path` (`display` names it in messages).
   // Stops at the first failure; what was attached stays until detach() or destruction.
   bool attach(const std::string &binary_path, const std::string &display, std::string &error);
 
-  // Destroys every link in one pass. Each perf-event link costs ~100 ms to close on this kernel
-  // (DESIGN.md), which a later uprobe_multi link will remove.
+  // Closes every link, many at a time (see above). Returns once all are closed, so no program
+  // runs any more.
   void detach();
 
-  size_t link_count() const { return links_.size(); }
+  size_t link_count() const { return multi_links_.size() + perf_links_.size(); }
+  size_t attach_point_count() const { return attached_points_; }
+  double attach_seconds() const { return attach_seconds_; }
+  double detach_seconds() const { return detach_seconds_; }
   int events_fd() const;
 
   // Events the BPF side could not reserve (ring buffer full), per probe id, summed over CPUs.
   bool lost_per_probe(std::vector<uint64_t> &lost, std::string &error) const;
+  // Probe runs for a traced process (after the pid filter), per probe id, summed over CPUs. False
+  // with an empty `error` when the object has no weave_hits map (built by an older weave).
+  bool hits_per_probe(std::vector<uint64_t> &hits, std::string &error) const;
+  // Per probe id; false when the statistics are unavailable (see enable_run_time_stats).
+  bool run_stats_per_probe(std::vector<ProgramRunStats> &stats, std::string &error) const;
 
 private:
+  bool read_counters(bpf_map *map, const char *name, std::vector<uint64_t> &out,
+                     std::string &error) const;
+  bool attach_multi(size_t probe, const std::string &path, const std::string &display,
+                    std::string &error);
+  bool attach_perf(size_t probe, const std::string &path, const std::string &display,
+                   std::string &error);
+
   const Manifest &manifest_;
   bpf_object *object_ = nullptr;
   std::vector<bpf_program *> programs_; // by probe id
   bpf_map *events_ = nullptr;
   bpf_map *config_ = nullptr;
   bpf_map *lost_ = nullptr;
-  std::vector<bpf_link *> links_;
+  bpf_map *hits_ = nullptr; // optional
+  AttachMethod method_ = AttachMethod::Auto;
+  std::string method_reason_;
+  int stats_fd_ = -1;
+  std::vector<int> multi_links_;       // link fds
+  std::vector<bpf_link *> perf_links_; // one per attach point
+  size_t attached_points_ = 0;
+  double attach_seconds_ = 0;
+  double detach_seconds_ = 0;
 };
 
 } // namespace weave

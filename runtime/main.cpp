@@ -2,7 +2,8 @@
 // manifest to a copy of this program (payload.h); run, it attaches the probes to a Go binary and
 // prints one line per event until the traced program exits or it is interrupted.
 //
-//   tracer [--format text|json] [--pid N] [--binary PATH] [-v] [--version] [-- CMD ARGS...]
+//   tracer [--format text|json] [--pid N] [--binary PATH] [--attach auto|multi|perf]
+//          [--stats[=SECONDS]] [--exit-after-attach] [-v] [--version] [-- CMD ARGS...]
 #include <CLI/CLI.hpp>
 #include <bpf/libbpf.h>
 #include <cerrno>
@@ -21,7 +22,9 @@
 #include "loader.h"
 #include "manifest.h"
 #include "output.h"
+#include "symbolize.h"
 #include "payload.h"
+#include "stats.h"
 
 namespace {
 
@@ -79,6 +82,9 @@ struct Options {
   std::string format = "text";
   pid_t pid = 0;
   std::string binary;
+  std::string attach = "auto";
+  int stats = -1;                 // -1: off; 0: at exit; N: also every N seconds
+  bool exit_after_attach = false; // attach, detach, exit: measures attaching
   int verbosity = 0;
   bool version = false;
   std::string object_path;          // debugging: instead of the embedded payload
@@ -109,6 +115,20 @@ int parse_command_line(int argc, char **argv, Options &opt) {
   app.add_option("--binary", opt.binary,
                  "the binary to attach to (default: CMD, /proc/N/exe, or the path recorded at "
                  "build time)");
+  app.add_option("--attach", opt.attach,
+                 "how to attach: one uprobe_multi link per probe (Linux 6.6+), one perf-event "
+                 "link per attach point, or auto: uprobe_multi when the kernel has it")
+      ->check(CLI::IsMember({"auto", "multi", "perf"}))
+      ->capture_default_str();
+  app.add_option("--stats", opt.stats,
+                 "print per-probe hits, events, lost events and BPF run time to stderr at exit, "
+                 "and every SECONDS seconds with --stats=SECONDS")
+      ->expected(0, 1)
+      ->default_str("0")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--exit-after-attach", opt.exit_after_attach,
+               "attach, detach and exit, saying how long each took (for measuring; a command "
+               "after -- is not started)");
   app.add_flag("-v,--verbose", opt.verbosity,
                "show libbpf's messages (twice: with its debug output)");
   app.add_flag("--version", opt.version, "print versions and the target this tracer is for");
@@ -313,17 +333,54 @@ private:
   bool wakeup_;
 };
 
+StatsReport collect_stats(const Loader &loader, const EventWriter &writer,
+                          const std::vector<uint64_t> &lost, double seconds) {
+  StatsReport report;
+  report.seconds = seconds;
+  report.probes.resize(writer.events_per_probe().size());
+  std::string error;
+  std::vector<uint64_t> hits;
+  report.hits_known = loader.hits_per_probe(hits, error);
+  if (!error.empty())
+    say("{}", error);
+  std::vector<ProgramRunStats> runs;
+  report.run_time_known = loader.run_stats_per_probe(runs, error);
+  for (size_t i = 0; i < report.probes.size(); ++i) {
+    ProbeStats &s = report.probes[i];
+    s.events = writer.events_per_probe()[i];
+    s.lost = i < lost.size() ? lost[i] : 0;
+    if (report.hits_known)
+      s.hits = hits[i];
+    if (report.run_time_known) {
+      s.runs = runs[i].run_count;
+      s.run_time_ns = runs[i].run_time_ns;
+    }
+  }
+  return report;
+}
+
+void print_stats(const Manifest &m, const StatsReport &report, const char *when) {
+  say("stats {} {:.1f} s:", when, report.seconds);
+  for (const std::string &line : format_stats(m, report))
+    say("  {}", line);
+}
+
+// The exit summary: a line per probe (with many probes, only those that lost events), the total,
+// and the lost and malformed counts.
 void print_summary(const Manifest &m, const EventWriter &writer, const std::vector<uint64_t> &lost,
                    bool lost_known) {
+  constexpr size_t kListedProbes = 20;
   uint64_t total_events = 0, total_lost = 0;
   for (size_t i = 0; i < m.probes.size(); ++i) {
     uint64_t l = lost_known ? lost[i] : 0;
     total_events += writer.events_per_probe()[i];
     total_lost += l;
-    say("{}: {} events, {} lost", m.probes[i].name, writer.events_per_probe()[i], l);
+    if (m.probes.size() <= kListedProbes || l > 0)
+      say("{}: {} events, {} lost", m.probes[i].name, writer.events_per_probe()[i], l);
   }
   if (m.probes.size() > 1)
-    say("total: {} events, {} lost", total_events, total_lost);
+    say("total: {} events, {} lost{}", total_events, total_lost,
+        m.probes.size() > kListedProbes ? " (each probe's: --stats)" : "");
   if (total_lost > 0)
     say("{} events lost (ring buffer full)", total_lost);
   if (!lost_known)
@@ -432,9 +489,10 @@ int run(int argc, char **argv) {
   uint32_t tgid = mode == Mode::Command ? uint32_t(child.pid)
                   : mode == Mode::Pid   ? uint32_t(opt.pid)
                                         : 0;
-  // The pid filter goes in before the first attach, so no other process is ever traced.
-  if (!loader.load(object, error) || !loader.set_target_tgid(tgid, error) ||
-      !loader.attach(binary, binary, error)) {
+  AttachMethod method = opt.attach == "multi"  ? AttachMethod::Multi
+                        : opt.attach == "perf" ? AttachMethod::Perf
+                                               : AttachMethod::Auto;
+  if (!loader.load(object, error, method) || !loader.set_target_tgid(tgid, error)) {
     say("{}", error);
     show_libbpf_backlog();
     abandon_child();
@@ -442,9 +500,41 @@ int run(int argc, char **argv) {
   }
   object.clear();
   object.shrink_to_fit(); // libbpf no longer needs it after load
+  if (opt.stats >= 0 && !loader.enable_run_time_stats(error))
+    say("{}; --stats goes on without run times", error);
+  // The pid filter went in before the first attach, so no other process is ever traced.
+  if (!loader.attach(binary, binary, error)) {
+    say("{}", error);
+    show_libbpf_backlog();
+    loader.detach();
+    abandon_child();
+    return kExitSetup;
+  }
+  uint64_t traced_ns = monotonic_ns();
+  size_t points = loader.attach_point_count();
+  if (opt.verbosity || opt.stats >= 0 || opt.exit_after_attach)
+    say("attached {} with {} in {:.3f} s ({})", count(points, "point"),
+        count(loader.link_count(),
+              loader.method() == AttachMethod::Multi ? "uprobe_multi link" : "perf-event link"),
+        loader.attach_seconds(), loader.method_reason());
+  if (opt.exit_after_attach) {
+    loader.detach();
+    say("detached {} in {:.3f} s", count(points, "point"), loader.detach_seconds());
+    abandon_child();
+    return 0;
+  }
 
   EventWriter writer(manifest, opt.format == "json" ? OutputFormat::Json : OutputFormat::Text,
                      start_ns, STDOUT_FILENO);
+  // Stacks are symbolized from the target's own .gopclntab (works on stripped binaries too).
+  std::unique_ptr<Symbolizer> symbolizer;
+  for (const ManifestProbe &p : manifest.probes)
+    if (p.stack_depth && !symbolizer) {
+      symbolizer = std::make_unique<Symbolizer>(binary);
+      if (!symbolizer->error().empty())
+        say("stacks will show addresses: {}", symbolizer->error());
+      writer.set_symbolizer(symbolizer.get());
+    }
   ring_buffer *rb = ring_buffer__new(loader.events_fd(), on_sample, &writer, nullptr);
   if (!rb) {
     say("map 'weave_events': cannot open the ring buffer: {}", std::strerror(errno));
@@ -454,7 +544,6 @@ int run(int argc, char **argv) {
   }
   EventStream stream(rb, writer, manifest.ringbuf_wakeup);
 
-  size_t points = loader.link_count();
   if (mode == Mode::Command) {
     if (opt.verbosity)
       say("attached {} at {} in {}; starting {}", count(manifest.probes.size(), "probe"),
@@ -474,7 +563,7 @@ int run(int argc, char **argv) {
 
   int exit_code = 0;
   bool child_done = false, told_waiting = false, broken = false;
-  uint64_t first_signal_ns = 0, last_check_ns = 0;
+  uint64_t first_signal_ns = 0, last_check_ns = 0, last_stats_ns = traced_ns;
   while (true) {
     if (g_signal_count > 0) {
       // With a command, the signal went to it as well: keep tracing until it exits, so its
@@ -513,20 +602,39 @@ int run(int argc, char **argv) {
       if (!process_alive(opt.pid))
         break;
     }
+    if (opt.stats > 0 && now - last_stats_ns >= uint64_t(opt.stats) * 1'000'000'000) {
+      last_stats_ns = now;
+      std::vector<uint64_t> lost;
+      if (!loader.lost_per_probe(lost, error))
+        say("{}", error);
+      print_stats(manifest, collect_stats(loader, writer, lost, double(now - traced_ns) / 1e9),
+                  "after");
+    }
   }
 
   // Drain, detach, and drain again: the second pass prints what arrived while the links closed,
   // so no event that the BPF side submitted goes unprinted.
   stream.drain_all();
-  if (points > 20)
-    say("detaching {} attach points...", points);
+  double traced_seconds = double(monotonic_ns() - traced_ns) / 1e9;
+  // Perf-event links close one at a time in the kernel, ~0.1 s each (see Loader::detach).
+  if (loader.method() == AttachMethod::Perf && loader.link_count() > 20)
+    say("detaching {}...", count(points, "attach point"));
   loader.detach();
+  if (opt.verbosity || opt.stats >= 0)
+    say("detached {} in {:.3f} s", count(points, "point"), loader.detach_seconds());
   stream.drain_all();
   std::vector<uint64_t> lost;
   bool lost_known = loader.lost_per_probe(lost, error);
   if (!lost_known)
     say("{}", error);
   ring_buffer__free(rb);
+  if (opt.stats >= 0) {
+    // Every program has stopped and the buffer is drained: the numbers are final and add up.
+    StatsReport report = collect_stats(loader, writer, lost, traced_seconds);
+    print_stats(manifest, report, "at exit, after");
+    for (const std::string &mismatch : stats_mismatches(manifest, report))
+      say("stats do not add up: {}", mismatch);
+  }
   print_summary(manifest, writer, lost, lost_known);
 
   if (mode == Mode::Command && !child_done) {

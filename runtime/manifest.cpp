@@ -330,6 +330,13 @@ ManifestProbe parse_probe(const json &p, size_t index, uint32_t header_size) {
   if (probe.program.empty())
     fail(path + ".program", "empty");
   probe.event_size = u32_at(p, path, "event_size", kMaxEventSize);
+  if (p.contains("stack")) {
+    const json &stack = object_at(p, path, "stack");
+    probe.stack_offset = u32_at(stack, path + ".stack", "offset", kMaxEventSize);
+    probe.stack_depth = u32_at(stack, path + ".stack", "depth", 64);
+    if (probe.stack_offset < header_size || probe.stack_offset + 8ull * probe.stack_depth > probe.event_size)
+      fail(path + ".stack", "outside the event record");
+  }
   if (p.contains("duration_offset")) {
     probe.duration_offset = u32_at(p, path, "duration_offset", kMaxEventSize);
     if (probe.duration_offset < header_size || probe.duration_offset + 8 > probe.event_size)

@@ -93,6 +93,8 @@ struct ManifestProbe {
   std::string program;
   uint32_t event_size = 0;
   uint32_t duration_offset = 0; // return events: where the call's duration (u64 ns) is; 0 if none
+  uint32_t stack_offset = 0;    // entry events with a stack: where its u64 return addresses are
+  uint32_t stack_depth = 0;     // ... and how many slots (0-terminated when shorter)
   std::vector<ManifestAttach> attach;
   std::vector<ManifestCapture> captures;
 };

@@ -1,4 +1,5 @@
 #include "output.h"
+#include "symbolize.h"
 
 #include <cmath>
 
@@ -207,6 +208,8 @@ void append_duration(std::string &out, uint64_t ns) {
 // slots past a slice's length are skipped (their bytes were never read).
 class ListCounts {
 public:
+  // The stack's storage belongs to the printer and is reused, so printing allocates nothing.
+  explicit ListCounts(std::vector<uint64_t> &stack) : stack_(stack) { stack_.clear(); }
   void open(const DisplayOp &op, const ManifestCapture &capture, const uint8_t *event) {
     if (op.kind != DisplayOp::OpenList) {
       stack_.push_back(UINT64_MAX);
@@ -230,7 +233,7 @@ public:
   }
 
 private:
-  std::vector<uint64_t> stack_;
+  std::vector<uint64_t> &stack_;
 };
 
 // Floats print in their shortest exact form (std::to_chars). JSON has no NaN or infinities, so
@@ -290,6 +293,7 @@ EventPrinter::EventPrinter(const Manifest &manifest, OutputFormat format, uint64
   }
   // Sized for the largest probe, so format_json never allocates.
   faults_.reserve(max_captures);
+  list_stack_.reserve(16);
   truncated_.reserve(max_fields);
 }
 
@@ -351,7 +355,7 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
       continue;
     }
     bool first = true; // no ", " before the first member of a struct
-    ListCounts counts;
+    ListCounts counts(list_stack_);
     for (size_t i = 0; i < capture.display.size(); ++i) {
       const DisplayOp &op = capture.display[i];
       if (counts.skip(op, i))
@@ -413,6 +417,8 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
     }
   }
   out += '\n';
+  if (probe.stack_depth)
+    append_stack(out, h, probe, event, false);
 }
 
 void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t *event,
@@ -445,7 +451,7 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
       continue;
     }
     bool first = true;
-    ListCounts counts;
+    ListCounts counts(list_stack_);
     for (size_t i = 0; i < capture.display.size(); ++i) {
       const DisplayOp &op = capture.display[i];
       if (counts.skip(op, i))
@@ -522,6 +528,8 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
       append_u64(out, ns);
     }
   }
+  if (probe.stack_depth)
+    append_stack(out, h, probe, event, true);
   out += "}\n";
 }
 
@@ -645,6 +653,59 @@ void EventPrinter::append_interface(std::string &out, const DisplayOp &op, const
   if (json)
     out += '"';
   close();
+}
+
+
+// A stack prints as Go's own traceback would name its frames, inlined calls expanded: in text one
+// indented line per frame after the event ("    main.caller (main.go:12) [inlined]"), in JSON a
+// "stack" array of {"function","file","line","inlined"} ({"pc":"0x..."} when unknown).
+void EventPrinter::append_stack(std::string &out, const struct weave_event_header &h, const ManifestProbe &probe,
+                                const uint8_t *event, bool json) {
+  if (json)
+    out += ",\"stack\":[";
+  bool first = true;
+  for (uint32_t i = 0; i < probe.stack_depth; ++i) {
+    uint64_t pc = load_u64(event + probe.stack_offset + 8 * i);
+    if (!pc)
+      break;
+    static const std::vector<Pclntab::Frame> none;
+    const auto &frames = symbolizer_ ? symbolizer_->frames(h.pid, pc) : none;
+    if (frames.empty()) {
+      if (json) {
+        out += first ? "{\"pc\":\"" : ",{\"pc\":\"";
+        append_hex(out, pc);
+        out += "\"}";
+      } else {
+        out += "    ";
+        append_hex(out, pc);
+        out += '\n';
+      }
+      first = false;
+      continue;
+    }
+    for (const auto &f : frames) {
+      if (json) {
+        out += first ? "{\"function\":" : ",{\"function\":";
+        append_json_string(out, f.function);
+        out += ",\"file\":";
+        append_json_string(out, f.file);
+        out += ",\"line\":";
+        append_u64(out, static_cast<uint64_t>(f.line));
+        out += f.inlined ? ",\"inlined\":true}" : ",\"inlined\":false}";
+      } else {
+        out += "    ";
+        out += f.function;
+        out += " (";
+        out += f.file;
+        out += ':';
+        append_u64(out, static_cast<uint64_t>(f.line));
+        out += f.inlined ? ") [inlined]\n" : ")\n";
+      }
+      first = false;
+    }
+  }
+  if (json)
+    out += ']';
 }
 
 } // namespace weave

@@ -19,6 +19,8 @@ enum class OutputFormat { Text, Json };
 
 // EventPrinter turns one event record into one line. Everything that does not depend on the
 // event (quoted names, struct labels) is prepared once in the constructor.
+class Symbolizer;
+
 class EventPrinter {
 public:
   // start_ns: CLOCK_MONOTONIC at tracer start, the zero of the text format's time column
@@ -30,7 +32,14 @@ public:
   // probe id, an unknown event kind.
   bool format(const void *data, size_t size, std::string &out);
 
+  // Stacks are printed symbolized when a symbolizer is set, as addresses otherwise.
+  void set_symbolizer(Symbolizer *symbolizer) { symbolizer_ = symbolizer; }
+
 private:
+  Symbolizer *symbolizer_ = nullptr;
+  std::vector<uint64_t> list_stack_; // ListCounts' storage, reused for every event
+  void append_stack(std::string &out, const struct weave_event_header &h, const ManifestProbe &probe,
+                    const uint8_t *event, bool json);
   // Renders an interface by its dynamic type (see DisplayOp::Interface).
   void append_interface(std::string &out, const DisplayOp &op, const ManifestCapture &capture,
                         const uint8_t *event, bool json) const;
@@ -74,6 +83,7 @@ public:
   const std::string &error() const { return error_; }
 
   const std::vector<uint64_t> &events_per_probe() const { return events_; }
+  void set_symbolizer(Symbolizer *symbolizer) { printer_.set_symbolizer(symbolizer); }
   uint64_t malformed() const { return malformed_; }
 
 private:

@@ -51,6 +51,17 @@ static long (*bpf_probe_read_user)(void *dst, __u32 size, const void *unsafe_ptr
 static void *(*bpf_ringbuf_reserve)(void *ringbuf, __u64 size, __u64 flags) = (void *)131;
 static void (*bpf_ringbuf_submit)(void *data, __u64 flags) = (void *)132;
 static __u64 (*bpf_get_attach_cookie)(void *ctx) = (void *)174;
+static __u64 (*bpf_get_current_task)(void) = (void *)35;
+static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)113;
+
+/* Only the fields weave reads, with CO-RE: libbpf relocates each offset against the running
+ * kernel's BTF at load time, so one object works on every kernel (no kernel headers needed). */
+struct thread_struct {
+	unsigned long fsbase;
+} __attribute__((preserve_access_index));
+struct task_struct {
+	struct thread_struct thread;
+} __attribute__((preserve_access_index));
 
 #include "weave_event.h"
 
@@ -191,6 +202,37 @@ static __always_inline __u64 weave_call_exit(__u64 g, __u64 sp, __u64 goid, __u3
 	__u64 duration = now - *start;
 	bpf_map_delete_elem(&weave_calls, &key);
 	return duration;
+}
+
+/* weave_stack: up to `max` return addresses of the calling frames, innermost first, 0-terminated.
+ * At a Go function's entry (before it pushes its frame pointer) the return address is at SP and
+ * RBP is the caller's frame: [RBP] is the next frame pointer, [RBP + 8] that frame's return address.
+ * `max` is a constant at each call site, which bounds the loop for the verifier. */
+static __always_inline void weave_stack(__u64 *pcs, __u32 max, __u64 sp, __u64 bp)
+{
+	__u64 pc = 0;
+	if (weave_load(&pc, sp, 8) || !pc)
+		return;
+	pcs[0] = pc;
+	for (__u32 i = 1; i < max; i++) {
+		if (!bp || weave_load(&pc, bp + 8, 8) || !pc)
+			return;
+		pcs[i] = pc;
+		if (weave_load(&bp, bp, 8))
+			return;
+	}
+}
+
+/* weave_tls_g: g of the current thread in amd64 ABI0 code, from FS base + offset. Go sets FS with
+ * arch_prctl, so the task's saved fsbase is current while its thread runs Go code. */
+static __always_inline __u64 weave_tls_g(long offset)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 fsbase = 0, g = 0;
+	if (bpf_probe_read_kernel(&fsbase, sizeof(fsbase), &task->thread.fsbase) || !fsbase)
+		return 0;
+	weave_load(&g, fsbase + offset, 8);
+	return g;
 }
 
 #endif

@@ -168,6 +168,10 @@ BinaryImage load_binary(const std::string &path) {
     GElf_Phdr phdr;
     if (!gelf_getphdr(elf, static_cast<int>(i), &phdr))
       fail_corrupt(path, "truncated or corrupt program header " + std::to_string(i));
+    if (phdr.p_type == PT_TLS) {
+      image.tls_memsz = phdr.p_memsz;
+      image.tls_align = phdr.p_align;
+    }
     if (phdr.p_type != PT_LOAD)
       continue;
     if (phdr.p_offset > file_size || phdr.p_filesz > file_size - phdr.p_offset)
@@ -224,6 +228,8 @@ BinaryImage load_binary(const std::string &path) {
           image.functions.push_back(ElfSymbol{sym_name, sym.st_value, sym.st_size});
         else if (std::strcmp(sym_name, "runtime.types") == 0)
           image.types_base = sym.st_value;
+        else if (std::strcmp(sym_name, "runtime.tlsg") == 0)
+          image.tlsg = sym.st_value;
       }
     }
   }

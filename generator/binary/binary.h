@@ -49,6 +49,11 @@ struct BinaryImage {
   std::vector<ElfSymbol> functions; // STT_FUNC symbols from .symtab, sorted by address then name
   // runtime.types: where the type descriptors start; DWARF's go_runtime_type is relative to it.
   std::optional<uint64_t> types_base;
+  // The thread-local segment (PT_TLS), 0 when there is none, and runtime.tlsg's offset in it: where
+  // ABI0 code finds g (GO-ABI.md §5).
+  uint64_t tls_memsz = 0;
+  uint64_t tls_align = 0;
+  std::optional<uint64_t> tlsg;
 };
 
 // Reads everything above. Throws UserError: [binary-unreadable] (missing, permission),

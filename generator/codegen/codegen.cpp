@@ -148,7 +148,14 @@ Data plan_view(const Plan &plan) {
       }
       ev.set("points", points);
       // g sits in R14 at ABIInternal entries and returns; elsewhere goid stays 0 for now.
-      ev.set("read_goid", probe.abi == "ABIInternal");
+      // g: in its register in ABIInternal code, else (amd64 ABI0) in thread-local storage.
+      bool g_in_register = probe.abi == "ABIInternal";
+      ev.set("read_goid", g_in_register || plan.has_tls_g);
+      ev.set("g_expr", g_in_register ? "regs." + plan.g_register
+                                     : fmt::format("weave_tls_g({})", plan.g_tls_offset));
+      ev.set("g_comment", g_in_register ? fmt::format("g is in {} in ABIInternal code", plan.g_register_name)
+                                        : fmt::format("ABI0 code: g is at FS base {} ({})", plan.g_tls_offset,
+                                                      comment(plan.g_tls_source)));
       ev.set("pair_entry", event->pairs_calls && event->kind == "entry");
       ev.set("pair_return", event->pairs_calls && event->kind == "return");
       ev.set("pair_probe", std::to_string(probe.entry.id));
@@ -168,6 +175,8 @@ Data plan_view(const Plan &plan) {
         m.set("comment", "since the paired entry; 0 when the entry was not seen");
         members.push_back(m);
       }
+      ev.set("has_stack", event->stack_depth > 0);
+      ev.set("stack_depth", std::to_string(event->stack_depth));
       for (size_t c = 0; c < event->captures.size(); ++c) {
         const CapturePlan &capture = event->captures[c];
         Data cv;
@@ -224,6 +233,14 @@ Data plan_view(const Plan &plan) {
         captures.push_back(cv);
       }
       ev.set("captures", captures);
+      if (event->stack_depth) {
+        Data m;
+        m.set("decl", fmt::format("__u64 stack[{}]", event->stack_depth));
+        m.set("name", "stack");
+        m.set("offset", std::to_string(event->stack_offset));
+        m.set("comment", "return addresses, innermost caller first, 0-terminated");
+        members.push_back(m);
+      }
       ev.set("members", members);
       events.push_back(ev);
     }
@@ -329,6 +346,8 @@ std::string render_manifest(const Plan &plan) {
                 {"captures", captures_json(*event)}};
       if (event->duration_offset)
         p["duration_offset"] = event->duration_offset;
+      if (event->stack_depth)
+        p["stack"] = {{"offset", event->stack_offset}, {"depth", event->stack_depth}};
       if (!probe.skipped.empty())
         p["skipped"] = probe.skipped;
       probes.push_back(p);

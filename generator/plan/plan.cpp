@@ -685,6 +685,20 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   plan.g_register = regs.g;
   plan.g_register_name = regs.g_name;
   plan.sp_register = regs.sp;
+  if (image.arch == Arch::X86_64) {
+    // x86-64 TLS variant II: the static TLS block ends at FS base; g is runtime.tlsg's slot in it.
+    // Without PT_TLS (the internal linker, no cgo) the runtime uses -8(FS) (sys_linux_amd64.s).
+    plan.has_tls_g = true;
+    if (image.tls_memsz) {
+      uint64_t align = image.tls_align ? image.tls_align : 1;
+      uint64_t block = (image.tls_memsz + align - 1) / align * align;
+      plan.g_tls_offset = -static_cast<int64_t>(block) + static_cast<int64_t>(image.tlsg.value_or(0));
+      plan.g_tls_source = fmt::format("PT_TLS block of {} bytes, runtime.tlsg at +{}", block, image.tlsg.value_or(0));
+    } else {
+      plan.g_tls_offset = -8;
+      plan.g_tls_source = "no PT_TLS: the runtime's -8(FS)";
+    }
+  }
 
   // Map and channel headers: from DWARF when present; without it, the layout every Go version
   // since 1.0 has kept (hmap.count and swiss Map.used first; hchan {qcount, dataqsiz, ...}).
@@ -835,6 +849,19 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
         all_args.push_back({in.name, probe_spec.all_args_loc});
     probe.entry = make_event("entry", probe.id, probe_spec.captures, all_args, inputs, fn->name,
                              "parameter", resolver, probe.skipped);
+    if (probe_spec.stack > 0) {
+      // Go keeps frame pointers on amd64; the walk starts from SP (the return address) and RBP
+      // (the caller's frame, since the entry probe runs before the function pushes its own).
+      if (image.arch != Arch::X86_64)
+        throw UserError("unsupported-stack",
+                        fmt::format("stack: traces are walked through frame pointers on amd64 only, and {} "
+                                    "is {}",
+                                    image.path, arch_name(image.arch)),
+                        probe_spec.loc);
+      probe.entry.stack_depth = static_cast<uint32_t>(probe_spec.stack);
+      probe.entry.stack_offset = probe.entry.event_size;
+      probe.entry.event_size += 8 * probe.entry.stack_depth;
+    }
 
     if (probe_spec.capture_return) {
       if (facts.returns.empty())
@@ -848,8 +875,8 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
         all_results.push_back({r.name, probe_spec.loc});
       probe.ret = make_event("return", probe.id, {}, all_results, results, fn->name, "result",
                              resolver, probe.skipped);
-      // Pairing needs g, which only ABIInternal code keeps in a register.
-      probe.entry.pairs_calls = probe.ret->pairs_calls = config.name == "ABIInternal";
+      // Pairing needs g: in a register in ABIInternal code, in TLS for amd64 ABI0 code.
+      probe.entry.pairs_calls = probe.ret->pairs_calls = config.name == "ABIInternal" || plan.has_tls_g;
     }
     return probe;
   };

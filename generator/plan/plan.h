@@ -95,6 +95,10 @@ struct EventPlan {
   // a u64 right after the header.
   bool pairs_calls = false;
   uint32_t duration_offset = 0; // return events: 0 when there is none
+  // Entry events with "stack: N": N u64 return addresses at stack_offset (0-terminated when the
+  // walk ends early), innermost caller first.
+  uint32_t stack_depth = 0;
+  uint32_t stack_offset = 0;
 };
 
 struct ProbePlan {
@@ -136,6 +140,11 @@ struct Plan {
   std::string g_register_name;  // "R14"
   std::string ctx_type;         // C type of the uprobe context: "struct weave_pt_regs_x86_64"
   std::string sp_register;      // pt_regs field of the stack pointer ("sp")
+  // amd64 ABI0 code keeps g in thread-local storage at FS base + g_tls_offset (-8 without C
+  // thread-locals; a cgo binary's TLS segment moves it): see GO-ABI.md §5.
+  bool has_tls_g = false;
+  int64_t g_tls_offset = 0;
+  std::string g_tls_source;
   uint32_t header_size = 0;     // sizeof(struct weave_event_header)
   std::vector<ProbePlan> probes;
   std::vector<std::string> warnings; // wildcard matches left out, and why

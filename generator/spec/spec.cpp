@@ -441,6 +441,8 @@ Spec build(const YAML::Node &root, const std::string &path) {
     }
     if (YAML::Node ret = probe["return"])
       p.capture_return = ret.Scalar() == "true";
+    if (YAML::Node stack = probe["stack"])
+      p.stack = static_cast<int>(*spec_schema::parse_integer(stack.Scalar()));
     if (YAML::Node params = probe["params"]) {
       p.has_params = true;
       p.params = parse_params(params, path);

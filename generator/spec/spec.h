@@ -50,6 +50,7 @@ struct ProbeSpec {
   bool all_args = false;       // "args: all"
   SourceLoc all_args_loc;
   bool capture_return = false; // "return: true": results at every RET
+  int stack = 0;               // "stack: N": frames of the call stack captured at entry
   bool has_params = false;     // "params:" given (possibly empty)
   std::vector<ParamSpec> params;
   bool has_results = false;

@@ -133,7 +133,7 @@ TEST_CASE("arm64: generated probes compile, read the ABI's registers, and sit on
   // SpillOver(a..h int, s string, y int): with 16 registers nothing spills on arm64.
   for (const char *want : {"regs.regs[0]; /* a: int in R0 */", "regs.regs[7]; /* h: int in R7 */",
                            "regs.regs[8]; /* s.ptr: *uint8 in R8 */", "regs.regs[9]; /* s.len: int in R9 */",
-                           "regs.regs[10]; /* y: int in R10 */", "regs.regs[28] + 152"})
+                           "regs.regs[10]; /* y: int in R10 */", "__u64 g = regs.regs[28];", "g + 152"})
     CHECK_MESSAGE(c.find(want) != std::string::npos, want);
   auto manifest = nlohmann::json::parse(e2e::read_file(dir + "/out/probes.json"));
   auto objdump = e2e::run({"go", "tool", "objdump", "-s", "^main\\.(Divmod|Deep|SpillOver)$", e2e::fixture("fixture_arm64")});

@@ -27,7 +27,7 @@ TEST_CASE("main.* probes every function of the package, entries and returns pair
                                     "main.ByValue",    "main.Nested",      "main.(*Server).Handle",
                                     "main.Server.Describe", "main.Floats", "main.Lookup",     "main.Divmod",
                                     "main.Deep",       "main.Collections", "main.Callback",   "main.Check",
-                                    "main.Sleepy",     "main.MayPanic",
+                                    "main.Sleepy",     "main.MayPanic",    "main.Leaf",       "main.CallChain",
                                     "main.str"};
   CHECK(probed == expected);
   auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("fixture"), "-truth",

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/stat.h>
@@ -20,6 +21,30 @@
 #include "manifest.h"
 #include "output.h"
 #include "payload.h"
+#include "stats.h"
+
+// Counts heap allocations while g_count_allocations is set, for the hot-path test below. Replacing
+// the global operator new covers every allocation of this executable (std::string, std::vector).
+// GCC flags the malloc/free inside the replacements as a new/delete mismatch where it inlines them.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+namespace {
+bool g_count_allocations = false;
+size_t g_allocations = 0;
+} // namespace
+
+void *operator new(size_t size) {
+  if (g_count_allocations)
+    ++g_allocations;
+  if (void *p = std::malloc(size ? size : 1))
+    return p;
+  throw std::bad_alloc();
+}
+void operator delete(void *p) noexcept {
+  std::free(p);
+}
+void operator delete(void *p, size_t) noexcept {
+  std::free(p);
+}
 
 using namespace weave;
 using nlohmann::json;
@@ -543,4 +568,96 @@ TEST_CASE("output: malformed events are counted and skipped") {
   writer.on_event(good.bytes.data(), good.bytes.size());
   CHECK(writer.events_per_probe() == std::vector<uint64_t>{2});
   close(fds[1]);
+}
+
+TEST_CASE("output: no heap allocation per event, and output leaves in large writes") {
+  // The tracer's hot path is EventWriter::on_event: decode and format into a buffer that was
+  // sized once, then one write(2) per 64 KiB or per drained batch.
+  Manifest m = parse_ok(example_manifest());
+  for (OutputFormat f : {OutputFormat::Text, OutputFormat::Json}) {
+    CAPTURE(int(f));
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    REQUIRE(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+    size_t bytes = 0, reads = 0, biggest = 0;
+    auto drain = [&] {
+      static char buf[1 << 17];
+      for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) {
+        bytes += static_cast<size_t>(n);
+        biggest = std::max(biggest, static_cast<size_t>(n));
+        ++reads;
+      }
+    };
+    fcntl(fds[1], F_SETPIPE_SZ, 1 << 20); // room for a whole 64 KiB write at once
+    {
+      EventWriter writer(m, f, kStart, fds[1]);
+      Event e = example_event(); // strings, a struct, a fault, a truncation: every path
+      Event r = example_event();
+      r.header().kind = WEAVE_EVENT_RETURN;
+      writer.on_event(e.bytes.data(), e.bytes.size()); // warm up
+      writer.flush();
+      drain();
+      g_allocations = 0;
+      g_count_allocations = true;
+      for (int i = 0; i < 20000; ++i) {
+        writer.on_event((i & 1 ? r : e).bytes.data(), e.bytes.size());
+        if (i % 500 == 499) { // a drained batch ends with a flush
+          g_count_allocations = false;
+          drain();
+          g_count_allocations = true;
+          writer.flush();
+        }
+      }
+      g_count_allocations = false;
+      CHECK(g_allocations == 0);
+      writer.flush();
+      drain();
+      CHECK(writer.events_per_probe() == std::vector<uint64_t>{20001});
+    }
+    close(fds[1]);
+    drain();
+    close(fds[0]);
+    // ~250 bytes a line, flushed at 64 KiB or every 500 events: writes of tens of KiB.
+    CHECK(bytes > 20000 * 200);
+    CHECK(bytes / reads > 32 * 1024);
+  }
+}
+
+TEST_CASE("stats: the table, and hits == events + lost") {
+  json j = example_manifest();
+  j["probes"].push_back(j["probes"][0]);
+  j["probes"][1]["id"] = 1;
+  j["probes"][1]["name"] = "handle.return";
+  j["probes"][1]["program"] = "probe_1_return";
+  j["probes"][1]["attach"] = {{{"kind", "return"}, {"file_offset", "0xa05c0"}, {"cookie", 0}},
+                              {{"kind", "return"}, {"file_offset", "0xa05d0"}, {"cookie", 1}},
+                              {{"kind", "return"}, {"file_offset", "0xa05e0"}, {"cookie", 2}}};
+  Manifest m = parse_ok(j);
+  CHECK(std::string(probe_kind(m.probes[0])) == "entry+return");
+  CHECK(std::string(probe_kind(m.probes[1])) == "return");
+
+  StatsReport report;
+  report.hits_known = report.run_time_known = true;
+  report.probes = {{1000, 990, 10, 1200, 1200 * 250}, {1000, 1000, 0, 1000, 1000 * 301}};
+  std::vector<std::string> lines = format_stats(m, report);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0] == "probe          kind          points  hits  events  lost  runs  ns/run");
+  CHECK(lines[1] == "handle         entry+return       2  1000     990    10  1200     250");
+  CHECK(lines[2] == "handle.return  return             3  1000    1000     0  1000     301");
+  CHECK(lines[3] == "total                             5  2000    1990    10  2200     273");
+  CHECK(stats_mismatches(m, report).empty());
+
+  report.probes[1].events = 999; // one event that never arrived
+  CHECK_FALSE(stats_add_up(report.probes[1]));
+  CHECK(stats_mismatches(m, report) ==
+        std::vector<std::string>{"handle.return: 1000 hits != 999 events + 0 lost"});
+
+  // Unknown hits (an object without weave_hits) and no run times: "-", and nothing to check.
+  report.hits_known = report.run_time_known = false;
+  lines = format_stats(m, report);
+  CHECK(lines[1] == "handle         entry+return       2     -     990    10     -       -");
+  CHECK(stats_mismatches(m, report).empty());
+  report.run_time_known = true;
+  report.probes[0].runs = 0;
+  CHECK(format_stats(m, report)[1].substr(format_stats(m, report)[1].size() - 1) == "-");
 }

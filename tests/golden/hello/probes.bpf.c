@@ -26,8 +26,9 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	 * moved pointer, which the verifier refuses for the context. */
 	const struct weave_pt_regs_x86_64 regs = *ctx;
 
-	/* goroutine id: g is in R14 in ABIInternal code, goid at +152 (DWARF runtime.g.goid) */
-	weave_load(&e->hdr.goid, regs.r14 + 152, 8);
+	/* goroutine id: g is in R14 in ABIInternal code; goid at +152 (DWARF runtime.g.goid) */
+	__u64 g = regs.r14;
+	weave_load(&e->hdr.goid, g + 152, 8);
 
 	{ /* capture 0: req.Path (string) */
 		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */

@@ -1,0 +1,3 @@
+module weave.bench/workload
+
+go 1.19

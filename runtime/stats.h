@@ -1,0 +1,124 @@
+// Stats: what `tracer --stats` reports per probe, and how the numbers add up.
+//
+// For every probe (one BPF program, one manifest "probes" entry):
+//   hits    the program ran for a traced process: counted in weave_reserve after the pid filter
+//           (weave_hits, templates/weave_bpf.h);
+//   events  records the tracer received from the ring buffer (each one reserved and submitted);
+//   lost    no room in the ring buffer (weave_lost);
+//   runs    every run of the program, other processes' included (bpf_prog_info.run_cnt, with the
+//           kernel's run-time statistics on), and run_time_ns their total time inside the program.
+// Once the links are closed and the ring buffer is drained, hits == events + lost for every probe;
+// while tracing, events trail by what is still in the buffer. Pure, for unit tests.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "manifest.h"
+
+namespace weave {
+
+struct ProbeStats {
+  uint64_t hits = 0;
+  uint64_t events = 0;
+  uint64_t lost = 0;
+  uint64_t runs = 0;
+  uint64_t run_time_ns = 0;
+};
+
+struct StatsReport {
+  std::vector<ProbeStats> probes; // by probe id
+  bool hits_known = false;        // the object has weave_hits
+  bool run_time_known = false;    // run-time statistics were on
+  double seconds = 0;             // since tracing started
+};
+
+inline bool stats_add_up(const ProbeStats &s) {
+  return s.hits == s.events + s.lost;
+}
+
+// "entry", "return", or "entry+return" from the kinds of a probe's attach points.
+inline const char *probe_kind(const ManifestProbe &probe) {
+  bool entry = false, ret = false;
+  for (const ManifestAttach &a : probe.attach)
+    (a.kind == AttachKind::Return ? ret : entry) = true;
+  return entry && ret ? "entry+return" : ret ? "return" : "entry";
+}
+
+// The table, one string per line without a newline:
+//   probe        kind    points   hits  events  lost   runs  ns/run
+//   main.Work    entry        1  1000    1000     0   1000     412
+//   total                     1  1000    1000     0   1000     412
+// A "total" row when there is more than one probe. Unknown values print as "-".
+inline std::vector<std::string> format_stats(const Manifest &manifest, const StatsReport &report) {
+  struct Row {
+    std::string cells[8];
+  };
+  auto num = [](uint64_t v) { return std::to_string(v); };
+  auto avg = [](uint64_t total, uint64_t count) {
+    return count ? std::to_string((total + count / 2) / count) : std::string("-");
+  };
+  std::vector<Row> rows;
+  rows.push_back({{"probe", "kind", "points", "hits", "events", "lost", "runs", "ns/run"}});
+  ProbeStats total;
+  size_t total_points = 0;
+  for (size_t i = 0; i < manifest.probes.size() && i < report.probes.size(); ++i) {
+    const ProbeStats &s = report.probes[i];
+    const ManifestProbe &p = manifest.probes[i];
+    rows.push_back(
+        {{p.name, probe_kind(p), num(p.attach.size()), report.hits_known ? num(s.hits) : "-",
+          num(s.events), num(s.lost), report.run_time_known ? num(s.runs) : "-",
+          report.run_time_known ? avg(s.run_time_ns, s.runs) : "-"}});
+    total.hits += s.hits;
+    total.events += s.events;
+    total.lost += s.lost;
+    total.runs += s.runs;
+    total.run_time_ns += s.run_time_ns;
+    total_points += p.attach.size();
+  }
+  if (manifest.probes.size() > 1)
+    rows.push_back(
+        {{"total", "", num(total_points), report.hits_known ? num(total.hits) : "-",
+          num(total.events), num(total.lost), report.run_time_known ? num(total.runs) : "-",
+          report.run_time_known ? avg(total.run_time_ns, total.runs) : "-"}});
+  size_t width[8] = {};
+  for (const Row &row : rows)
+    for (int c = 0; c < 8; ++c)
+      width[c] = std::max(width[c], row.cells[c].size());
+  std::vector<std::string> lines;
+  for (const Row &row : rows) {
+    std::string line;
+    for (int c = 0; c < 8; ++c) {
+      const std::string &cell = row.cells[c];
+      std::string pad(width[c] - cell.size(), ' ');
+      if (c > 0)
+        line += "  ";
+      line += c < 2 ? cell + pad : pad + cell; // names left, numbers right
+    }
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+// Names the probes whose numbers do not add up (hits != events + lost), for the exit summary:
+// "main.Work: 10 hits != 9 events + 0 lost". Empty when they all do, or hits are unknown.
+inline std::vector<std::string> stats_mismatches(const Manifest &manifest,
+                                                 const StatsReport &report) {
+  std::vector<std::string> out;
+  if (!report.hits_known)
+    return out;
+  for (size_t i = 0; i < manifest.probes.size() && i < report.probes.size(); ++i) {
+    const ProbeStats &s = report.probes[i];
+    if (!stats_add_up(s))
+      out.push_back(manifest.probes[i].name + ": " + std::to_string(s.hits) + " hits != " +
+                    std::to_string(s.events) + " events + " + std::to_string(s.lost) + " lost");
+  }
+  return out;
+}
+
+} // namespace weave

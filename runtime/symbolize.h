@@ -1,0 +1,42 @@
+// Symbolizer turns the return addresses a probe captured ("stack: N") into Go frames, function,
+// file and line with inlined calls expanded, from the target binary's .gopclntab: the same reader
+// weave uses, so it works on stripped binaries, and no debug info needs to be on the traced host.
+#pragma once
+
+#include "binary/binary.h"
+#include "binary/pclntab.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace weave {
+
+class Symbolizer {
+public:
+  // Loads the binary's pclntab; when that fails, frames() returns nothing and the tracer prints
+  // bare addresses (error() says why).
+  explicit Symbolizer(const std::string &binary_path);
+
+  // The frames of the call that will return to `return_address` in process `pid`, innermost
+  // first. Cached per address. A position-independent binary is relocated per process, which the
+  // process's /proc/PID/maps tells.
+  const std::vector<Pclntab::Frame> &frames(uint32_t pid, uint64_t return_address);
+
+  const std::string &error() const { return error_; }
+
+private:
+  uint64_t bias(uint32_t pid);
+
+  std::string path_;
+  std::optional<BinaryImage> image_;
+  std::optional<Pclntab> pcln_;
+  std::string error_;
+  std::unordered_map<uint64_t, std::vector<Pclntab::Frame>> cache_;
+  std::unordered_map<uint32_t, uint64_t> bias_;
+  std::vector<Pclntab::Frame> none_;
+};
+
+} // namespace weave

@@ -1,0 +1,3 @@
+module weave.bench/many
+
+go 1.19
