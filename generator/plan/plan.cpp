@@ -946,6 +946,8 @@ std::string dump_plan(const Plan &plan) {
                      plan.target.ptr_size);
   out << fmt::format("goid *({} + {}) from {}\n", plan.g_register_name, plan.goid_offset,
                      plan.goid_source);
+  if (plan.has_tls_g)
+    out << fmt::format("g in ABI0 code at FS{:+#x} ({})\n", plan.g_tls_offset, plan.g_tls_source);
   auto read_text = [](const ValueRead &r) {
     std::string text = r.base_reg;
     for (const auto &l : r.loads)

@@ -1,0 +1,3 @@
+module weave.test/cgo
+
+go 1.19
