@@ -196,9 +196,15 @@ void emit(const Node &node, const std::string &node_path, const std::map<std::st
 bool c_has_interfaces(const ManifestCapture &capture) { return !capture.interfaces.empty(); }
 
 std::vector<DisplayOp> build_display(const ManifestCapture &capture, const std::string &path) {
-  if (c_has_interfaces(capture) == false && capture.fields.size() == 1 && capture.fields[0].name.empty() &&
+  std::vector<uint32_t> visible;
+  for (uint32_t i = 0; i < capture.fields.size(); ++i)
+    if (!capture.fields[i].hidden)
+      visible.push_back(i);
+  if (visible.empty())
+    fail(path + ".fields", "every field is hidden");
+  if (c_has_interfaces(capture) == false && visible.size() == 1 && capture.fields[visible[0]].name.empty() &&
       capture.lists.empty())
-    return {{DisplayOp::Value, "", 0}};
+    return {{DisplayOp::Value, "", visible[0]}};
   std::map<std::string, int> lists;
   for (size_t l = 0; l < capture.lists.size(); ++l) {
     const ManifestList &list = capture.lists[l];
@@ -212,6 +218,8 @@ std::vector<DisplayOp> build_display(const ManifestCapture &capture, const std::
   }
   Node root;
   for (size_t i = 0; i < capture.fields.size(); ++i) {
+    if (capture.fields[i].hidden)
+      continue;
     std::string field_path = indexed(path, "fields", i) + ".name";
     const std::string &name = capture.fields[i].name;
     if (name.empty())
@@ -260,6 +268,8 @@ ManifestField parse_field(const json &f, const std::string &path, uint32_t heade
   field.name = string_at(f, path, "name");
   field.kind = parse_kind(f, path);
   field.go_type = optional_string(f, path, "go_type");
+  if (f.contains("hidden"))
+    field.hidden = f["hidden"].is_boolean() && f["hidden"].get<bool>();
   if (f.contains("size"))
     field.size = u32_at(f, path, "size", kMaxEventSize);
   field.offset = u32_at(f, path, "offset", kMaxEventSize);

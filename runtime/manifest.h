@@ -40,6 +40,7 @@ struct ManifestField {
   uint32_t size = 0;   // the Go value's size; informational
   uint32_t offset = 0; // of the slot within the event record
   uint32_t max_len = 0;
+  bool hidden = false; // read only to guard another field (xs[i]'s slice length): not printed
 };
 
 // DisplayOp: one step of the pre-order walk that prints a capture. Computed once at load, so

@@ -193,6 +193,7 @@ Data plan_view(const Plan &plan) {
           fv.set("value", read_view(field.value, field.optional));
           // A slice element is read only when the slice is long enough to have it.
           fv.set("guarded", field.guard_field >= 0);
+          fv.set("guard_faults", field.guard_faults);
           if (field.guard_field >= 0)
             fv.set("guard", fmt::format("e->{} > {}", member_name(c, static_cast<size_t>(field.guard_field),
                                                                    capture.fields.size()),
@@ -303,6 +304,8 @@ std::string render_manifest(const Plan &plan) {
                       {"size", f.size}, {"offset", f.offset}};
         if (f.kind == "string")
           field["max_len"] = f.max_len;
+        if (f.hidden)
+          field["hidden"] = true;
         field["read"] = read_json(f.value);
         if (f.kind == "string")
           field["length_read"] = read_json(f.length);

@@ -17,12 +17,26 @@ SourceLoc advance(SourceLoc loc, size_t column) {
   return loc;
 }
 
-CaptureExpr parse_capture_expr(const std::string &text, const SourceLoc &loc) {
-  const std::string hint = "a capture is a parameter name followed by .field steps, e.g. req.Header.Port, "
-                           "or *p to follow a pointer";
+CaptureExpr parse_capture_expr(const std::string &full_text, const SourceLoc &loc) {
+  const std::string hint = "a capture is a parameter name followed by .field and [index] steps, e.g. "
+                           "req.Header.Port or xs[2].Name, *p to follow a pointer, or len(x) / cap(x)";
   auto fail = [&](size_t at, const std::string &what) -> CaptureExpr {
-    throw UserError("bad-expression", what + " in capture \"" + text + "\"", advance(loc, at), hint);
+    throw UserError("bad-expression", what + " in capture \"" + full_text + "\"", advance(loc, at), hint);
   };
+  // len(x) and cap(x) wrap a whole expression.
+  std::string text = full_text;
+  size_t base = 0;
+  std::string builtin;
+  for (const char *fn : {"len(", "cap("}) {
+    size_t n = std::string(fn).size();
+    if (text.compare(0, n, fn) == 0) {
+      if (text.empty() || text.back() != ')')
+        return fail(text.size(), std::string("expected ')' to close ") + fn);
+      builtin = std::string(fn, n - 1);
+      text = text.substr(n, text.size() - n - 1);
+      base = n;
+    }
+  }
   size_t i = 0;
   int derefs = 0;
   while (i < text.size() && text[i] == '*') {
@@ -30,29 +44,41 @@ CaptureExpr parse_capture_expr(const std::string &text, const SourceLoc &loc) {
     ++i;
   }
   CaptureExpr expr;
+  expr.builtin = builtin;
   // Unnamed results are called ~r0, ~r1, ... in DWARF, and that is how a spec names them.
   bool result_name = i + 1 < text.size() && text[i] == '~' && ident_start(text[i + 1]);
   if (i >= text.size() || !(ident_start(text[i]) || result_name))
-    return fail(i, "expected a parameter name");
-  expr.root_column = i;
+    return fail(base + i, "expected a parameter name");
+  expr.root_column = base + i;
   if (result_name)
     expr.root += text[i++];
   while (i < text.size() && ident_char(text[i]))
     expr.root += text[i++];
   while (i < text.size()) {
+    if (text[i] == '[') {
+      size_t start = ++i;
+      while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])))
+        ++i;
+      if (i == start || i >= text.size() || text[i] != ']')
+        return fail(base + start, "expected a constant index and ']'");
+      ExprStep step{ExprStep::Kind::Index, "", std::stoull(text.substr(start, i - start)), base + start - 1};
+      expr.steps.push_back(step);
+      ++i;
+      continue;
+    }
     if (text[i] != '.')
-      return fail(i, std::string("unexpected '") + text[i] + "'");
+      return fail(base + i, std::string("unexpected '") + text[i] + "'");
     size_t start = ++i;
     if (i >= text.size() || !ident_start(text[i]))
-      return fail(i, "expected a field name after '.'");
-    ExprStep step{ExprStep::Kind::Field, "", start};
+      return fail(base + i, "expected a field name after '.'");
+    ExprStep step{ExprStep::Kind::Field, "", 0, base + start};
     while (i < text.size() && ident_char(text[i]))
       step.name += text[i++];
     expr.steps.push_back(step);
   }
   // `*p.f` follows the pointer p.f (Go precedence: selectors bind tighter than '*').
   for (int d = 0; d < derefs; ++d)
-    expr.steps.push_back({ExprStep::Kind::Deref, "", 0});
+    expr.steps.push_back({ExprStep::Kind::Deref, "", 0, base});
   return expr;
 }
 

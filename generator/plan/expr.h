@@ -5,18 +5,21 @@
 
 #include "common/diag.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace weave {
 
 struct ExprStep {
-  enum class Kind { Field, Deref } kind = Kind::Field;
-  std::string name; // Field
-  size_t column = 0; // 0-based offset of the step in the expression text
+  enum class Kind { Field, Deref, Index } kind = Kind::Field;
+  std::string name;   // Field
+  uint64_t index = 0; // Index
+  size_t column = 0;  // 0-based offset of the step in the expression text
 };
 
 struct CaptureExpr {
+  std::string builtin; // "", "len" or "cap": the expression is len(...) / cap(...)
   std::string root;
   size_t root_column = 0;
   std::vector<ExprStep> steps; // applied left to right after the root

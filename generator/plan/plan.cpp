@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fnmatch.h>
 #include <sstream>
 
@@ -359,6 +360,7 @@ public:
   }
 
   TypeTable &types() { return types_; }
+  int ptr_size() const { return ptr_size_; }
 
 private:
   TypeTable &types_;
@@ -436,9 +438,51 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
   TypeId type = root->type;
   std::string path = expr.root;
   Place place = resolver.root_place(expr.root, type, root->location);
+  // xs[i] on a slice is read only when i < len(xs): the length goes first, as a hidden field.
+  int slice_guard = -1;
+  uint64_t slice_guard_index = 0;
   for (const ExprStep &step : expr.steps) {
     const GoType *t = &types.at(type);
     SourceLoc step_loc = advance(cs.loc, step.column);
+    if (step.kind == ExprStep::Kind::Index) {
+      std::string indexed = fmt::format("{}[{}]", path, step.index);
+      if (t->kind == TypeKind::Array) {
+        if (step.index >= t->count)
+          throw UserError("index-out-of-range",
+                          fmt::format("{}: index {} is out of range for {} ({} elements)", indexed, step.index,
+                                      t->name, t->count),
+                          step_loc);
+        const GoType &elem = types.at(t->elem);
+        place = resolver.member(place, step.index * elem.size, elem.size);
+        type = t->elem;
+      } else if (t->kind == TypeKind::Slice) {
+        if (slice_guard >= 0)
+          throw UserError("unsupported-expression",
+                          fmt::format("{}: one slice index per capture for now", cs.expr), step_loc,
+                          "capture the outer slice with its elements instead");
+        uint64_t word = static_cast<uint64_t>(resolver.ptr_size());
+        EventField len;
+        len.name = "#len";
+        len.kind = "int";
+        len.go_type = "int";
+        len.size = static_cast<uint32_t>(word);
+        len.hidden = true;
+        len.value = resolver.scalar(resolver.member(place, word, word), word, path + ".len", "int", step_loc);
+        slice_guard = static_cast<int>(capture.fields.size());
+        slice_guard_index = step.index;
+        capture.fields.push_back(len);
+        const GoType &elem = types.at(t->elem);
+        Place data = resolver.deref(resolver.member(place, 0, word), path + ".array", "*" + elem.name, step_loc);
+        place = resolver.member(data, step.index * elem.size, elem.size);
+        type = t->elem;
+      } else {
+        throw UserError("not-indexable", fmt::format("{} is {} ({}), which cannot be indexed", path, t->name,
+                                                     kind_name(t->kind)),
+                        step_loc, "index arrays and slices");
+      }
+      path = indexed;
+      continue;
+    }
     if (step.kind == ExprStep::Kind::Deref) {
       if (t->kind != TypeKind::Pointer || t->elem == kNoType)
         throw UserError("not-a-pointer", fmt::format("*{}: {} is {}, not a pointer", path, path, t->name),
@@ -474,8 +518,50 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
     path += "." + step.name;
     type = field->type;
   }
-  capture.go_type = types.at(type).name;
-  resolver.emit(place, type, "", path, cs.loc, capture, 0);
+  size_t first_value_field = capture.fields.size();
+  if (!expr.builtin.empty()) {
+    // len(x) / cap(x): one integer, from the header the value already has.
+    const GoType &t = types.at(type);
+    uint64_t word = static_cast<uint64_t>(resolver.ptr_size());
+    std::string call = expr.builtin + "(" + path + ")";
+    bool is_cap = expr.builtin == "cap";
+    if (t.kind == TypeKind::Array)
+      throw UserError("constant-length",
+                      fmt::format("{} is the constant {}: {} is {}", call, t.count, path, t.name), cs.loc,
+                      "nothing to capture");
+    if ((t.kind == TypeKind::String && !is_cap) || t.kind == TypeKind::Slice) {
+      EventField f;
+      f.kind = "int";
+      f.go_type = "int";
+      f.size = static_cast<uint32_t>(word);
+      f.value = resolver.scalar(resolver.member(place, is_cap ? 2 * word : word, word), word, call, "int", cs.loc);
+      capture.fields.push_back(f);
+    } else if (t.kind == TypeKind::Map || t.kind == TypeKind::Chan) {
+      resolver.emit(place, type, "", path, cs.loc, capture, 0); // {len} or {len, cap}
+      std::string keep = is_cap ? "cap" : "len";
+      auto it = std::find_if(capture.fields.begin() + static_cast<long>(first_value_field), capture.fields.end(),
+                             [&](const EventField &f) { return f.name == keep; });
+      if (it == capture.fields.end())
+        throw UserError("unsupported-expression", fmt::format("{}: {} has no capacity", call, t.name), cs.loc);
+      EventField chosen = *it;
+      chosen.name = "";
+      capture.fields.resize(first_value_field);
+      capture.fields.push_back(chosen);
+    } else {
+      throw UserError("unsupported-expression",
+                      fmt::format("{} needs a string, slice, map or channel; {} is {}", call, path, t.name),
+                      cs.loc);
+    }
+    capture.go_type = "int";
+  } else {
+    capture.go_type = types.at(type).name;
+    resolver.emit(place, type, "", path, cs.loc, capture, 0);
+  }
+  for (size_t f = first_value_field; slice_guard >= 0 && f < capture.fields.size(); ++f) {
+    capture.fields[f].guard_field = slice_guard;
+    capture.fields[f].guard_index = slice_guard_index;
+    capture.fields[f].guard_faults = true;
+  }
   return capture;
 }
 

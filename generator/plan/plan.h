@@ -50,6 +50,8 @@ struct EventField {
   // capture's fields) must hold a value greater than `guard_index`, or the slot stays zero.
   int guard_field = -1;
   uint64_t guard_index = 0;
+  bool guard_faults = false; // xs[i] past the length is a fault, not a value (slice elements: skipped)
+  bool hidden = false;       // read only to guard others (a slice's length for xs[i]): not shown
   // Speculative reads (what an interface's data word may point to): a fault there leaves the slot
   // zero without marking the capture as faulted.
   bool optional = false;

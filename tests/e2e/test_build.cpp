@@ -94,6 +94,12 @@ TEST_CASE("bad input: a clear error, a non-zero exit, and nothing written") {
                {"fn has type func(int) int"});
   expect_error("bad-expression", "probes:\n  - function: main.Ints\n    capture: [a..b]\n", fixture,
                "bad-expression", {"spec.yaml:3:17"});
+  expect_error("index-out-of-range", "probes:\n  - function: main.Collections\n    capture: [\"arr[3]\"]\n", fixture,
+               "index-out-of-range", {"arr[3]: index 3 is out of range for [3]int16 (3 elements)"});
+  expect_error("constant-length", "probes:\n  - function: main.Collections\n    capture: [len(arr)]\n", fixture,
+               "constant-length", {"len(arr) is the constant 3"});
+  expect_error("not-indexable", "probes:\n  - function: main.Ints\n    capture: [\"a[0]\"]\n", fixture,
+               "not-indexable", {"a is int8 (int), which cannot be indexed"});
   expect_error("schema", "probes:\n  - function: main.Ints\n    captures: [a]\n", fixture, "spec-schema",
                {"spec.yaml:3:5", "did you mean capture?"});
   expect_error("not-elf", "probes:\n  - function: main.Ints\n", e2e::source("README.md"), "not-elf", {"README.md"});

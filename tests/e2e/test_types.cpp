@@ -91,3 +91,33 @@ TEST_CASE("interfaces and errors: the dynamic type by name, the message or value
     CHECK(returns[i]["results"] == want_results[i]);
   }
 }
+
+TEST_CASE("index and len()/cap() expressions; an index past a slice's length is a fault") {
+  e2e::require_bpf();
+  auto [events, truth] = trace("expressions", "tests/e2e/expressions.yaml", "fixture", "main.Collections");
+  REQUIRE(truth.size() == 3);
+  REQUIRE(events.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    const json &want = truth[i]["args"];
+    const json &got = events[i]["args"];
+    int len = want["xs"]["len"];
+    CHECK(got["xs[1]"] == want["xs"]["items"][1]);
+    if (len > 7) {
+      CHECK(got["xs[7]"] == want["xs"]["items"][7]);
+    } else {
+      CHECK(got["xs[7]"].is_null()); // past the length: a fault, never a stale element
+      REQUIRE(events[i].contains("faults"));
+      CHECK(events[i]["faults"][0] == "xs[7]");
+    }
+    CHECK(got["len(xs)"] == len);
+    CHECK(got["cap(xs)"] == want["xs"]["cap"]);
+    CHECK(got["names[1]"] == want["names"]["items"][1]);
+    CHECK(got["arr[2]"] == want["arr"][2]);
+    CHECK(got["pts[1].Y"] == want["pts"]["items"][1]["Y"]);
+    CHECK(got["len(m)"] == want["m"]["len"]);
+    CHECK(got["len(ch)"] == want["ch"]["len"]);
+    CHECK(got["cap(ch)"] == want["ch"]["cap"]);
+    CHECK(got["len(names[0])"] == want["names"]["items"][0].get<std::string>().size());
+  }
+}
