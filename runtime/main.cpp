@@ -3,7 +3,8 @@
 // prints one line per event until the traced program exits or it is interrupted.
 //
 //   tracer [--format text|json] [--pid N] [--binary PATH] [--attach auto|multi|perf]
-//          [--stats[=SECONDS]] [--exit-after-attach] [-v] [--version] [-- CMD ARGS...]
+//          [--stats[=SECONDS]] [--graph] [--no-summary] [--exit-after-attach] [-v] [--version]
+//          [-- CMD ARGS...]
 #include <CLI/CLI.hpp>
 #include <bpf/libbpf.h>
 #include <cerrno>
@@ -25,6 +26,7 @@
 #include "symbolize.h"
 #include "payload.h"
 #include "stats.h"
+#include "views.h"
 
 namespace {
 
@@ -85,6 +87,8 @@ struct Options {
   std::string attach = "auto";
   int stats = -1;                 // -1: off; 0: at exit; N: also every N seconds
   bool exit_after_attach = false; // attach, detach, exit: measures attaching
+  bool graph = false;             // per-goroutine call trees instead of a line per event
+  bool no_summary = false;        // no latency summary at exit
   int verbosity = 0;
   bool version = false;
   std::string object_path;          // debugging: instead of the embedded payload
@@ -126,6 +130,12 @@ int parse_command_line(int argc, char **argv, Options &opt) {
       ->expected(0, 1)
       ->default_str("0")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--graph", opt.graph,
+               "print a call tree per goroutine (text only), each when its outermost traced call "
+               "returns, instead of a line per event");
+  app.add_flag("--no-summary", opt.no_summary,
+               "do not print the latency summary (calls, min/p50/p99/max and a histogram per "
+               "function) to stderr at exit");
   app.add_flag("--exit-after-attach", opt.exit_after_attach,
                "attach, detach and exit, saying how long each took (for measuring; a command "
                "after -- is not started)");
@@ -160,6 +170,11 @@ int parse_command_line(int argc, char **argv, Options &opt) {
   }
   if (opt.pid && !opt.command.empty()) {
     say("--pid and -- CMD exclude each other: trace a running process, or start one");
+    return kExitSetup;
+  }
+  if (opt.graph && opt.format == "json") {
+    say("--graph prints text trees; it cannot be combined with --format json (JSON lines carry "
+        "goid and duration_ns to build trees from)");
     return kExitSetup;
   }
   if (ours < argc && opt.command.empty()) {
@@ -279,8 +294,20 @@ Child fork_waiting_child(const std::string &path, const std::vector<std::string>
 }
 
 // ---- Consuming events -------------------------------------------------------------------------
+// Every event goes to the writer (which counts it, and prints it unless --graph) and the views.
+struct Sinks {
+  EventWriter &writer;
+  Views &views;
+  void flush() {
+    writer.flush();
+    views.flush();
+  }
+};
+
 int on_sample(void *ctx, void *data, size_t size) {
-  static_cast<EventWriter *>(ctx)->on_event(data, size);
+  auto *sinks = static_cast<Sinks *>(ctx);
+  sinks->writer.on_event(data, size);
+  sinks->views.on_event(data, size);
   return 0;
 }
 
@@ -294,7 +321,7 @@ public:
   static constexpr int kPollTimeoutMs = 50;
   static constexpr long kConsumeIntervalNs = 5'000'000;
 
-  EventStream(ring_buffer *rb, EventWriter &writer, bool wakeup)
+  EventStream(ring_buffer *rb, Sinks &writer, bool wakeup)
       : rb_(rb), writer_(writer), wakeup_(wakeup) {}
 
   // Waits up to one interval for events and prints what arrived. Returns a negative errno on
@@ -329,7 +356,7 @@ public:
 
 private:
   ring_buffer *rb_;
-  EventWriter &writer_;
+  Sinks &writer_;
   bool wakeup_;
 };
 
@@ -524,25 +551,43 @@ int run(int argc, char **argv) {
     return 0;
   }
 
+  // With --graph the trees go to stdout and the writer's lines to /dev/null: it still counts
+  // every event (the summary, --stats) as it always does.
+  int null_fd = opt.graph ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
+  if (opt.graph && null_fd < 0) {
+    say("/dev/null: {}", std::strerror(errno));
+    abandon_child();
+    return kExitSetup;
+  }
   EventWriter writer(manifest, opt.format == "json" ? OutputFormat::Json : OutputFormat::Text,
-                     start_ns, STDOUT_FILENO);
-  // Stacks are symbolized from the target's own .gopclntab (works on stripped binaries too).
+                     start_ns, opt.graph ? null_fd : STDOUT_FILENO);
+  Views views(manifest, {.graph = opt.graph, .summary = !opt.no_summary}, start_ns, STDOUT_FILENO);
+  Sinks sinks{writer, views};
+  // Stacks and func values are named from the target's own .gopclntab (stripped binaries too).
   std::unique_ptr<Symbolizer> symbolizer;
+  auto has_func = [](const ManifestProbe &p) {
+    for (const auto &c : p.captures)
+      for (const auto &f : c.fields)
+        if (f.kind == FieldKind::Func)
+          return true;
+    return false;
+  };
   for (const ManifestProbe &p : manifest.probes)
-    if (p.stack_depth && !symbolizer) {
+    if ((p.stack_depth || has_func(p)) && !symbolizer) {
       symbolizer = std::make_unique<Symbolizer>(binary);
       if (!symbolizer->error().empty())
         say("stacks will show addresses: {}", symbolizer->error());
       writer.set_symbolizer(symbolizer.get());
+      views.set_symbolizer(symbolizer.get());
     }
-  ring_buffer *rb = ring_buffer__new(loader.events_fd(), on_sample, &writer, nullptr);
+  ring_buffer *rb = ring_buffer__new(loader.events_fd(), on_sample, &sinks, nullptr);
   if (!rb) {
     say("map 'weave_events': cannot open the ring buffer: {}", std::strerror(errno));
     show_libbpf_backlog();
     abandon_child();
     return kExitSetup;
   }
-  EventStream stream(rb, writer, manifest.ringbuf_wakeup);
+  EventStream stream(rb, sinks, manifest.ringbuf_wakeup);
 
   if (mode == Mode::Command) {
     if (opt.verbosity)
@@ -584,8 +629,8 @@ int run(int argc, char **argv) {
       broken = true;
       break;
     }
-    if (writer.failed()) {
-      say("{}; stopping", writer.error());
+    if (writer.failed() || views.failed()) {
+      say("{}; stopping", writer.failed() ? writer.error() : views.error());
       broken = true;
       break;
     }
@@ -623,6 +668,7 @@ int run(int argc, char **argv) {
   if (opt.verbosity || opt.stats >= 0)
     say("detached {} in {:.3f} s", count(points, "point"), loader.detach_seconds());
   stream.drain_all();
+  views.finish(); // --graph: the trees still open
   std::vector<uint64_t> lost;
   bool lost_known = loader.lost_per_probe(lost, error);
   if (!lost_known)
@@ -636,6 +682,8 @@ int run(int argc, char **argv) {
       say("stats do not add up: {}", mismatch);
   }
   print_summary(manifest, writer, lost, lost_known);
+  for (const std::string &line : views.summary_lines())
+    say("{}", line);
 
   if (mode == Mode::Command && !child_done) {
     if (g_signal_count > 1) {

@@ -116,6 +116,8 @@ FieldKind parse_kind(const json &obj, const std::string &path) {
     return FieldKind::Pointer;
   if (kind == "float")
     return FieldKind::Float;
+  if (kind == "func")
+    return FieldKind::Func;
   if (kind == "string")
     return FieldKind::String;
   fail(path + ".kind", "unknown field kind \"" + kind +
@@ -490,6 +492,8 @@ const char *field_kind_name(FieldKind kind) {
     return "string";
   case FieldKind::Float:
     return "float";
+  case FieldKind::Func:
+    return "func";
   }
   return "?";
 }

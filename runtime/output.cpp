@@ -398,6 +398,9 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
       case FieldKind::Float:
         append_float(out, load_u64(slot), field.size, false);
         break;
+      case FieldKind::Func:
+        append_func(out, h.pid, load_u64(slot), false);
+        break;
       case FieldKind::String: {
         StringSlot s = read_string(event, field);
         append_text_string(out, s.bytes);
@@ -496,6 +499,9 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
         break;
       case FieldKind::Float:
         append_float(out, load_u64(slot), field.size, true);
+        break;
+      case FieldKind::Func:
+        append_func(out, h.pid, load_u64(slot), true);
         break;
       case FieldKind::String: {
         StringSlot s = read_string(event, field);
@@ -706,6 +712,25 @@ void EventPrinter::append_stack(std::string &out, const struct weave_event_heade
   }
   if (json)
     out += ']';
+}
+
+
+// A func value prints as the name of the function it calls (main.handler, main.main.func1), or its
+// address when the binary's table does not know it; nil is nil/null.
+void EventPrinter::append_func(std::string &out, uint32_t pid, uint64_t pc, bool json) {
+  if (pc == 0) {
+    out += json ? "null" : "nil";
+    return;
+  }
+  std::string name = symbolizer_ ? symbolizer_->function_at(pid, pc) : std::string();
+  if (name.empty()) {
+    name.clear();
+    append_hex(name, pc);
+  }
+  if (json)
+    append_json_string(out, name);
+  else
+    out += name;
 }
 
 } // namespace weave

@@ -38,6 +38,7 @@ public:
 private:
   Symbolizer *symbolizer_ = nullptr;
   std::vector<uint64_t> list_stack_; // ListCounts' storage, reused for every event
+  void append_func(std::string &out, uint32_t pid, uint64_t pc, bool json);
   void append_stack(std::string &out, const struct weave_event_header &h, const ManifestProbe &probe,
                     const uint8_t *event, bool json);
   // Renders an interface by its dynamic type (see DisplayOp::Interface).

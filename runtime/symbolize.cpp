@@ -67,4 +67,11 @@ const std::vector<Pclntab::Frame> &Symbolizer::frames(uint32_t pid, uint64_t ret
   return cache_.emplace(pc, pcln_->symbolize(pc)).first->second;
 }
 
+std::string Symbolizer::function_at(uint32_t pid, uint64_t pc) {
+  if (!pcln_ || pc == 0)
+    return {};
+  const PclnFunction *fn = pcln_->at_pc(pc - bias(pid));
+  return fn ? fn->name : std::string();
+}
+
 } // namespace weave

@@ -25,6 +25,9 @@ public:
   // process's /proc/PID/maps tells.
   const std::vector<Pclntab::Frame> &frames(uint32_t pid, uint64_t return_address);
 
+  // The function whose code starts at (or contains) `pc`, or "" when unknown.
+  std::string function_at(uint32_t pid, uint64_t pc);
+
   const std::string &error() const { return error_; }
 
 private:

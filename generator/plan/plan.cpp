@@ -315,6 +315,18 @@ public:
       capture.fields.push_back(text);
       return;
     }
+    case TypeKind::Func: {
+      // A func value points to a funcval whose first word is the code's address; the tracer names
+      // the function from .gopclntab. nil stays 0.
+      uint64_t word = static_cast<uint64_t>(ptr_size_);
+      field.kind = "func";
+      field.size = static_cast<uint32_t>(word);
+      field.value = scalar(place, word, path, type.name, loc);
+      field.value.loads.push_back({0, static_cast<uint32_t>(word),
+                                   fmt::format("{}: the code pointer of its funcval", path), true});
+      capture.fields.push_back(field);
+      return;
+    }
     case TypeKind::Map:
     case TypeKind::Chan: {
       // Both are pointers to a runtime header; a nil one has length 0. The header layout comes

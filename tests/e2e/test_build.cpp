@@ -90,8 +90,8 @@ TEST_CASE("bad input: a clear error, a non-zero exit, and nothing written") {
                "not-a-struct", {"a is int8"});
   expect_error("float", "probes:\n  - function: main.Floats\n    capture: [n, f]\n", fixture,
                "float-in-register", {"spec.yaml:3:18", "f (float64)", "X0"});
-  expect_error("func", "probes:\n  - function: main.Callback\n    capture: [fn]\n", fixture, "unsupported-type",
-               {"fn has type func(int) int"});
+  expect_error("func-field", "probes:\n  - function: main.Callback\n    capture: [fn.x]\n", fixture, "not-a-struct",
+               {"fn is func(int) int (func), which has no field x"});
   expect_error("bad-expression", "probes:\n  - function: main.Ints\n    capture: [a..b]\n", fixture,
                "bad-expression", {"spec.yaml:3:17"});
   expect_error("index-out-of-range", "probes:\n  - function: main.Collections\n    capture: [\"arr[3]\"]\n", fixture,

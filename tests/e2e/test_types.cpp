@@ -121,3 +121,13 @@ TEST_CASE("index and len()/cap() expressions; an index past a slice's length is 
     CHECK(got["len(names[0])"] == want["names"]["items"][0].get<std::string>().size());
   }
 }
+
+TEST_CASE("func values print as the function they call") {
+  e2e::require_bpf();
+  auto [events, truth] = trace("funcs", "tests/e2e/funcs.yaml", "fixture", "main.Callback");
+  REQUIRE(events.size() == 1);
+  // The fixture passes a closure literal written in main: the compiler names it main.main.funcN.
+  std::string fn = events[0]["args"]["fn"];
+  CHECK(fn.rfind("main.main.func", 0) == 0);
+  CHECK(events[0]["args"]["v"] == json({{"type", "string"}, {"value", "v"}}));
+}

@@ -142,9 +142,11 @@ struct TracebackFrame {
 // and parses the traceback the Go runtime prints for every goroutine. Each goroutine's frames are
 // returned innermost first; "created by" lines are left out.
 std::vector<std::vector<TracebackFrame>> traceback(const std::string &binary) {
-  std::string out_path = std::string(WEAVE_BINARY_DIR) + "/npm-bin/traceback.txt";
-  std::string command = "sleep 5 | GOTRACEBACK=system '" + binary + "' > '" + out_path +
-                        "' 2>&1 & pid=$!; sleep 0.5; kill -QUIT $pid; wait $pid; cat '" + out_path +
+  // One output file per binary: ctest runs the releases in parallel. The binary gets 2 s to start
+  // and block on its stdin before the signal, which is plenty even on a loaded 2-core machine.
+  std::string out_path = binary + ".traceback.txt";
+  std::string command = "sleep 8 | GOTRACEBACK=system '" + binary + "' > '" + out_path +
+                        "' 2>&1 & pid=$!; sleep 2; kill -QUIT $pid; wait $pid; cat '" + out_path +
                         "'";
   int status = 0;
   std::string out = run(command, &status);
@@ -303,7 +305,7 @@ void check_release(const Release &release) {
     }
     for (uint64_t pc : pcs)
       input += hex(pc) + "\n";
-    std::string in_path = std::string(WEAVE_BINARY_DIR) + "/npm-bin/pcs.txt";
+    std::string in_path = path + ".pcs.txt"; // per binary: ctest runs the releases in parallel
     std::ofstream(in_path) << input;
     std::vector<std::string> out;
     std::istringstream text(run("go tool addr2line '" + path + "' < '" + in_path + "'"));

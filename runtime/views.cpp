@@ -1,0 +1,657 @@
+#include "views.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+
+#include "event.h"
+
+namespace weave {
+
+namespace {
+
+uint64_t load_u64(const uint8_t *p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+constexpr size_t kTimeWidth = 10; // "   0.012345": the time column, right-aligned
+
+// Seconds since tracer start with 6 decimals, right-aligned in kTimeWidth (as the text output
+// writes them, by integer arithmetic).
+void append_time_column(std::string &out, uint64_t ts_ns, uint64_t start_ns) {
+  char buffer[32];
+  bool negative = ts_ns < start_ns;
+  uint64_t d = negative ? start_ns - ts_ns : ts_ns - start_ns;
+  int n = snprintf(buffer, sizeof buffer, "%s%llu.%06llu", negative ? "-" : "",
+                   static_cast<unsigned long long>(d / 1000000000),
+                   static_cast<unsigned long long>(d % 1000000000 / 1000));
+  if (static_cast<size_t>(n) < kTimeWidth)
+    out.append(kTimeWidth - static_cast<size_t>(n), ' ');
+  out.append(buffer, static_cast<size_t>(n));
+}
+
+// "(~r0=2)" of a return's "main.f(~r0=2)", or "" when there are no results ("main.f()").
+std::string_view results_of(std::string_view text, const std::string &function) {
+  std::string_view results = text;
+  if (results.substr(0, function.size()) == function)
+    results.remove_prefix(function.size());
+  return results == "()" ? std::string_view() : results;
+}
+
+} // namespace
+
+void append_call_duration(std::string &out, uint64_t ns) {
+  char buffer[32];
+  if (ns < 1000)
+    snprintf(buffer, sizeof buffer, "%lluns", static_cast<unsigned long long>(ns));
+  else if (ns < 1000000)
+    snprintf(buffer, sizeof buffer, "%.3gµs", ns / 1e3);
+  else if (ns < 1000000000)
+    snprintf(buffer, sizeof buffer, "%.3gms", ns / 1e6);
+  else if (ns < 1000000000000)
+    snprintf(buffer, sizeof buffer, "%.3gs", ns / 1e9);
+  else
+    snprintf(buffer, sizeof buffer, "%.0fs", ns / 1e9);
+  out += buffer;
+}
+
+// ---- CallGraph ------------------------------------------------------------------------------------
+
+CallGraph::CallGraph(std::vector<Function> functions, uint64_t start_ns, Limits limits)
+    : functions_(std::move(functions)), start_ns_(start_ns), limits_(limits) {
+  // A function's entry and return events come from different probes: they pair by its name.
+  std::unordered_map<std::string, uint32_t> first;
+  for (uint32_t i = 0; i < functions_.size(); ++i) {
+    uint32_t f = first.try_emplace(functions_[i].name, i).first->second;
+    function_of_.push_back(f);
+    if (functions_[i].returns)
+      functions_[f].returns = true;
+  }
+}
+
+void CallGraph::append_drop_note(Goroutine &g) {
+  if (!g.dropped)
+    return;
+  g.text.append(kTimeWidth, ' ');
+  g.text += " ... ";
+  g.text += std::to_string(g.dropped);
+  g.text += g.dropped == 1 ? " line" : " lines";
+  g.text += " dropped here (at most ";
+  g.text += std::to_string(limits_.lines_per_goroutine);
+  g.text += " are buffered per goroutine, ";
+  g.text += std::to_string(limits_.lines_total);
+  g.text += " in all)\n";
+  g.dropped = 0;
+}
+
+// Whether the next line is kept; a note about lines dropped before it goes first.
+bool CallGraph::keep_line(Goroutine &g, bool force) {
+  if (!force && (g.lines >= limits_.lines_per_goroutine || total_lines_ >= limits_.lines_total)) {
+    ++g.dropped;
+    ++dropped_total_;
+    g.collapsible = std::string::npos;
+    return false;
+  }
+  if (g.text.empty())
+    g.started = next_tree_++;
+  append_drop_note(g);
+  ++g.lines;
+  ++total_lines_;
+  g.collapsible = std::string::npos;
+  return true;
+}
+
+void CallGraph::begin_line(Goroutine &g, uint64_t ts_ns, bool timed, size_t depth) {
+  if (timed)
+    append_time_column(g.text, ts_ns, start_ns_);
+  else
+    g.text.append(kTimeWidth, ' ');
+  g.text.append(1 + 2 * depth, ' ');
+}
+
+// Closes the top frame: with `ret`, by its return event; without, because it never returned (`why`).
+// A call whose entry line is still the last line becomes a one-line call.
+void CallGraph::close_frame(Goroutine &g, const Frame &frame, const GraphCall *ret, const char *why) {
+  const std::string &function = functions_[frame.function].name;
+  std::string_view results = ret ? results_of(ret->text, function) : std::string_view();
+  auto append_outcome = [&] {
+    if (!results.empty()) {
+      g.text += " = ";
+      g.text += results;
+    }
+    if (ret && ret->duration_ns) {
+      g.text += "  ";
+      append_call_duration(g.text, ret->duration_ns);
+    }
+    if (why) {
+      g.text += "  (";
+      g.text += why;
+      g.text += ')';
+    }
+    g.text += '\n';
+  };
+  if (g.collapsible != std::string::npos) {
+    // "...main.f(a=1) {\n" becomes "...main.f(a=1) = (~r0=2)  1.2µs\n"
+    g.text.resize(g.text.size() - 3);
+    g.collapsible = std::string::npos;
+    append_outcome();
+    return;
+  }
+  // The outermost call's closing line is always kept: a tree shows how it ends.
+  if (!keep_line(g, g.frames.size() == 1))
+    return;
+  begin_line(g, ret ? ret->ts_ns : 0, ret != nullptr, g.frames.size() - 1);
+  g.text += "} ";
+  g.text += function;
+  append_outcome();
+}
+
+void CallGraph::append_header(const Key &key, std::string &out) const {
+  if (key.tid) {
+    out += "thread ";
+    out += std::to_string(key.tid);
+    out += " (pid ";
+    out += std::to_string(key.pid);
+    out += ", no goroutine id):\n";
+  } else {
+    out += "goroutine ";
+    out += std::to_string(key.goid);
+    out += " (pid ";
+    out += std::to_string(key.pid);
+    out += "):\n";
+  }
+}
+
+// Appends g's tree to `out` (under a header, unless the previous tree was this goroutine's too) and
+// empties g for the next one.
+void CallGraph::print(const Key &key, Goroutine &g, std::string &out) {
+  if (g.dropped && g.text.empty())
+    g.started = next_tree_++;
+  append_drop_note(g); // lines dropped at the very end
+  if (!printed_any_ || !(key == last_printed_))
+    append_header(key, out);
+  printed_any_ = true;
+  last_printed_ = key;
+  out += g.text;
+  total_lines_ -= g.lines;
+  g.text.clear(); // keeps its capacity: the goroutine's next tree reuses it
+  g.frames.clear();
+  g.lines = 0;
+  g.collapsible = std::string::npos;
+  ++idle_;
+}
+
+void CallGraph::add(const GraphCall &call, std::string &out) {
+  if (call.probe >= functions_.size())
+    return;
+  // Goroutines come and go: forget the idle ones once there are many, so the map stays the size
+  // of what is in flight (reusing entries saves allocating for every tree of a busy goroutine).
+  if (idle_ > 4096 && idle_ * 2 > goroutines_.size()) {
+    for (auto i = goroutines_.begin(); i != goroutines_.end();)
+      if (i->second.text.empty() && i->second.frames.empty() && !i->second.dropped)
+        i = goroutines_.erase(i);
+      else
+        ++i;
+    idle_ = 0;
+  }
+  Key key = call.goid ? Key{call.pid, 0, call.goid} : Key{call.pid, call.tid, 0};
+  auto [it, inserted] = goroutines_.try_emplace(key);
+  Goroutine &g = it->second;
+  bool was_idle = !inserted && g.text.empty() && g.frames.empty() && !g.dropped;
+  if (was_idle)
+    --idle_;
+  uint32_t func = function_of_[call.probe];
+  const Function &function = functions_[func];
+
+  if (!call.is_return) {
+    if (function.returns && g.frames.size() >= limits_.open_calls_max) {
+      // Too many calls open: print what there is, and start over.
+      while (!g.frames.empty()) {
+        Frame top = g.frames.back();
+        close_frame(g, top, nullptr, "no return seen before the open-call limit");
+        g.frames.pop_back();
+      }
+      print(key, g, out);
+      --idle_;
+    }
+    size_t depth = g.frames.size();
+    size_t at = g.text.size();
+    bool kept = keep_line(g, false);
+    if (kept) {
+      begin_line(g, call.ts_ns, true, depth);
+      g.text += call.text;
+      g.text += function.returns ? " {\n" : "\n";
+    }
+    if (kept && !call.stack.empty()) {
+      // The stack's lines, each already "    frame\n", under the call.
+      std::string_view rest = call.stack;
+      while (!rest.empty()) {
+        size_t end = rest.find('\n');
+        std::string_view line = rest.substr(0, end == std::string_view::npos ? rest.size() : end);
+        rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+        if (!keep_line(g, false))
+          continue;
+        begin_line(g, 0, false, depth);
+        g.text += line;
+        g.text += '\n';
+      }
+    }
+    if (function.returns) {
+      g.frames.push_back({func, call.ts_ns});
+      if (kept && call.stack.empty())
+        g.collapsible = at;
+    } else if (g.frames.empty()) {
+      print(key, g, out); // an event outside any traced call is a tree of its own
+    }
+    return;
+  }
+
+  // A return: find its call. With a duration, the entry's timestamp is exactly ts - duration (the
+  // BPF side computed it so), which pairs it even when calls above it never returned (a panic
+  // unwound them); without one, only the top frame of the same function can be it.
+  size_t match = SIZE_MAX;
+  if (call.duration_ns) {
+    uint64_t entry_ts = call.ts_ns - call.duration_ns;
+    for (size_t i = g.frames.size(); i-- > 0;)
+      if (g.frames[i].function == func && g.frames[i].entry_ts == entry_ts) {
+        match = i;
+        break;
+      }
+  } else if (!g.frames.empty() && g.frames.back().function == func) {
+    match = g.frames.size() - 1;
+  }
+  if (match == SIZE_MAX) {
+    // Its entry came before tracing started, or was lost: the return alone, as the text output
+    // writes it.
+    if (keep_line(g, g.frames.empty())) {
+      begin_line(g, call.ts_ns, true, g.frames.size());
+      g.text += "\u2190 ";
+      g.text += call.text;
+      if (call.duration_ns) {
+        g.text += "  ";
+        append_call_duration(g.text, call.duration_ns);
+      }
+      g.text += "  (entry not seen)\n";
+    }
+    if (g.frames.empty())
+      print(key, g, out);
+    return;
+  }
+  while (g.frames.size() > match + 1) {
+    Frame top = g.frames.back();
+    close_frame(g, top, nullptr, "no return: unwound");
+    g.frames.pop_back();
+  }
+  Frame frame = g.frames.back();
+  close_frame(g, frame, &call, nullptr);
+  g.frames.pop_back();
+  if (g.frames.empty())
+    print(key, g, out);
+}
+
+void CallGraph::finish(std::string &out) {
+  std::vector<std::pair<uint64_t, Key>> order;
+  for (auto &[key, g] : goroutines_)
+    if (!g.text.empty() || !g.frames.empty() || g.dropped)
+      order.push_back({g.text.empty() ? UINT64_MAX : g.started, key});
+  std::sort(order.begin(), order.end(), [](const auto &a, const auto &b) {
+    if (a.first != b.first)
+      return a.first < b.first;
+    return std::tie(a.second.pid, a.second.goid, a.second.tid) <
+           std::tie(b.second.pid, b.second.goid, b.second.tid);
+  });
+  for (auto &[started, key] : order) {
+    Goroutine &g = goroutines_[key];
+    while (!g.frames.empty()) {
+      Frame top = g.frames.back();
+      close_frame(g, top, nullptr, "still open at exit");
+      g.frames.pop_back();
+    }
+    print(key, g, out);
+  }
+}
+
+// ---- GraphView ------------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<CallGraph::Function> graph_functions(const Manifest &manifest) {
+  std::vector<CallGraph::Function> functions;
+  for (const ManifestProbe &probe : manifest.probes) {
+    bool returns = false;
+    for (const ManifestAttach &a : probe.attach)
+      returns |= a.kind == AttachKind::Return;
+    functions.push_back({probe.function, returns});
+  }
+  return functions;
+}
+
+} // namespace
+
+GraphView::GraphView(const Manifest &manifest, uint64_t start_ns, int fd, CallGraph::Limits limits)
+    : manifest_(manifest), printer_(manifest, OutputFormat::Text, start_ns),
+      graph_(graph_functions(manifest), start_ns, limits), fd_(fd) {
+  line_.reserve(4096);
+  buffer_.reserve(kFlushThreshold + 4096);
+}
+
+void GraphView::on_event(const void *data, size_t size) {
+  line_.clear();
+  if (!printer_.format(data, size, line_))
+    return; // malformed: EventWriter counts it
+  struct weave_event_header h;
+  std::memcpy(&h, data, sizeof h);
+  const ManifestProbe &probe = manifest_.probes[h.probe_id];
+  GraphCall call;
+  call.probe = h.probe_id;
+  call.is_return = h.kind == WEAVE_EVENT_RETURN;
+  call.pid = h.pid;
+  call.tid = h.tid;
+  call.goid = h.goid;
+  call.ts_ns = h.ts_ns;
+  if (call.is_return && probe.duration_offset)
+    call.duration_ns = load_u64(static_cast<const uint8_t *>(data) + probe.duration_offset);
+  // The text line is "<time> pid=P tid=T goid=G [← ]call[  duration]\n" and then the stack's lines:
+  // the call is what follows the goid's value (and the return's arrow). Strings in it are escaped,
+  // so its first '\n' ends it, and a duration is the last thing on it, after two spaces.
+  std::string_view text = line_;
+  size_t goid = text.find(" goid=");
+  size_t start = goid == std::string_view::npos ? 0 : text.find(' ', goid + 1) + 1;
+  size_t end = text.find('\n');
+  std::string_view body = text.substr(start, end - start);
+  call.stack = end + 1 < text.size() ? text.substr(end + 1) : std::string_view();
+  constexpr std::string_view kArrow = "\u2190 ";
+  if (call.is_return && body.substr(0, kArrow.size()) == kArrow)
+    body.remove_prefix(kArrow.size());
+  if (call.duration_ns) {
+    size_t gap = body.rfind("  ");
+    if (gap != std::string_view::npos)
+      body = body.substr(0, gap);
+  }
+  call.text = body;
+  graph_.add(call, buffer_);
+  if (failed())
+    buffer_.clear(); // stdout is gone: keep building (it is cheap), print nothing
+  else if (buffer_.size() >= kFlushThreshold)
+    flush();
+}
+
+bool GraphView::flush() {
+  if (failed()) {
+    buffer_.clear();
+    return false;
+  }
+  const char *p = buffer_.data();
+  size_t n = buffer_.size();
+  while (n > 0) {
+    ssize_t w = ::write(fd_, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0) {
+      error_ = std::string("cannot write events: ") + std::strerror(errno);
+      buffer_.clear();
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  buffer_.clear();
+  return true;
+}
+
+void GraphView::finish() {
+  graph_.finish(buffer_);
+  flush();
+}
+
+// ---- LatencySummary -------------------------------------------------------------------------------
+
+LatencySummary::LatencySummary(const Manifest &manifest) {
+  for (const ManifestProbe &probe : manifest.probes) {
+    functions_.push_back(probe.function);
+    duration_offset_.push_back(probe.duration_offset);
+    event_size_.push_back(probe.event_size);
+  }
+  latency_.resize(functions_.size());
+}
+
+LatencySummary::LatencySummary(std::vector<std::string> functions)
+    : functions_(std::move(functions)) {
+  latency_.resize(functions_.size());
+}
+
+void LatencySummary::on_event(const void *data, size_t size) {
+  struct weave_event_header h;
+  if (size < sizeof h)
+    return;
+  std::memcpy(&h, data, sizeof h);
+  if (h.kind != WEAVE_EVENT_RETURN || h.probe_id >= duration_offset_.size() ||
+      !duration_offset_[h.probe_id] || size < event_size_[h.probe_id])
+    return;
+  if (uint64_t ns = load_u64(static_cast<const uint8_t *>(data) + duration_offset_[h.probe_id]))
+    add(h.probe_id, ns);
+}
+
+void LatencySummary::add(uint32_t probe, uint64_t ns) {
+  if (probe >= latency_.size() || ns == 0)
+    return;
+  Latency &l = latency_[probe];
+  if (l.buckets.empty())
+    l.buckets.assign(64 * kSub, 0);
+  ++l.calls;
+  ++recorded_;
+  l.min = std::min(l.min, ns);
+  l.max = std::max(l.max, ns);
+  if (l.samples.size() < kExactSamples)
+    l.samples.push_back(ns);
+  // 16 buckets per power of two: the exponent, then the 4 bits after the leading one.
+  unsigned e = 63u - static_cast<unsigned>(__builtin_clzll(ns));
+  uint64_t sub = e >= 4 ? (ns >> (e - 4)) & (kSub - 1) : (ns << (4 - e)) & (kSub - 1);
+  ++l.buckets[e * kSub + sub];
+}
+
+LatencySummary::Stats LatencySummary::stats(uint32_t probe) const {
+  Stats s;
+  if (probe >= latency_.size() || latency_[probe].calls == 0)
+    return s;
+  const Latency &l = latency_[probe];
+  s.calls = l.calls;
+  s.min = l.min;
+  s.max = l.max;
+  // Nearest rank: the p-th percentile is the ceil(p/100 * n)-th smallest duration.
+  auto rank = [&](uint64_t p) { return std::max<uint64_t>(1, (p * l.calls + 99) / 100); };
+  if (l.calls <= kExactSamples) {
+    std::vector<uint64_t> sorted = l.samples;
+    std::sort(sorted.begin(), sorted.end());
+    s.p50 = sorted[rank(50) - 1];
+    s.p99 = sorted[rank(99) - 1];
+    return s;
+  }
+  s.exact = false;
+  auto estimate = [&](uint64_t r) {
+    uint64_t seen = 0;
+    for (size_t i = 0; i < l.buckets.size(); ++i) {
+      seen += l.buckets[i];
+      if (seen >= r) {
+        double width = std::ldexp(1.0, static_cast<int>(i / kSub)) / kSub;
+        double low = std::ldexp(1.0, static_cast<int>(i / kSub)) + width * double(i % kSub);
+        double mid = low + width / 2;
+        uint64_t v = mid >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(mid);
+        return std::clamp(v, l.min, l.max);
+      }
+    }
+    return l.max;
+  };
+  s.p50 = estimate(rank(50));
+  s.p99 = estimate(rank(99));
+  return s;
+}
+
+std::array<uint64_t, 64> LatencySummary::histogram(uint32_t probe) const {
+  std::array<uint64_t, 64> h{};
+  if (probe >= latency_.size())
+    return h;
+  const Latency &l = latency_[probe];
+  for (size_t i = 0; i < l.buckets.size(); ++i)
+    h[i / kSub] += l.buckets[i];
+  return h;
+}
+
+namespace {
+
+std::string duration_text(uint64_t ns, bool estimated = false) {
+  std::string s = estimated ? "~" : "";
+  append_call_duration(s, ns);
+  return s;
+}
+
+// The display width of UTF-8 text (µ is two bytes, one column).
+size_t columns(const std::string &s) {
+  size_t n = 0;
+  for (unsigned char c : s)
+    n += (c & 0xc0) != 0x80;
+  return n;
+}
+
+void pad_right(std::string &out, const std::string &s, size_t width) {
+  out += s;
+  for (size_t n = columns(s); n < width; ++n)
+    out += ' ';
+}
+
+void pad_left(std::string &out, const std::string &s, size_t width) {
+  for (size_t n = columns(s); n < width; ++n)
+    out += ' ';
+  out += s;
+}
+
+} // namespace
+
+std::vector<std::string> LatencySummary::lines() const {
+  std::vector<std::string> out;
+  if (empty())
+    return out;
+  std::vector<uint32_t> shown;
+  for (uint32_t i = 0; i < latency_.size(); ++i)
+    if (latency_[i].calls)
+      shown.push_back(i);
+  std::stable_sort(shown.begin(), shown.end(), [&](uint32_t a, uint32_t b) {
+    return latency_[a].calls > latency_[b].calls;
+  });
+  size_t more = shown.size() > kListed ? shown.size() - kListed : 0;
+  shown.resize(shown.size() - more);
+
+  // The table: every cell first, then the widths.
+  std::vector<std::array<std::string, 6>> rows = {{"function", "calls", "min", "p50", "p99", "max"}};
+  bool estimated = false;
+  for (uint32_t i : shown) {
+    Stats s = stats(i);
+    estimated |= !s.exact;
+    rows.push_back({functions_[i], std::to_string(s.calls), duration_text(s.min),
+                    duration_text(s.p50, !s.exact), duration_text(s.p99, !s.exact),
+                    duration_text(s.max)});
+  }
+  std::array<size_t, 6> width{};
+  for (const auto &row : rows)
+    for (size_t c = 0; c < row.size(); ++c)
+      width[c] = std::max(width[c], columns(row[c]));
+  out.push_back("latency of the calls that returned, at exit:");
+  for (const auto &row : rows) {
+    std::string line = "  ";
+    pad_right(line, row[0], width[0]);
+    for (size_t c = 1; c < row.size(); ++c) {
+      line += "  ";
+      pad_left(line, row[c], width[c]);
+    }
+    out.push_back(line);
+  }
+  if (more)
+    out.push_back("  ... and " + std::to_string(more) + " more function" + (more == 1 ? "" : "s") +
+                  " with fewer calls");
+  if (estimated)
+    out.push_back("  ~: estimated from a histogram (exact up to " + std::to_string(kExactSamples) +
+                  " calls)");
+
+  // A histogram per function, bpftrace's hist() style: [low, high) count |@@@@|, from the first
+  // bucket with calls to the last.
+  for (uint32_t i : shown) {
+    std::array<uint64_t, 64> h = histogram(i);
+    size_t first = 0, last = 63;
+    while (first < 63 && !h[first])
+      ++first;
+    while (last > first && !h[last])
+      --last;
+    uint64_t top = *std::max_element(h.begin(), h.end());
+    std::vector<std::string> labels, counts;
+    size_t label_width = 0, count_width = 0;
+    for (size_t b = first; b <= last; ++b) {
+      std::string label = "[" + duration_text(uint64_t(1) << b) + ", " +
+                          (b == 63 ? std::string("max") : duration_text(uint64_t(1) << (b + 1))) + ")";
+      label_width = std::max(label_width, columns(label));
+      counts.push_back(std::to_string(h[b]));
+      count_width = std::max(count_width, counts.back().size());
+      labels.push_back(std::move(label));
+    }
+    out.push_back("  " + functions_[i] + ":");
+    for (size_t b = first; b <= last; ++b) {
+      std::string line = "    ";
+      pad_right(line, labels[b - first], label_width);
+      line += ' ';
+      pad_left(line, counts[b - first], count_width);
+      size_t bar = h[b] == 0 ? 0 : std::max<uint64_t>(1, h[b] * kBarWidth / top);
+      line += " |";
+      line.append(bar, '@');
+      line.append(kBarWidth - bar, ' ');
+      line += '|';
+      out.push_back(std::move(line));
+    }
+  }
+  return out;
+}
+
+// ---- Views ----------------------------------------------------------------------------------------
+
+Views::Views(const Manifest &manifest, ViewOptions options, uint64_t start_ns, int fd) {
+  if (options.graph)
+    graph_ = std::make_unique<GraphView>(manifest, start_ns, fd);
+  if (options.summary)
+    summary_ = std::make_unique<LatencySummary>(manifest);
+}
+
+void Views::on_event(const void *data, size_t size) {
+  if (graph_)
+    graph_->on_event(data, size);
+  if (summary_)
+    summary_->on_event(data, size);
+}
+
+bool Views::flush() {
+  return graph_ ? graph_->flush() : true;
+}
+
+void Views::finish() {
+  if (graph_)
+    graph_->finish();
+}
+
+const std::string &Views::error() const {
+  static const std::string none;
+  return graph_ ? graph_->error() : none;
+}
+
+void Views::set_symbolizer(Symbolizer *symbolizer) {
+  if (graph_)
+    graph_->set_symbolizer(symbolizer);
+}
+
+std::vector<std::string> Views::summary_lines() const {
+  return summary_ ? summary_->lines() : std::vector<std::string>();
+}
+
+} // namespace weave

@@ -1,0 +1,225 @@
+// Views: other ways to show the same events than one line each.
+//
+//   --graph        CallGraph: per goroutine, an indented call tree (entries open a level, returns
+//                  close it with the call's duration), printed when the goroutine's outermost traced
+//                  call returns. GraphView feeds it decoded events and writes the trees to stdout.
+//   (at exit)      LatencySummary: per function, calls and min/p50/p99/max of the durations that
+//                  return events carry, with a power-of-two histogram like bpftrace's hist().
+//
+// The exact formats are in README.md ("Output", "Call trees and the latency summary").
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "manifest.h"
+#include "output.h"
+
+namespace weave {
+
+// A duration the way the text output writes one (850ns, 12.3µs, 4.56ms, 1.2s), and whole seconds
+// from 1000 s on ("1500s", where printf's %g would write "1.5e+03s").
+void append_call_duration(std::string &out, uint64_t ns);
+
+// ---- --graph ----------------------------------------------------------------------------------
+
+// One event, as CallGraph needs it. `text` is the call as the text output writes it, without the
+// line's prefix and duration: "main.f(a=1)" for an entry, "main.f(~r0=2)" for a return.
+struct GraphCall {
+  uint32_t probe = 0; // index into CallGraph's functions (one per probe)
+  bool is_return = false;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t goid = 0; // 0: unknown (ABI0 code): the call is grouped by its thread instead
+  uint64_t ts_ns = 0;
+  uint64_t duration_ns = 0; // returns: the call's duration, 0 when its entry was not paired
+  std::string_view text;
+  std::string_view stack; // entries: the text output's stack lines ("    main.g (f.go:3)\n"), or ""
+};
+
+// CallGraph builds the trees. Each goroutine's lines are rendered as they come into a buffer of
+// its own; when the goroutine's last open call returns, the buffer is appended to the output as one
+// tree. The output depends on nothing but the order of the events.
+//
+// Memory is bounded: a goroutine keeps at most `lines_per_goroutine` lines and all goroutines
+// together `lines_total`; lines past that are dropped, counted, and a note says how many went
+// missing at the place they would have been. The closing line of the outermost call is always
+// kept. A goroutine with `open_calls_max` calls open at once (a call that never returns repeated in
+// a loop: each later call nests under it) has its tree printed as it stands and starts over.
+class CallGraph {
+public:
+  struct Function {
+    std::string name; // "main.f", as the text output writes it
+    bool returns;     // the probe has return events; a function without any has one-line entries
+  };
+  struct Limits {
+    size_t lines_per_goroutine = 10000;
+    size_t lines_total = 200000;
+    size_t open_calls_max = 10000;
+  };
+  // start_ns: the zero of the time column (CLOCK_MONOTONIC at tracer start, as in the text output).
+  CallGraph(std::vector<Function> functions, uint64_t start_ns, Limits limits);
+  CallGraph(std::vector<Function> functions, uint64_t start_ns)
+      : CallGraph(std::move(functions), start_ns, Limits()) {}
+
+  // Takes the next event; appends the tree it completes, if any, to `out`.
+  void add(const GraphCall &call, std::string &out);
+  // Appends every tree still buffered, in the order they started; calls still open are closed
+  // with "(still open at exit)".
+  void finish(std::string &out);
+
+  size_t buffered_lines() const { return total_lines_; }
+  uint64_t dropped_lines() const { return dropped_total_; }
+
+private:
+  struct Key {
+    uint32_t pid;
+    uint32_t tid; // 0 when grouped by goroutine
+    uint64_t goid;
+    bool operator==(const Key &) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key &k) const {
+      return std::hash<uint64_t>()(k.goid * 0x9e3779b97f4a7c15ull ^ (uint64_t(k.pid) << 32 | k.tid));
+    }
+  };
+  struct Frame {
+    uint32_t function; // index into functions_ of the function's first probe
+    uint64_t entry_ts;
+  };
+  struct Goroutine {
+    std::string text;          // the rendered lines of the tree being built
+    std::vector<Frame> frames; // calls open now, outermost first
+    size_t lines = 0;          // lines kept in `text` (notes aside)
+    uint64_t dropped = 0;      // lines dropped since the last one kept
+    size_t collapsible = std::string::npos; // offset of the last line when it opened the top frame
+    uint64_t started = 0;      // the order in which trees started (finish() prints in it)
+  };
+
+  bool keep_line(Goroutine &g, bool force);
+  void append_drop_note(Goroutine &g);
+  void begin_line(Goroutine &g, uint64_t ts_ns, bool timed, size_t depth);
+  void close_frame(Goroutine &g, const Frame &frame, const GraphCall *ret, const char *why);
+  void print(const Key &key, Goroutine &g, std::string &out);
+  void append_header(const Key &key, std::string &out) const;
+
+  std::vector<Function> functions_; // per probe
+  std::vector<uint32_t> function_of_; // per probe: the first probe of the same function
+  uint64_t start_ns_;
+  Limits limits_;
+  std::unordered_map<Key, Goroutine, KeyHash> goroutines_;
+  size_t idle_ = 0; // entries of goroutines_ with nothing buffered, kept for reuse
+  size_t total_lines_ = 0;
+  uint64_t dropped_total_ = 0;
+  uint64_t next_tree_ = 0;
+  bool printed_any_ = false;
+  Key last_printed_{};
+};
+
+// GraphView decodes events with the text EventPrinter, builds the trees and writes them to `fd`
+// in large writes, like EventWriter.
+class GraphView {
+public:
+  GraphView(const Manifest &manifest, uint64_t start_ns, int fd,
+            CallGraph::Limits limits = CallGraph::Limits());
+
+  void on_event(const void *data, size_t size);
+  bool flush();
+  void finish(); // the trees still open, then flush
+  bool failed() const { return !error_.empty(); }
+  const std::string &error() const { return error_; }
+  void set_symbolizer(Symbolizer *symbolizer) { printer_.set_symbolizer(symbolizer); }
+
+private:
+  static constexpr size_t kFlushThreshold = 64 * 1024;
+  const Manifest &manifest_;
+  EventPrinter printer_;
+  CallGraph graph_;
+  int fd_;
+  std::string line_;   // one event's text line, reused
+  std::string buffer_; // trees waiting for write(2)
+  std::string error_;
+};
+
+// ---- The latency summary ----------------------------------------------------------------------
+
+// LatencySummary collects the durations of return events per probe. min and max are exact; p50 and
+// p99 are exact (nearest rank over the sorted durations) while a function has at most kExactSamples
+// calls, and past that estimated from a histogram with 16 buckets per power of two (within 1/32 of
+// the true value, shown with "~"). Recording a duration allocates nothing after the first
+// kExactSamples of a function (its sample buffer grows to that size, amortized, then stops).
+class LatencySummary {
+public:
+  static constexpr size_t kExactSamples = 1024;
+  static constexpr size_t kListed = 20; // functions in the table (most calls first)
+  static constexpr size_t kBarWidth = 40;
+
+  explicit LatencySummary(const Manifest &manifest);
+  explicit LatencySummary(std::vector<std::string> functions); // for tests: no event decoding
+
+  // Counts a return event's duration; everything else (entries, unpaired returns, malformed
+  // records) is ignored.
+  void on_event(const void *data, size_t size);
+  void add(uint32_t probe, uint64_t ns);
+  bool empty() const { return recorded_ == 0; }
+
+  struct Stats {
+    uint64_t calls = 0, min = 0, p50 = 0, p99 = 0, max = 0;
+    bool exact = true; // p50 and p99 are exact
+  };
+  Stats stats(uint32_t probe) const;
+  // Power-of-two buckets: [2^i, 2^(i+1)) ns.
+  std::array<uint64_t, 64> histogram(uint32_t probe) const;
+
+  // The summary, a line each, without a prefix: a title, the table, then each listed function's
+  // histogram. Empty when nothing was recorded.
+  std::vector<std::string> lines() const;
+
+private:
+  static constexpr size_t kSub = 16; // histogram buckets per power of two
+  struct Latency {
+    uint64_t calls = 0;
+    uint64_t min = UINT64_MAX;
+    uint64_t max = 0;
+    std::vector<uint64_t> samples; // the first kExactSamples durations
+    std::vector<uint64_t> buckets; // 64 * kSub counts, allocated at the first duration
+  };
+  std::vector<std::string> functions_;
+  std::vector<uint32_t> duration_offset_; // per probe, 0: no durations
+  std::vector<uint32_t> event_size_;
+  std::vector<Latency> latency_;
+  uint64_t recorded_ = 0;
+};
+
+// ---- What the tracer holds ----------------------------------------------------------------------
+
+struct ViewOptions {
+  bool graph = false;  // --graph: trees on stdout instead of a line per event
+  bool summary = true; // the latency summary at exit (--no-summary: off)
+};
+
+// Views: the views the options ask for, fed every event the ring buffer delivers.
+class Views {
+public:
+  Views(const Manifest &manifest, ViewOptions options, uint64_t start_ns, int fd);
+  void on_event(const void *data, size_t size);
+  bool flush();
+  void finish(); // at exit, after the last event: prints the trees still open
+  bool failed() const { return graph_ && graph_->failed(); }
+  const std::string &error() const;
+  void set_symbolizer(Symbolizer *symbolizer);
+  // The latency summary's lines, for stderr; empty when off or when no call had a duration.
+  std::vector<std::string> summary_lines() const;
+
+private:
+  std::unique_ptr<GraphView> graph_;
+  std::unique_ptr<LatencySummary> summary_;
+};
+
+} // namespace weave
