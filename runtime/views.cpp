@@ -1,11 +1,11 @@
 #include "views.h"
 
 #include <algorithm>
-#include <cmath>
-#include <tuple>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 #include <unistd.h>
 
 #include "event.h"
@@ -61,7 +61,7 @@ void append_call_duration(std::string &out, uint64_t ns) {
   out += buffer;
 }
 
-// ---- CallGraph ------------------------------------------------------------------------------------
+// ---- CallGraph ----------------------------------------------------------------------------------
 
 CallGraph::CallGraph(std::vector<Function> functions, uint64_t start_ns, Limits limits)
     : functions_(std::move(functions)), start_ns_(start_ns), limits_(limits) {
@@ -115,9 +115,10 @@ void CallGraph::begin_line(Goroutine &g, uint64_t ts_ns, bool timed, size_t dept
   g.text.append(1 + 2 * depth, ' ');
 }
 
-// Closes the top frame: with `ret`, by its return event; without, because it never returned (`why`).
-// A call whose entry line is still the last line becomes a one-line call.
-void CallGraph::close_frame(Goroutine &g, const Frame &frame, const GraphCall *ret, const char *why) {
+// Closes the top frame: with `ret`, by its return event; without, because it never returned
+// (`why`). A call whose entry line is still the last line becomes a one-line call.
+void CallGraph::close_frame(Goroutine &g, const Frame &frame, const GraphCall *ret,
+                            const char *why) {
   const std::string &function = functions_[frame.function].name;
   std::string_view results = ret ? results_of(ret->text, function) : std::string_view();
   auto append_outcome = [&] {
@@ -171,8 +172,6 @@ void CallGraph::append_header(const Key &key, std::string &out) const {
 // Appends g's tree to `out` (under a header, unless the previous tree was this goroutine's too) and
 // empties g for the next one.
 void CallGraph::print(const Key &key, Goroutine &g, std::string &out) {
-  if (g.dropped && g.text.empty())
-    g.started = next_tree_++;
   append_drop_note(g); // lines dropped at the very end
   if (!printed_any_ || !(key == last_printed_))
     append_header(key, out);
@@ -317,7 +316,7 @@ void CallGraph::finish(std::string &out) {
   }
 }
 
-// ---- GraphView ------------------------------------------------------------------------------------
+// ---- GraphView ----------------------------------------------------------------------------------
 
 namespace {
 
@@ -410,7 +409,7 @@ void GraphView::finish() {
   flush();
 }
 
-// ---- LatencySummary -------------------------------------------------------------------------------
+// ---- LatencySummary -----------------------------------------------------------------------------
 
 LatencySummary::LatencySummary(const Manifest &manifest) {
   for (const ManifestProbe &probe : manifest.probes) {
@@ -541,14 +540,14 @@ std::vector<std::string> LatencySummary::lines() const {
   for (uint32_t i = 0; i < latency_.size(); ++i)
     if (latency_[i].calls)
       shown.push_back(i);
-  std::stable_sort(shown.begin(), shown.end(), [&](uint32_t a, uint32_t b) {
-    return latency_[a].calls > latency_[b].calls;
-  });
+  std::stable_sort(shown.begin(), shown.end(),
+                   [&](uint32_t a, uint32_t b) { return latency_[a].calls > latency_[b].calls; });
   size_t more = shown.size() > kListed ? shown.size() - kListed : 0;
   shown.resize(shown.size() - more);
 
   // The table: every cell first, then the widths.
-  std::vector<std::array<std::string, 6>> rows = {{"function", "calls", "min", "p50", "p99", "max"}};
+  std::vector<std::array<std::string, 6>> rows = {
+      {"function", "calls", "min", "p50", "p99", "max"}};
   bool estimated = false;
   for (uint32_t i : shown) {
     Stats s = stats(i);
@@ -592,7 +591,8 @@ std::vector<std::string> LatencySummary::lines() const {
     size_t label_width = 0, count_width = 0;
     for (size_t b = first; b <= last; ++b) {
       std::string label = "[" + duration_text(uint64_t(1) << b) + ", " +
-                          (b == 63 ? std::string("max") : duration_text(uint64_t(1) << (b + 1))) + ")";
+                          (b == 63 ? std::string("max") : duration_text(uint64_t(1) << (b + 1))) +
+                          ")";
       label_width = std::max(label_width, columns(label));
       counts.push_back(std::to_string(h[b]));
       count_width = std::max(count_width, counts.back().size());
@@ -615,7 +615,7 @@ std::vector<std::string> LatencySummary::lines() const {
   return out;
 }
 
-// ---- Views ----------------------------------------------------------------------------------------
+// ---- Views --------------------------------------------------------------------------------------
 
 Views::Views(const Manifest &manifest, ViewOptions options, uint64_t start_ns, int fd) {
   if (options.graph)

@@ -1,8 +1,9 @@
 // Views: other ways to show the same events than one line each.
 //
 //   --graph        CallGraph: per goroutine, an indented call tree (entries open a level, returns
-//                  close it with the call's duration), printed when the goroutine's outermost traced
-//                  call returns. GraphView feeds it decoded events and writes the trees to stdout.
+//                  close it with the call's duration), printed when the goroutine's outermost
+//                  traced call returns. GraphView feeds it decoded events and writes the trees to
+//                  stdout.
 //   (at exit)      LatencySummary: per function, calls and min/p50/p99/max of the durations that
 //                  return events carry, with a power-of-two histogram like bpftrace's hist().
 //
@@ -27,7 +28,7 @@ namespace weave {
 // from 1000 s on ("1500s", where printf's %g would write "1.5e+03s").
 void append_call_duration(std::string &out, uint64_t ns);
 
-// ---- --graph ----------------------------------------------------------------------------------
+// ---- --graph ------------------------------------------------------------------------------------
 
 // One event, as CallGraph needs it. `text` is the call as the text output writes it, without the
 // line's prefix and duration: "main.f(a=1)" for an entry, "main.f(~r0=2)" for a return.
@@ -86,7 +87,8 @@ private:
   };
   struct KeyHash {
     size_t operator()(const Key &k) const {
-      return std::hash<uint64_t>()(k.goid * 0x9e3779b97f4a7c15ull ^ (uint64_t(k.pid) << 32 | k.tid));
+      return std::hash<uint64_t>()(k.goid * 0x9e3779b97f4a7c15ull ^
+                                   (uint64_t(k.pid) << 32 | k.tid));
     }
   };
   struct Frame {
@@ -94,12 +96,12 @@ private:
     uint64_t entry_ts;
   };
   struct Goroutine {
-    std::string text;          // the rendered lines of the tree being built
-    std::vector<Frame> frames; // calls open now, outermost first
-    size_t lines = 0;          // lines kept in `text` (notes aside)
-    uint64_t dropped = 0;      // lines dropped since the last one kept
+    std::string text;                       // the rendered lines of the tree being built
+    std::vector<Frame> frames;              // calls open now, outermost first
+    size_t lines = 0;                       // lines kept in `text` (notes aside)
+    uint64_t dropped = 0;                   // lines dropped since the last one kept
     size_t collapsible = std::string::npos; // offset of the last line when it opened the top frame
-    uint64_t started = 0;      // the order in which trees started (finish() prints in it)
+    uint64_t started = 0; // the order in which trees started (finish() prints in it)
   };
 
   bool keep_line(Goroutine &g, bool force);
@@ -109,7 +111,7 @@ private:
   void print(const Key &key, Goroutine &g, std::string &out);
   void append_header(const Key &key, std::string &out) const;
 
-  std::vector<Function> functions_; // per probe
+  std::vector<Function> functions_;   // per probe
   std::vector<uint32_t> function_of_; // per probe: the first probe of the same function
   uint64_t start_ns_;
   Limits limits_;
@@ -147,7 +149,7 @@ private:
   std::string error_;
 };
 
-// ---- The latency summary ----------------------------------------------------------------------
+// ---- The latency summary ------------------------------------------------------------------------
 
 // LatencySummary collects the durations of return events per probe. min and max are exact; p50 and
 // p99 are exact (nearest rank over the sorted durations) while a function has at most kExactSamples

@@ -54,12 +54,13 @@ constexpr uint64_t us = 1000;
 enum : uint32_t { A_IN, A_OUT, B_IN, B_OUT, EVENT };
 
 CallGraph make_graph(CallGraph::Limits limits = CallGraph::Limits()) {
-  return CallGraph({{"main.A", false}, {"main.A", true}, {"main.B", false}, {"main.B", true},
-                    {"main.E", false}},
-                   kStart, limits);
+  return CallGraph(
+      {{"main.A", false}, {"main.A", true}, {"main.B", false}, {"main.B", true}, {"main.E", false}},
+      kStart, limits);
 }
 
-GraphCall in(uint32_t probe, uint64_t goid, uint64_t ts, std::string_view text, uint32_t tid = 200) {
+GraphCall in(uint32_t probe, uint64_t goid, uint64_t ts, std::string_view text,
+             uint32_t tid = 200) {
   GraphCall c;
   c.probe = probe;
   c.pid = 100;
@@ -116,11 +117,11 @@ TEST_CASE("graph: interleaved goroutines each get their own tree, printed when i
 
 TEST_CASE("graph: recursion nests a level per call, the innermost on one line") {
   CallGraph graph = make_graph();
-  CHECK(run(graph, {in(A_IN, 7, 10 * us, "main.A(n=2)"), in(A_IN, 7, 20 * us, "main.A(n=1)"),
-                    in(A_IN, 7, 30 * us, "main.A(n=0)"),
-                    out(A_OUT, 7, 35 * us, 5 * us, "main.A(~r0=0)"),
-                    out(A_OUT, 7, 40 * us, 20 * us, "main.A(~r0=0)"),
-                    out(A_OUT, 7, 50 * us, 40 * us, "main.A(~r0=0)")}) ==
+  CHECK(run(graph,
+            {in(A_IN, 7, 10 * us, "main.A(n=2)"), in(A_IN, 7, 20 * us, "main.A(n=1)"),
+             in(A_IN, 7, 30 * us, "main.A(n=0)"), out(A_OUT, 7, 35 * us, 5 * us, "main.A(~r0=0)"),
+             out(A_OUT, 7, 40 * us, 20 * us, "main.A(~r0=0)"),
+             out(A_OUT, 7, 50 * us, 40 * us, "main.A(~r0=0)")}) ==
         "goroutine 7 (pid 100):\n"
         "  0.000010 main.A(n=2) {\n"
         "  0.000020   main.A(n=1) {\n"
@@ -133,10 +134,10 @@ TEST_CASE("graph: a call that panics is closed when a traced caller returns past
   // The caller's return pairs with its own entry by timestamp (ts - duration), so the calls the
   // panic unwound are closed first, whatever they contain.
   CallGraph graph = make_graph();
-  CHECK(run(graph, {in(A_IN, 1, 10 * us, "main.A(x=1)"), in(B_IN, 1, 20 * us, "main.B(n=1)"),
-                    in(B_IN, 1, 30 * us, "main.B(n=2)"),
-                    out(B_OUT, 1, 31 * us, 1 * us, "main.B(~r0=2)"),
-                    out(A_OUT, 1, 50 * us, 40 * us, "main.A()")}) ==
+  CHECK(run(graph,
+            {in(A_IN, 1, 10 * us, "main.A(x=1)"), in(B_IN, 1, 20 * us, "main.B(n=1)"),
+             in(B_IN, 1, 30 * us, "main.B(n=2)"), out(B_OUT, 1, 31 * us, 1 * us, "main.B(~r0=2)"),
+             out(A_OUT, 1, 50 * us, 40 * us, "main.A()")}) ==
         "goroutine 1 (pid 100):\n"
         "  0.000010 main.A(x=1) {\n"
         "  0.000020   main.B(n=1) {\n"
@@ -155,9 +156,8 @@ TEST_CASE("graph: a call that panics is closed when a traced caller returns past
 
 TEST_CASE("graph: calls still open at exit, a panic at the top included") {
   CallGraph graph = make_graph();
-  std::string text = run(graph, {in(A_IN, 3, 10 * us, "main.A(x=1)"),
-                                 in(B_IN, 3, 20 * us, "main.B(n=1)")},
-                         false);
+  std::string text =
+      run(graph, {in(A_IN, 3, 10 * us, "main.A(x=1)"), in(B_IN, 3, 20 * us, "main.B(n=1)")}, false);
   CHECK(text.empty());
   CHECK(graph.buffered_lines() == 2);
   graph.finish(text);
@@ -177,25 +177,27 @@ TEST_CASE("graph: calls still open at exit, a panic at the top included") {
         "           } main.B  (still open at exit)\n");
 }
 
-TEST_CASE("graph: goid 0 (ABI0 code) groups by thread; returns without a duration pair by name") {
+TEST_CASE("graph: goid 0 (ABI0 code) groups by thread, returns without a duration pair by name") {
   CallGraph graph = make_graph();
-  CHECK(run(graph, {in(A_IN, 0, 10 * us, "main.A(x=1)", 201), in(A_IN, 0, 11 * us, "main.A(x=2)", 202),
-                    out(A_OUT, 0, 12 * us, 0, "main.A(~r0=2)", 202),
-                    out(A_OUT, 0, 13 * us, 0, "main.A(~r0=1)", 201)}) ==
+  CHECK(run(graph,
+            {in(A_IN, 0, 10 * us, "main.A(x=1)", 201), in(A_IN, 0, 11 * us, "main.A(x=2)", 202),
+             out(A_OUT, 0, 12 * us, 0, "main.A(~r0=2)", 202),
+             out(A_OUT, 0, 13 * us, 0, "main.A(~r0=1)", 201)}) ==
         "thread 202 (pid 100, no goroutine id):\n"
         "  0.000011 main.A(x=2) = (~r0=2)\n"
         "thread 201 (pid 100, no goroutine id):\n"
         "  0.000010 main.A(x=1) = (~r0=1)\n");
 }
 
-TEST_CASE("graph: consecutive trees of a goroutine share its header; the order is the events'") {
+TEST_CASE("graph: consecutive trees of a goroutine share its header, in the events' order") {
   CallGraph graph = make_graph();
   auto leaf = [](uint64_t goid, uint64_t t) {
     return std::vector<GraphCall>{in(A_IN, goid, t * us, "main.A(x=1)"),
                                   out(A_OUT, goid, (t + 1) * us, us, "main.A(~r0=1)")};
   };
   std::vector<GraphCall> calls;
-  for (auto [goid, t] : std::vector<std::pair<uint64_t, uint64_t>>{{1, 10}, {1, 20}, {2, 30}, {1, 40}})
+  for (auto [goid, t] :
+       std::vector<std::pair<uint64_t, uint64_t>>{{1, 10}, {1, 20}, {2, 30}, {1, 40}})
     for (const GraphCall &c : leaf(goid, t))
       calls.push_back(c);
   std::string expected = "goroutine 1 (pid 100):\n"
@@ -221,26 +223,25 @@ TEST_CASE("graph: consecutive trees of a goroutine share its header; the order i
         "  0.000030 main.A(x=5)  (still open at exit)\n");
 }
 
-TEST_CASE("graph: entry-only functions are one-line events; returns whose entry was not seen") {
+TEST_CASE("graph: entry-only functions are one-line events, and returns whose entry was not seen") {
   CallGraph graph = make_graph();
-  CHECK(run(graph, {in(EVENT, 1, 5 * us, "main.E(z=0)"), in(A_IN, 1, 10 * us, "main.A(x=1)"),
-                    in(EVENT, 1, 20 * us, "main.E(z=1)"),
-                    out(A_OUT, 1, 30 * us, 20 * us, "main.A()"),
-                    out(B_OUT, 1, 40 * us, 35 * us, "main.B(~r0=7)")}) ==
-        "goroutine 1 (pid 100):\n"
-        "  0.000005 main.E(z=0)\n"
-        "  0.000010 main.A(x=1) {\n"
-        "  0.000020   main.E(z=1)\n"
-        "  0.000030 } main.A  20µs\n"
-        "  0.000040 \u2190 main.B(~r0=7)  35µs  (entry not seen)\n");
+  CHECK(
+      run(graph, {in(EVENT, 1, 5 * us, "main.E(z=0)"), in(A_IN, 1, 10 * us, "main.A(x=1)"),
+                  in(EVENT, 1, 20 * us, "main.E(z=1)"), out(A_OUT, 1, 30 * us, 20 * us, "main.A()"),
+                  out(B_OUT, 1, 40 * us, 35 * us, "main.B(~r0=7)")}) ==
+      "goroutine 1 (pid 100):\n"
+      "  0.000005 main.E(z=0)\n"
+      "  0.000010 main.A(x=1) {\n"
+      "  0.000020   main.E(z=1)\n"
+      "  0.000030 } main.A  20µs\n"
+      "  0.000040 \u2190 main.B(~r0=7)  35µs  (entry not seen)\n");
 }
 
 TEST_CASE("graph: a stack goes under its call") {
   CallGraph graph = make_graph();
   GraphCall b = in(B_IN, 1, 20 * us, "main.B(n=1)");
   b.stack = "    main.caller (main.go:12)\n    main.main (main.go:20)\n";
-  CHECK(run(graph, {in(A_IN, 1, 10 * us, "main.A(x=1)"), b,
-                    out(B_OUT, 1, 21 * us, us, "main.B()"),
+  CHECK(run(graph, {in(A_IN, 1, 10 * us, "main.A(x=1)"), b, out(B_OUT, 1, 21 * us, us, "main.B()"),
                     out(A_OUT, 1, 30 * us, 20 * us, "main.A()")}) ==
         "goroutine 1 (pid 100):\n"
         "  0.000010 main.A(x=1) {\n"
@@ -252,7 +253,8 @@ TEST_CASE("graph: a stack goes under its call") {
 }
 
 TEST_CASE("graph: bounded buffers drop lines, say how many and where, and keep the tree's end") {
-  CallGraph graph = make_graph({.lines_per_goroutine = 3, .lines_total = 100, .open_calls_max = 10});
+  CallGraph graph =
+      make_graph({.lines_per_goroutine = 3, .lines_total = 100, .open_calls_max = 10});
   std::vector<GraphCall> calls = {in(A_IN, 1, 10 * us, "main.A(x=1)")};
   static const char *args[] = {"main.B(n=0)", "main.B(n=1)", "main.B(n=2)", "main.B(n=3)",
                                "main.B(n=4)"};
@@ -262,22 +264,24 @@ TEST_CASE("graph: bounded buffers drop lines, say how many and where, and keep t
   }
   calls.push_back(out(A_OUT, 1, 100 * us, 90 * us, "main.A()"));
   std::string text = run(graph, calls);
-  CHECK(text == "goroutine 1 (pid 100):\n"
-                "  0.000010 main.A(x=1) {\n"
-                "  0.000020   main.B(n=0)  1µs\n"
-                "  0.000022   main.B(n=1)  1µs\n"
-                "           ... 6 lines dropped here (at most 3 are buffered per goroutine, 100 in all)\n"
-                "  0.000100 } main.A  90µs\n");
+  CHECK(text ==
+        "goroutine 1 (pid 100):\n"
+        "  0.000010 main.A(x=1) {\n"
+        "  0.000020   main.B(n=0)  1µs\n"
+        "  0.000022   main.B(n=1)  1µs\n"
+        "           ... 6 lines dropped here (at most 3 are buffered per goroutine, 100 in all)\n"
+        "  0.000100 } main.A  90µs\n");
   CHECK(graph.dropped_lines() == 6);
   CHECK(graph.buffered_lines() == 0);
 
   // The cap over all goroutines: the second goroutine gets one line, then the rest is dropped.
   CallGraph total = make_graph({.lines_per_goroutine = 10, .lines_total = 3, .open_calls_max = 10});
-  CHECK(run(total, {in(A_IN, 1, 10 * us, "main.A(x=1)"), in(B_IN, 1, 11 * us, "main.B(n=1)"),
-                    in(A_IN, 2, 12 * us, "main.A(x=2)"), in(B_IN, 2, 13 * us, "main.B(n=2)"),
-                    out(B_OUT, 2, 14 * us, us, "main.B()"), out(A_OUT, 2, 15 * us, 3 * us, "main.A()"),
-                    out(B_OUT, 1, 16 * us, 5 * us, "main.B()"),
-                    out(A_OUT, 1, 17 * us, 7 * us, "main.A()")}) ==
+  CHECK(run(total,
+            {in(A_IN, 1, 10 * us, "main.A(x=1)"), in(B_IN, 1, 11 * us, "main.B(n=1)"),
+             in(A_IN, 2, 12 * us, "main.A(x=2)"), in(B_IN, 2, 13 * us, "main.B(n=2)"),
+             out(B_OUT, 2, 14 * us, us, "main.B()"), out(A_OUT, 2, 15 * us, 3 * us, "main.A()"),
+             out(B_OUT, 1, 16 * us, 5 * us, "main.B()"),
+             out(A_OUT, 1, 17 * us, 7 * us, "main.A()")}) ==
         "goroutine 2 (pid 100):\n"
         "  0.000012 main.A(x=2) {\n"
         "           ... 2 lines dropped here (at most 10 are buffered per goroutine, 3 in all)\n"
@@ -324,13 +328,14 @@ json views_manifest() {
       p["duration_offset"] = 48;
     return p;
   };
-  return {{"format", 1},
-          {"target", {{"path", "./x"}, {"build_id", "b"}, {"go_version", "go1.19"}, {"arch", "amd64"}}},
-          {"event_header_size", 48},
-          {"probes",
-           {probe(0, "main.Say", "entry", 72, capture("s", field("string", 48, 16))),
-            probe(1, "main.Say", "return", 80, capture("~r0", field("string", 56, 16))),
-            probe(2, "main.Tick", "entry", 56, capture("n", field("int", 48)))}}};
+  return {
+      {"format", 1},
+      {"target", {{"path", "./x"}, {"build_id", "b"}, {"go_version", "go1.19"}, {"arch", "amd64"}}},
+      {"event_header_size", 48},
+      {"probes",
+       {probe(0, "main.Say", "entry", 72, capture("s", field("string", 48, 16))),
+        probe(1, "main.Say", "return", 80, capture("~r0", field("string", 56, 16))),
+        probe(2, "main.Tick", "entry", 56, capture("n", field("int", 48)))}}};
 }
 
 Manifest parse_ok(const json &j) {
@@ -341,7 +346,8 @@ Manifest parse_ok(const json &j) {
   return *m;
 }
 
-std::vector<uint8_t> record(uint32_t probe, uint32_t kind, uint64_t goid, uint64_t ts, size_t size) {
+std::vector<uint8_t> record(uint32_t probe, uint32_t kind, uint64_t goid, uint64_t ts,
+                            size_t size) {
   std::vector<uint8_t> bytes(size, 0);
   weave_event_header h = {kStart + ts, goid, 0, 0, 100, 200, probe, kind};
   std::memcpy(bytes.data(), &h, sizeof h);
@@ -536,7 +542,7 @@ TEST_CASE("summary: recording allocates only while a function's exact samples gr
   CHECK(g_allocations == 0);
 }
 
-TEST_CASE("summary and views: decoded from records; entries and unpaired returns do not count") {
+TEST_CASE("summary and views: decoded from records, entries and unpaired returns do not count") {
   Manifest m = parse_ok(views_manifest());
   Views views(m, {.graph = false, .summary = true}, kStart, -1);
   auto entry = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 72);
