@@ -403,7 +403,9 @@ void print_summary(const Manifest &m, const EventWriter &writer, const std::vect
     total_events += writer.events_per_probe()[i];
     total_lost += l;
     if (m.probes.size() <= kListedProbes || l > 0)
-      say("{}: {} events, {} lost", m.probes[i].name, writer.events_per_probe()[i], l);
+      say("{} ({}): {} events, {} lost", m.probes[i].name,
+          !m.probes[i].attach.empty() && m.probes[i].attach[0].kind == AttachKind::Return ? "return" : "entry",
+          writer.events_per_probe()[i], l);
   }
   if (m.probes.size() > 1)
     say("total: {} events, {} lost{}", total_events, total_lost,

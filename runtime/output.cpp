@@ -199,8 +199,10 @@ void append_duration(std::string &out, uint64_t ns) {
     snprintf(buffer, sizeof buffer, "%.3gµs", ns / 1e3);
   else if (ns < 1000000000)
     snprintf(buffer, sizeof buffer, "%.3gms", ns / 1e6);
-  else
+  else if (ns < 1000000000000ull)
     snprintf(buffer, sizeof buffer, "%.3gs", ns / 1e9);
+  else
+    snprintf(buffer, sizeof buffer, "%.0fs", ns / 1e9); // %g would switch to 1.5e+03s
   out += buffer;
 }
 
@@ -559,28 +561,30 @@ void EventWriter::on_event(const void *data, size_t size) {
     flush();
 }
 
-bool EventWriter::flush() {
-  if (failed()) {
-    buffer_.clear();
+bool flush_buffer(int fd, std::string &buffer, std::string &error) {
+  if (!error.empty()) {
+    buffer.clear();
     return false;
   }
-  const char *p = buffer_.data();
-  size_t n = buffer_.size();
+  const char *p = buffer.data();
+  size_t n = buffer.size();
   while (n > 0) {
-    ssize_t w = ::write(fd_, p, n);
+    ssize_t w = ::write(fd, p, n);
     if (w < 0 && errno == EINTR)
       continue;
     if (w < 0) {
-      error_ = std::string("cannot write events: ") + std::strerror(errno);
-      buffer_.clear();
+      error = std::string("cannot write events: ") + std::strerror(errno);
+      buffer.clear();
       return false;
     }
     p += w;
     n -= static_cast<size_t>(w);
   }
-  buffer_.clear(); // keeps its capacity: the next batch reuses it
+  buffer.clear(); // keeps its capacity: the next batch reuses it
   return true;
 }
+
+bool EventWriter::flush() { return flush_buffer(fd_, buffer_, error_); }
 
 
 // An interface prints as its dynamic type and, where the type says what the data word points to,

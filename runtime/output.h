@@ -21,6 +21,10 @@ enum class OutputFormat { Text, Json };
 // event (quoted names, struct labels) is prepared once in the constructor.
 class Symbolizer;
 
+// Writes all of `buffer` to `fd` and empties it (keeping its capacity). Once a write has failed
+// (EPIPE from `| head`, say), `error` says why and later calls only discard.
+bool flush_buffer(int fd, std::string &buffer, std::string &error);
+
 class EventPrinter {
 public:
   // start_ns: CLOCK_MONOTONIC at tracer start, the zero of the text format's time column

@@ -381,28 +381,7 @@ void GraphView::on_event(const void *data, size_t size) {
     flush();
 }
 
-bool GraphView::flush() {
-  if (failed()) {
-    buffer_.clear();
-    return false;
-  }
-  const char *p = buffer_.data();
-  size_t n = buffer_.size();
-  while (n > 0) {
-    ssize_t w = ::write(fd_, p, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0) {
-      error_ = std::string("cannot write events: ") + std::strerror(errno);
-      buffer_.clear();
-      return false;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  buffer_.clear();
-  return true;
-}
+bool GraphView::flush() { return flush_buffer(fd_, buffer_, error_); }
 
 void GraphView::finish() {
   graph_.finish(buffer_);

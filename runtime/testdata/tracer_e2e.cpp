@@ -273,7 +273,7 @@ TEST_CASE("-- CMD: JSON events of the traced command, then its exit status") {
     CHECK(e["ts_ns"].get<uint64_t>() > 0);
   }
   CHECK(events[0]["ts_ns"].get<uint64_t>() < events[1]["ts_ns"].get<uint64_t>());
-  CHECK(contains(r.err, "weave: main.Ints: 2 events, 0 lost"));
+  CHECK(contains(r.err, "weave: main.Ints (entry): 2 events, 0 lost"));
   CHECK_FALSE(contains(r.err, "lost (ring buffer full)"));
 }
 
@@ -308,7 +308,7 @@ TEST_CASE("BPF_RB_NO_WAKEUP submits are drained on a timer, every event arrives"
   REQUIRE(events.size() == 200);
   for (int i = 0; i < 200; ++i)
     CHECK(events[i]["args"]["a"] == int8_t(-128 + i));
-  CHECK(contains(r.err, "main.Ints: 200 events, 0 lost"));
+  CHECK(contains(r.err, "main.Ints (entry): 200 events, 0 lost"));
 }
 
 TEST_CASE("events the ring buffer had no room for are counted and reported") {
@@ -334,9 +334,9 @@ TEST_CASE("events the ring buffer had no room for are counted and reported") {
   for (const json &e : events)
     ours += e["pid"] == fixture.pid;
   CHECK(ours <= 3);
-  CHECK(contains(err, "weave: main.Ints: " + std::to_string(events.size()) + " events, "));
+  CHECK(contains(err, "weave: main.Ints (entry): " + std::to_string(events.size()) + " events, "));
   if (events.size() == 3) {
-    CHECK(contains(err, "weave: main.Ints: 3 events, 17 lost"));
+    CHECK(contains(err, "weave: main.Ints (entry): 3 events, 17 lost"));
     CHECK(contains(err, "weave: 17 events lost (ring buffer full)"));
   }
 }
@@ -346,7 +346,7 @@ TEST_CASE("-- CMD: the command's exit status, a signal, and a missing command") 
   Result r = run({tracer, "--binary", kFixture, "--", "/bin/sh", "-c", "exit 7"});
   CHECK(r.status == 7);
   CHECK(r.out.empty());
-  CHECK(contains(r.err, "main.Ints: 0 events, 0 lost"));
+  CHECK(contains(r.err, "main.Ints (entry): 0 events, 0 lost"));
 
   r = run({tracer, "--binary", kFixture, "--", "/bin/sh", "-c", "kill -KILL $$"});
   CHECK(r.status == 128 + SIGKILL);
@@ -369,7 +369,7 @@ TEST_CASE("-- CMD: SIGTERM to the tracer is passed on to the command") {
   int status = wait_for(p);
   CHECK(status == 128 + SIGTERM); // the command's status: it died of the forwarded SIGTERM
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
-  CHECK(contains(slurp(p.err), "main.Ints: 0 events, 0 lost"));
+  CHECK(contains(slurp(p.err), "main.Ints (entry): 0 events, 0 lost"));
 }
 
 TEST_CASE("no -- and no --pid: every process running the binary, until SIGINT") {
@@ -420,7 +420,7 @@ TEST_CASE("--pid: exits when the process is gone, even while it is an unreaped z
   INFO("stderr: " << r.err);
   CHECK(r.status == 0);
   CHECK(contains(r.err, "(pid " + std::to_string(sleeper.pid) + ")"));
-  CHECK(contains(r.err, "main.Ints: 0 events, 0 lost"));
+  CHECK(contains(r.err, "main.Ints (entry): 0 events, 0 lost"));
   CHECK(wait_for(sleeper) == 0);
 
   r = run({tracer, "--pid", "999999999", "--binary", kFixture});
