@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "test_support.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -53,20 +55,7 @@ std::vector<uint8_t> read_at(const std::string &path, uint64_t offset, size_t si
   return bytes;
 }
 
-// TempDir is a fresh directory under $TMPDIR, removed with everything in it at scope exit.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "weave-test-binary-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string file(const std::string &name) const { return path + "/" + name; }
-};
+using weave_test::TempDir;
 
 // The output of a command, trailing newline removed.
 std::string run(const std::string &command) {

@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include "test_support.h"
+
 #include <cstring>
 #include <elf.h>
 #include <filesystem>
@@ -21,19 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "weave-test-buildinfo-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string file(const std::string &name) const { return path + "/" + name; }
-};
+using weave_test::TempDir;
 
 // Segment is one PT_LOAD of a synthetic file: its flags, address and bytes.
 struct Segment {

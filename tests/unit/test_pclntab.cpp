@@ -9,6 +9,8 @@
 
 #include <doctest/doctest.h>
 
+#include "test_support.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -50,20 +52,7 @@ void write_file(const std::string &path, const std::vector<uint8_t> &bytes) {
   REQUIRE(out.good());
 }
 
-// TempDir is a fresh directory under $TMPDIR, removed with everything in it at scope exit.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "weave-test-pclntab-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string file(const std::string &name) const { return path + "/" + name; }
-};
+using weave_test::TempDir;
 
 // The standard output of a shell command, which must succeed.
 std::string run(const std::string &command) {
