@@ -25,6 +25,9 @@ class Symbolizer;
 // (EPIPE from `| head`, say), `error` says why and later calls only discard.
 bool flush_buffer(int fd, std::string &buffer, std::string &error);
 
+// A duration as Go's time.Duration prints it: 850ns, 12.3µs, 4.56ms, 1.2s (1500s, never 1.5e+03s).
+void append_duration(std::string &out, uint64_t ns);
+
 class EventPrinter {
 public:
   // start_ns: CLOCK_MONOTONIC at tracer start, the zero of the text format's time column

@@ -46,20 +46,6 @@ std::string_view results_of(std::string_view text, const std::string &function) 
 
 } // namespace
 
-void append_call_duration(std::string &out, uint64_t ns) {
-  char buffer[32];
-  if (ns < 1000)
-    snprintf(buffer, sizeof buffer, "%lluns", static_cast<unsigned long long>(ns));
-  else if (ns < 1000000)
-    snprintf(buffer, sizeof buffer, "%.3gµs", ns / 1e3);
-  else if (ns < 1000000000)
-    snprintf(buffer, sizeof buffer, "%.3gms", ns / 1e6);
-  else if (ns < 1000000000000)
-    snprintf(buffer, sizeof buffer, "%.3gs", ns / 1e9);
-  else
-    snprintf(buffer, sizeof buffer, "%.0fs", ns / 1e9);
-  out += buffer;
-}
 
 // ---- CallGraph ----------------------------------------------------------------------------------
 
@@ -128,7 +114,7 @@ void CallGraph::close_frame(Goroutine &g, const Frame &frame, const GraphCall *r
     }
     if (ret && ret->duration_ns) {
       g.text += "  ";
-      append_call_duration(g.text, ret->duration_ns);
+      append_duration(g.text, ret->duration_ns);
     }
     if (why) {
       g.text += "  (";
@@ -274,7 +260,7 @@ void CallGraph::add(const GraphCall &call, std::string &out) {
       g.text += call.text;
       if (call.duration_ns) {
         g.text += "  ";
-        append_call_duration(g.text, call.duration_ns);
+        append_duration(g.text, call.duration_ns);
       }
       g.text += "  (entry not seen)\n";
     }
@@ -485,7 +471,7 @@ namespace {
 
 std::string duration_text(uint64_t ns, bool estimated = false) {
   std::string s = estimated ? "~" : "";
-  append_call_duration(s, ns);
+  append_duration(s, ns);
   return s;
 }
 

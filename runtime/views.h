@@ -24,10 +24,6 @@
 
 namespace weave {
 
-// A duration the way the text output writes one (850ns, 12.3µs, 4.56ms, 1.2s), and whole seconds
-// from 1000 s on ("1500s", where printf's %g would write "1.5e+03s").
-void append_call_duration(std::string &out, uint64_t ns);
-
 // ---- --graph ------------------------------------------------------------------------------------
 
 // One event, as CallGraph needs it. `text` is the call as the text output writes it, without the

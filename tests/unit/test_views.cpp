@@ -568,7 +568,7 @@ TEST_CASE("summary and views: decoded from records, entries and unpaired returns
 TEST_CASE("durations read like the text output's") {
   auto text = [](uint64_t ns) {
     std::string s;
-    append_call_duration(s, ns);
+    append_duration(s, ns);
     return s;
   };
   CHECK(text(850) == "850ns");
