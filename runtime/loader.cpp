@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <unordered_map>
 
 #include "event.h"
 
@@ -215,14 +216,20 @@ bool Loader::load(std::string_view object, std::string &error, AttachMethod meth
     error = "BPF object: cannot open: " + errno_text(errno);
     return false;
   }
+  // Probes of one shape share a program (the attach point's cookie says which probe it is).
+  std::unordered_map<std::string, size_t> program_index;
   for (const ManifestProbe &probe : manifest_.probes) {
-    bpf_program *program = bpf_object__find_program_by_name(object_, probe.program.c_str());
-    if (!program) {
-      error = "probe '" + probe.name + "': program '" + probe.program +
-              "' is not in the BPF object; the manifest and the object do not belong together";
-      return false;
+    auto [it, added] = program_index.try_emplace(probe.program, programs_.size());
+    if (added) {
+      bpf_program *program = bpf_object__find_program_by_name(object_, probe.program.c_str());
+      if (!program) {
+        error = "probe '" + probe.name + "': program '" + probe.program +
+                "' is not in the BPF object; the manifest and the object do not belong together";
+        return false;
+      }
+      programs_.push_back(program);
     }
-    programs_.push_back(program);
+    program_of_probe_.push_back(it->second);
   }
   struct Wanted {
     const char *name;
@@ -328,9 +335,12 @@ bool Loader::attach(const std::string &binary_path, const std::string &display,
   std::string path = binary_path.find('/') == std::string::npos ? "./" + binary_path : binary_path;
   double start = monotonic_seconds();
   bool ok = true;
-  for (size_t i = 0; ok && i < manifest_.probes.size(); ++i)
-    ok = method_ == AttachMethod::Multi ? attach_multi(i, path, display, error)
-                                        : attach_perf(i, path, display, error);
+  if (method_ == AttachMethod::Multi)
+    for (size_t i = 0; ok && i < programs_.size(); ++i)
+      ok = attach_multi(i, path, display, error);
+  else
+    for (size_t i = 0; ok && i < manifest_.probes.size(); ++i)
+      ok = attach_perf(i, path, display, error);
   attach_seconds_ = monotonic_seconds() - start;
   return ok;
 }
@@ -339,18 +349,29 @@ bool Loader::attach(const std::string &binary_path, const std::string &display,
 // goroutine's stack moves), so every attach point is a plain uprobe. Both ways attach in every
 // process that maps the binary (pid filter 0 or -1); the BPF side filters by weave_config, which
 // also covers a command started after attaching.
-bool Loader::attach_multi(size_t probe_id, const std::string &path, const std::string &display,
+bool Loader::attach_multi(size_t program, const std::string &path, const std::string &display,
                           std::string &error) {
-  const ManifestProbe &probe = manifest_.probes[probe_id];
-  if (probe.attach.empty())
-    return true;
+  // Every attach point of every probe the program serves, in one link.
   std::vector<uint64_t> offsets, cookies;
-  for (const ManifestAttach &point : probe.attach) {
-    offsets.push_back(point.file_offset);
-    cookies.push_back(point.cookie);
+  std::string names;
+  size_t probes = 0;
+  for (size_t id = 0; id < manifest_.probes.size(); ++id) {
+    if (program_of_probe_[id] != program || manifest_.probes[id].attach.empty())
+      continue;
+    if (probes++ == 0)
+      names = "probe '" + manifest_.probes[id].name + "'";
+    for (const ManifestAttach &point : manifest_.probes[id].attach) {
+      offsets.push_back(point.file_offset);
+      cookies.push_back(point.cookie);
+    }
   }
+  if (offsets.empty())
+    return true;
+  if (probes > 1)
+    names += " and " + std::to_string(probes - 1) + " more of its shape (program '" +
+             bpf_program__name(programs_[program]) + "')";
   int fd =
-      create_uprobe_multi_link(bpf_program__fd(programs_[probe_id]), path.c_str(), offsets.data(),
+      create_uprobe_multi_link(bpf_program__fd(programs_[program]), path.c_str(), offsets.data(),
                                cookies.data(), static_cast<uint32_t>(offsets.size()));
   if (fd < 0) {
     // One link fails as a whole; the usual culprit, an offset past the end of the file (EINVAL
@@ -365,8 +386,8 @@ bool Loader::attach_multi(size_t probe_id, const std::string &path, const std::s
       if (!past.empty())
         culprits = past;
     }
-    error = "probe '" + probe.name + "': attach at " + describe_points(culprits) + " in " +
-            display + " failed: " + errno_text(fd);
+    error = names + ": attach at " + describe_points(culprits) + " in " + display +
+            " failed: " + errno_text(fd);
     if (culprits.size() < offsets.size())
       error += " (past the end of the file)";
     if (fd == -EPERM || fd == -EACCES)
@@ -383,8 +404,9 @@ bool Loader::attach_perf(size_t probe_id, const std::string &path, const std::st
   const ManifestProbe &probe = manifest_.probes[probe_id];
   for (const ManifestAttach &point : probe.attach) {
     LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = point.cookie, .retprobe = false);
-    bpf_link *link = bpf_program__attach_uprobe_opts(programs_[probe_id], -1, path.c_str(),
-                                                     point.file_offset, &opts);
+    bpf_program *program = programs_[program_of_probe_[probe_id]];
+    bpf_link *link =
+        bpf_program__attach_uprobe_opts(program, -1, path.c_str(), point.file_offset, &opts);
     if (!link) {
       int err = errno;
       error = "probe '" + probe.name + "': attach at " + hex(point.file_offset) + " in " + display +
@@ -468,7 +490,7 @@ bool Loader::hits_per_probe(std::vector<uint64_t> &hits, std::string &error) con
   return hits_ && read_counters(hits_, "weave_hits", hits, error);
 }
 
-bool Loader::run_stats_per_probe(std::vector<ProgramRunStats> &stats, std::string &error) const {
+bool Loader::run_stats_per_program(std::vector<ProgramStats> &stats, std::string &error) const {
   if (stats_fd_ < 0) {
     error = "BPF run-time statistics are not enabled";
     return false;
@@ -479,7 +501,7 @@ bool Loader::run_stats_per_probe(std::vector<ProgramRunStats> &stats, std::strin
     std::memset(&info, 0, sizeof info);
     uint32_t size = sizeof info;
     if (bpf_obj_get_info_by_fd(bpf_program__fd(programs_[i]), &info, &size) != 0) {
-      error = "program '" + manifest_.probes[i].program +
+      error = std::string("program '") + bpf_program__name(programs_[i]) +
               "': cannot read its statistics: " + errno_text(errno);
       return false;
     }

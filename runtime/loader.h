@@ -1,13 +1,14 @@
 // Loader: puts the manifest's probes into the kernel with libbpf and takes them out again.
 //
 // The straight line of libbpf-bootstrap: open the object, check it against the manifest, load,
-// configure, attach, and at the end detach. One BPF program serves all attach points of a probe;
-// the attach point's cookie (bpf_get_attach_cookie) tells them apart, so a probe with many RETs
-// still costs one verified program.
+// configure, attach, and at the end detach. One BPF program serves every probe of one shape (the
+// manifest's probes name it) at all their attach points; the attach point's cookie
+// (bpf_get_attach_cookie) says which probe it is, so a wildcard over 1,000 functions of one
+// signature costs two verified programs and two links.
 //
 // Two ways to attach (DESIGN.md, "Measured on this machine"):
-//  - uprobe_multi: one BPF_TRACE_UPROBE_MULTI link per program holds all its attach points with
-//    their cookies (Linux >= 6.6). Attaching 1,000 offsets this way takes ~17 ms.
+//  - uprobe_multi: one BPF_TRACE_UPROBE_MULTI link per program holds the attach points of all its
+//    probes with their cookies (Linux >= 6.6). Attaching 1,000 offsets this way takes ~17 ms.
 //  - perf events: one perf-event uprobe link per attach point (any kernel with the uprobe PMU).
 // A program verified for uprobe_multi (expected attach type BPF_TRACE_UPROBE_MULTI) cannot be
 // attached through a perf event and the other way round, so the choice is made before load():
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "manifest.h"
+#include "stats.h"
 
 struct bpf_object;
 struct bpf_program;
@@ -50,12 +52,6 @@ enum class AttachMethod {
 // the probe libbpf itself uses (libbpf.c: probe_uprobe_multi_link, libbpf >= 1.3). Nothing is
 // attached. When false, `why` says what failed. Needs the privileges that loading BPF needs.
 bool probe_uprobe_multi(std::string &why);
-
-// Run-time statistics of one BPF program (struct bpf_prog_info), while they are enabled.
-struct ProgramRunStats {
-  uint64_t run_count = 0;
-  uint64_t run_time_ns = 0;
-};
 
 // Runs task(0) .. task(n - 1), each once, on up to `max_threads` threads with small stacks, and
 // returns when all are done. For work that mostly sleeps in the kernel, such as closing links.
@@ -106,20 +102,25 @@ public:
   // Probe runs for a traced process (after the pid filter), per probe id, summed over CPUs. False
   // with an empty `error` when the object has no weave_hits map (built by an older weave).
   bool hits_per_probe(std::vector<uint64_t> &hits, std::string &error) const;
-  // Per probe id; false when the statistics are unavailable (see enable_run_time_stats).
-  bool run_stats_per_probe(std::vector<ProgramRunStats> &stats, std::string &error) const;
+  // Run counts and times (struct bpf_prog_info) per program (see program_of_probe); false when the statistics are unavailable (see
+  // enable_run_time_stats).
+  bool run_stats_per_program(std::vector<ProgramStats> &stats, std::string &error) const;
+  size_t program_count() const { return programs_.size(); }
+  // After load(): the index of the program that serves probe `id`.
+  const std::vector<size_t> &program_of_probe() const { return program_of_probe_; }
 
 private:
   bool read_counters(bpf_map *map, const char *name, std::vector<uint64_t> &out,
                      std::string &error) const;
-  bool attach_multi(size_t probe, const std::string &path, const std::string &display,
+  bool attach_multi(size_t program, const std::string &path, const std::string &display,
                     std::string &error);
   bool attach_perf(size_t probe, const std::string &path, const std::string &display,
                    std::string &error);
 
   const Manifest &manifest_;
   bpf_object *object_ = nullptr;
-  std::vector<bpf_program *> programs_; // by probe id
+  std::vector<bpf_program *> programs_;   // each once, in the order the manifest names them
+  std::vector<size_t> program_of_probe_; // by probe id: index into programs_
   bpf_map *events_ = nullptr;
   bpf_map *config_ = nullptr;
   bpf_map *lost_ = nullptr;

@@ -370,18 +370,14 @@ StatsReport collect_stats(const Loader &loader, const EventWriter &writer,
   report.hits_known = loader.hits_per_probe(hits, error);
   if (!error.empty())
     say("{}", error);
-  std::vector<ProgramRunStats> runs;
-  report.run_time_known = loader.run_stats_per_probe(runs, error);
+  report.run_time_known = loader.run_stats_per_program(report.programs, error);
+  report.program_of_probe = loader.program_of_probe();
   for (size_t i = 0; i < report.probes.size(); ++i) {
     ProbeStats &s = report.probes[i];
     s.events = writer.events_per_probe()[i];
     s.lost = i < lost.size() ? lost[i] : 0;
     if (report.hits_known)
       s.hits = hits[i];
-    if (report.run_time_known) {
-      s.runs = runs[i].run_count;
-      s.run_time_ns = runs[i].run_time_ns;
-    }
   }
   return report;
 }

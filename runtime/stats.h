@@ -1,12 +1,15 @@
 // Stats: what `tracer --stats` reports per probe, and how the numbers add up.
 //
-// For every probe (one BPF program, one manifest "probes" entry):
-//   hits    the program ran for a traced process: counted in weave_reserve after the pid filter
-//           (weave_hits, templates/weave_bpf.h);
+// For every probe (one manifest "probes" entry: a function's entry or return event):
+//   hits    its BPF program ran for it in a traced process: counted in weave_reserve after the pid
+//           filter (weave_hits, templates/weave_bpf.h);
 //   events  records the tracer received from the ring buffer (each one reserved and submitted);
-//   lost    no room in the ring buffer (weave_lost);
-//   runs    every run of the program, other processes' included (bpf_prog_info.run_cnt, with the
-//           kernel's run-time statistics on), and run_time_ns their total time inside the program.
+//   lost    no room in the ring buffer (weave_lost).
+// For every BPF program (probes of one shape share one, telling each other apart by the attach
+// point's cookie):
+//   runs    every run, other processes' included (bpf_prog_info.run_cnt, with the kernel's
+//           run-time statistics on), and run_time_ns their total time inside the program.
+// A probe's ns/run is its program's average: probes sharing a program run the same code.
 // Once the links are closed and the ring buffer is drained, hits == events + lost for every probe;
 // while tracing, events trail by what is still in the buffer. Pure, for unit tests.
 #pragma once
@@ -25,15 +28,20 @@ struct ProbeStats {
   uint64_t hits = 0;
   uint64_t events = 0;
   uint64_t lost = 0;
+};
+
+struct ProgramStats {
   uint64_t runs = 0;
   uint64_t run_time_ns = 0;
 };
 
 struct StatsReport {
-  std::vector<ProbeStats> probes; // by probe id
-  bool hits_known = false;        // the object has weave_hits
-  bool run_time_known = false;    // run-time statistics were on
-  double seconds = 0;             // since tracing started
+  std::vector<ProbeStats> probes;     // by probe id
+  std::vector<ProgramStats> programs; // by program index
+  std::vector<size_t> program_of_probe; // by probe id: index into programs
+  bool hits_known = false;            // the object has weave_hits
+  bool run_time_known = false;        // run-time statistics were on
+  double seconds = 0;                 // since tracing started
 };
 
 inline bool stats_add_up(const ProbeStats &s) {
@@ -49,49 +57,61 @@ inline const char *probe_kind(const ManifestProbe &probe) {
 }
 
 // The table, one string per line without a newline:
-//   probe        kind    points   hits  events  lost   runs  ns/run
-//   main.Work    entry        1  1000    1000     0   1000     412
-//   total                     1  1000    1000     0   1000     412
-// A "total" row when there is more than one probe. Unknown values print as "-".
+//   probe        kind    points   hits  events  lost  ns/run
+//   main.Work    entry        1  1000    1000     0     412
+//   total                     1  1000    1000     0     412
+//   1 BPF program for 1 probe: 1000 runs, 412 ns/run
+// A "total" row when there is more than one probe; the last line when run times are known.
+// Unknown values print as "-".
 inline std::vector<std::string> format_stats(const Manifest &manifest, const StatsReport &report) {
+  constexpr int kColumns = 7;
   struct Row {
-    std::string cells[8];
+    std::string cells[kColumns];
   };
   auto num = [](uint64_t v) { return std::to_string(v); };
   auto avg = [](uint64_t total, uint64_t count) {
     return count ? std::to_string((total + count / 2) / count) : std::string("-");
   };
+  auto plural = [](size_t n, const char *what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
   std::vector<Row> rows;
-  rows.push_back({{"probe", "kind", "points", "hits", "events", "lost", "runs", "ns/run"}});
+  rows.push_back({{"probe", "kind", "points", "hits", "events", "lost", "ns/run"}});
   ProbeStats total;
   size_t total_points = 0;
   for (size_t i = 0; i < manifest.probes.size() && i < report.probes.size(); ++i) {
     const ProbeStats &s = report.probes[i];
     const ManifestProbe &p = manifest.probes[i];
-    rows.push_back(
-        {{p.name, probe_kind(p), num(p.attach.size()), report.hits_known ? num(s.hits) : "-",
-          num(s.events), num(s.lost), report.run_time_known ? num(s.runs) : "-",
-          report.run_time_known ? avg(s.run_time_ns, s.runs) : "-"}});
+    std::string ns_per_run = "-";
+    if (report.run_time_known && i < report.program_of_probe.size() &&
+        report.program_of_probe[i] < report.programs.size()) {
+      const ProgramStats &program = report.programs[report.program_of_probe[i]];
+      ns_per_run = avg(program.run_time_ns, program.runs);
+    }
+    rows.push_back({{p.name, probe_kind(p), num(p.attach.size()), report.hits_known ? num(s.hits) : "-",
+                     num(s.events), num(s.lost), ns_per_run}});
     total.hits += s.hits;
     total.events += s.events;
     total.lost += s.lost;
-    total.runs += s.runs;
-    total.run_time_ns += s.run_time_ns;
     total_points += p.attach.size();
   }
+  ProgramStats all_programs;
+  for (const ProgramStats &program : report.programs) {
+    all_programs.runs += program.runs;
+    all_programs.run_time_ns += program.run_time_ns;
+  }
   if (manifest.probes.size() > 1)
-    rows.push_back(
-        {{"total", "", num(total_points), report.hits_known ? num(total.hits) : "-",
-          num(total.events), num(total.lost), report.run_time_known ? num(total.runs) : "-",
-          report.run_time_known ? avg(total.run_time_ns, total.runs) : "-"}});
-  size_t width[8] = {};
+    rows.push_back({{"total", "", num(total_points), report.hits_known ? num(total.hits) : "-",
+                     num(total.events), num(total.lost),
+                     report.run_time_known ? avg(all_programs.run_time_ns, all_programs.runs) : "-"}});
+  size_t width[kColumns] = {};
   for (const Row &row : rows)
-    for (int c = 0; c < 8; ++c)
+    for (int c = 0; c < kColumns; ++c)
       width[c] = std::max(width[c], row.cells[c].size());
   std::vector<std::string> lines;
   for (const Row &row : rows) {
     std::string line;
-    for (int c = 0; c < 8; ++c) {
+    for (int c = 0; c < kColumns; ++c) {
       const std::string &cell = row.cells[c];
       std::string pad(width[c] - cell.size(), ' ');
       if (c > 0)
@@ -102,6 +122,10 @@ inline std::vector<std::string> format_stats(const Manifest &manifest, const Sta
       line.pop_back();
     lines.push_back(line);
   }
+  if (report.run_time_known)
+    lines.push_back(plural(report.programs.size(), "BPF program") + " for " +
+                    plural(manifest.probes.size(), "probe") + ": " + plural(all_programs.runs, "run") +
+                    ", " + avg(all_programs.run_time_ns, all_programs.runs) + " ns/run");
   return lines;
 }
 

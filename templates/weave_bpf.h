@@ -95,11 +95,12 @@ struct {
 } weave_hits SEC(".maps");
 
 /* weave_reserve: apply the pid filter, count the hit, reserve an event of `size` bytes and fill its
- * header. Returns 0 when the event is filtered out or the buffer is full (then counted in
- * weave_lost). */
-static __always_inline struct weave_event_header *weave_reserve(void *ctx, __u32 probe_id, __u32 kind,
-								__u64 size)
+ * header. The attach point's cookie carries the event's probe id in its low 32 bits (programs are
+ * shared by every event of one shape). Returns 0 when the event is filtered out or the buffer is
+ * full (then counted in weave_lost). */
+static __always_inline struct weave_event_header *weave_reserve(__u64 cookie, __u32 kind, __u64 size)
 {
+	__u32 probe_id = (__u32)cookie;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 zero = 0;
 	struct weave_config *config = bpf_map_lookup_elem(&weave_config, &zero);
@@ -120,7 +121,7 @@ static __always_inline struct weave_event_header *weave_reserve(void *ctx, __u32
 	h->ts_ns = bpf_ktime_get_ns();
 	h->goid = 0;
 	h->faults = 0;
-	h->cookie = bpf_get_attach_cookie(ctx);
+	h->cookie = cookie;
 	h->pid = pid_tgid >> 32;
 	h->tid = (__u32)pid_tgid;
 	h->probe_id = probe_id;

@@ -17,7 +17,7 @@ struct weave_event_header {
 	__u64 ts_ns;    /* bpf_ktime_get_ns() at the probe */
 	__u64 goid;     /* goroutine id; 0 when g could not be read */
 	__u64 faults;   /* bit i set: capture i (manifest order) could not be read */
-	__u64 cookie;   /* the attach point's cookie (manifest "attach"[].cookie) */
+	__u64 cookie;   /* the attach point's cookie: probe_id | paired entry's probe_id << 32 */
 	__u32 pid;      /* thread group id */
 	__u32 tid;      /* thread id */
 	__u32 probe_id; /* index into the manifest's "probes" */

@@ -104,6 +104,150 @@ std::string member_name(size_t capture, size_t field, size_t field_count) {
   return field_count == 1 ? fmt::format("c{}", capture) : fmt::format("c{}_{}", capture, field);
 }
 
+// The comment lines naming one event a program serves: its function, and where it is attached.
+Data user_view(const ProbePlan &probe, const EventPlan &event, bool first) {
+  Data user;
+  user.set("lead", first ? "/*" : " *");
+  user.set("id", std::to_string(event.id));
+  user.set("kind", event.kind);
+  user.set("function", comment(probe.function));
+  user.set("abi", probe.abi);
+  user.set("function_entry", hex(probe.function_entry));
+  Data points{Data::type::list};
+  for (const AttachPoint &a : probe.attach) {
+    if (a.kind != event.kind)
+      continue;
+    Data point;
+    point.set("vaddr", hex(a.vaddr));
+    point.set("file_offset", hex(a.file_offset));
+    point.set("cookie", hex(a.cookie));
+    point.set("note", comment(a.note));
+    points.push_back(point);
+  }
+  user.set("points", points);
+  Data skipped{Data::type::list};
+  // A probe's left-out values are listed once, with its entry event.
+  if (event.kind == "entry" || !probe.ret)
+    for (const auto &skip : probe.skipped)
+      skipped.push_back(Data(comment(skip)));
+  user.set("skipped", skipped);
+  return user;
+}
+
+// The code of a program and the layout of its record, from the first event it serves (every
+// other one has the same shape: plan.cpp, program_shape).
+Data program_view(const Plan &plan, const ProgramPlan &program) {
+  const ProbePlan &probe = plan.probe_of_event(program.events.front());
+  const EventPlan *event = &plan.event(program.events.front());
+  Data ev;
+  ev.set("program", program.name);
+  ev.set("struct_name", program.struct_name);
+  ev.set("kind", event->kind);
+  ev.set("kind_enum", event->kind == "entry" ? "WEAVE_EVENT_ENTRY" : "WEAVE_EVENT_RETURN");
+  ev.set("event_size", std::to_string(event->event_size));
+  Data users{Data::type::list};
+  for (int id : program.events)
+    users.push_back(user_view(plan.probe_of_event(id), plan.event(id), users.is_empty_list()));
+  ev.set("users", users);
+  ev.set("shared", program.events.size() > 1);
+  ev.set("user_count", std::to_string(program.events.size()));
+  ev.set("first_function", comment(probe.function));
+  ev.set("first_id", std::to_string(event->id));
+  ev.set("others", std::to_string(program.events.size() - 1));
+  // g: in its register in ABIInternal code, else (amd64 ABI0) in thread-local storage.
+  bool g_in_register = probe.abi == "ABIInternal";
+  ev.set("read_goid", g_in_register || plan.has_tls_g);
+  ev.set("g_expr", g_in_register ? "regs." + plan.g_register : fmt::format("weave_tls_g({})", plan.g_tls_offset));
+  ev.set("g_comment", g_in_register ? fmt::format("g is in {} in ABIInternal code", plan.g_register_name)
+                                    : fmt::format("ABI0 code: g is at FS base {} ({})", plan.g_tls_offset,
+                                                  comment(plan.g_tls_source)));
+  ev.set("pair_entry", event->pairs_calls && event->kind == "entry");
+  ev.set("pair_return", event->pairs_calls && event->kind == "return");
+  ev.set("sp_reg", plan.sp_register);
+  ev.set("ctx_type", plan.ctx_type);
+  ev.set("goid_offset", std::to_string(plan.goid_offset));
+  ev.set("goid_source", comment(plan.goid_source));
+  Data captures{Data::type::list};
+  Data members{Data::type::list};
+  if (event->duration_offset) {
+    Data m;
+    m.set("decl", "__u64 duration_ns");
+    m.set("name", "duration_ns");
+    m.set("offset", std::to_string(event->duration_offset));
+    m.set("comment", "since the paired entry; 0 when the entry was not seen");
+    members.push_back(m);
+  }
+  ev.set("has_stack", event->stack_depth > 0);
+  ev.set("stack_depth", std::to_string(event->stack_depth));
+  for (size_t c = 0; c < event->captures.size(); ++c) {
+    const CapturePlan &capture = event->captures[c];
+    Data cv;
+    cv.set("fault_bit", std::to_string(capture.fault_bit));
+    cv.set("expr", comment(capture.expr));
+    cv.set("go_type", comment(capture.go_type));
+    Data fields{Data::type::list};
+    for (size_t f = 0; f < capture.fields.size(); ++f) {
+      const EventField &field = capture.fields[f];
+      std::string member = member_name(c, f, capture.fields.size());
+      std::string label = comment(capture.expr + (field.name.empty() ? "" : " ." + field.name));
+      Data fv;
+      fv.set("label", label);
+      fv.set("value", read_view(field.value, field.optional));
+      // A slice element is read only when the slice is long enough to have it.
+      fv.set("guarded", field.guard_field >= 0);
+      fv.set("guard_faults", field.guard_faults);
+      if (field.guard_field >= 0)
+        fv.set("guard", fmt::format("e->{} > {}",
+                                    member_name(c, static_cast<size_t>(field.guard_field), capture.fields.size()),
+                                    field.guard_index));
+      bool is_string = field.kind == "string";
+      fv.set("is_string", is_string);
+      fv.set("is_scalar", !is_string);
+      if (is_string) {
+        fv.set("length", read_view(field.length, field.optional));
+        fv.set("fault_var", field.optional ? "discard" : "fault");
+        fv.set("len_member", member + "_len");
+        fv.set("data_member", member + "_data");
+        fv.set("max_len", std::to_string(field.max_len));
+        Data len_m, data_m;
+        len_m.set("decl", "__u64 " + member + "_len");
+        len_m.set("name", member + "_len");
+        len_m.set("offset", std::to_string(field.offset));
+        len_m.set("comment", label + ": length (" + comment(field.go_type) + ")");
+        data_m.set("decl", fmt::format("char {}_data[{}]", member, (field.max_len + 7) / 8 * 8));
+        data_m.set("name", member + "_data");
+        data_m.set("offset", std::to_string(field.offset + 8));
+        data_m.set("comment", fmt::format("{}: first {} bytes", label, field.max_len));
+        members.push_back(len_m);
+        members.push_back(data_m);
+      } else {
+        fv.set("member", member);
+        fv.set("conversion", conversion(field, "v"));
+        Data m;
+        m.set("decl", (field.kind == "int" ? "__s64 " : "__u64 ") + member);
+        m.set("name", member);
+        m.set("offset", std::to_string(field.offset));
+        m.set("comment", label + " (" + comment(field.go_type) + ")");
+        members.push_back(m);
+      }
+      fields.push_back(fv);
+    }
+    cv.set("fields", fields);
+    captures.push_back(cv);
+  }
+  ev.set("captures", captures);
+  if (event->stack_depth) {
+    Data m;
+    m.set("decl", fmt::format("__u64 stack[{}]", event->stack_depth));
+    m.set("name", "stack");
+    m.set("offset", std::to_string(event->stack_offset));
+    m.set("comment", "return addresses, innermost caller first, 0-terminated");
+    members.push_back(m);
+  }
+  ev.set("members", members);
+  return ev;
+}
+
 Data plan_view(const Plan &plan) {
   Data view;
   view.set("version", WEAVE_VERSION);
@@ -112,143 +256,11 @@ Data plan_view(const Plan &plan) {
   view.set("go_version", plan.target.go_version);
   view.set("arch", plan.target.arch);
   view.set("probe_count", std::to_string(plan.event_count()));
-  Data probes{Data::type::list};
-  for (const ProbePlan &probe : plan.probes) {
-    Data p;
-    p.set("id", std::to_string(probe.id));
-    p.set("function", comment(probe.function));
-    p.set("abi", probe.abi);
-    p.set("function_entry", hex(probe.function_entry));
-    Data skipped{Data::type::list};
-    for (const auto &skip : probe.skipped)
-      skipped.push_back(Data(comment(skip)));
-    p.set("skipped", skipped);
-    Data events{Data::type::list};
-    std::vector<const EventPlan *> plans = {&probe.entry};
-    if (probe.ret)
-      plans.push_back(&*probe.ret);
-    for (const EventPlan *event : plans) {
-      Data ev;
-      ev.set("id", std::to_string(probe.id));
-      ev.set("event_id", std::to_string(event->id));
-      ev.set("kind", event->kind);
-      ev.set("kind_enum", event->kind == "entry" ? "WEAVE_EVENT_ENTRY" : "WEAVE_EVENT_RETURN");
-      ev.set("program", event->program);
-      ev.set("struct_name", event->struct_name);
-      ev.set("event_size", std::to_string(event->event_size));
-      Data points{Data::type::list};
-      for (const AttachPoint &a : probe.attach) {
-        if (a.kind != event->kind)
-          continue;
-        Data point;
-        point.set("vaddr", hex(a.vaddr));
-        point.set("file_offset", hex(a.file_offset));
-        point.set("note", comment(a.note));
-        points.push_back(point);
-      }
-      ev.set("points", points);
-      // g sits in R14 at ABIInternal entries and returns; elsewhere goid stays 0 for now.
-      // g: in its register in ABIInternal code, else (amd64 ABI0) in thread-local storage.
-      bool g_in_register = probe.abi == "ABIInternal";
-      ev.set("read_goid", g_in_register || plan.has_tls_g);
-      ev.set("g_expr", g_in_register ? "regs." + plan.g_register
-                                     : fmt::format("weave_tls_g({})", plan.g_tls_offset));
-      ev.set("g_comment", g_in_register ? fmt::format("g is in {} in ABIInternal code", plan.g_register_name)
-                                        : fmt::format("ABI0 code: g is at FS base {} ({})", plan.g_tls_offset,
-                                                      comment(plan.g_tls_source)));
-      ev.set("pair_entry", event->pairs_calls && event->kind == "entry");
-      ev.set("pair_return", event->pairs_calls && event->kind == "return");
-      ev.set("pair_probe", std::to_string(probe.entry.id));
-      ev.set("sp_reg", plan.sp_register);
-      ev.set("ctx_type", plan.ctx_type);
-      ev.set("g_reg", plan.g_register);
-      ev.set("g_reg_name", plan.g_register_name);
-      ev.set("goid_offset", std::to_string(plan.goid_offset));
-      ev.set("goid_source", comment(plan.goid_source));
-      Data captures{Data::type::list};
-      Data members{Data::type::list};
-      if (event->duration_offset) {
-        Data m;
-        m.set("decl", "__u64 duration_ns");
-        m.set("name", "duration_ns");
-        m.set("offset", std::to_string(event->duration_offset));
-        m.set("comment", "since the paired entry; 0 when the entry was not seen");
-        members.push_back(m);
-      }
-      ev.set("has_stack", event->stack_depth > 0);
-      ev.set("stack_depth", std::to_string(event->stack_depth));
-      for (size_t c = 0; c < event->captures.size(); ++c) {
-        const CapturePlan &capture = event->captures[c];
-        Data cv;
-        cv.set("fault_bit", std::to_string(capture.fault_bit));
-        cv.set("expr", comment(capture.expr));
-        cv.set("go_type", comment(capture.go_type));
-        Data fields{Data::type::list};
-        for (size_t f = 0; f < capture.fields.size(); ++f) {
-          const EventField &field = capture.fields[f];
-          std::string member = member_name(c, f, capture.fields.size());
-          std::string label = comment(capture.expr + (field.name.empty() ? "" : " ." + field.name));
-          Data fv;
-          fv.set("label", label);
-          fv.set("value", read_view(field.value, field.optional));
-          // A slice element is read only when the slice is long enough to have it.
-          fv.set("guarded", field.guard_field >= 0);
-          fv.set("guard_faults", field.guard_faults);
-          if (field.guard_field >= 0)
-            fv.set("guard", fmt::format("e->{} > {}", member_name(c, static_cast<size_t>(field.guard_field),
-                                                                   capture.fields.size()),
-                                        field.guard_index));
-          bool is_string = field.kind == "string";
-          fv.set("is_string", is_string);
-          fv.set("is_scalar", !is_string);
-          if (is_string) {
-            fv.set("length", read_view(field.length, field.optional));
-            fv.set("fault_var", field.optional ? "discard" : "fault");
-            fv.set("len_member", member + "_len");
-            fv.set("data_member", member + "_data");
-            fv.set("max_len", std::to_string(field.max_len));
-            Data len_m, data_m;
-            len_m.set("decl", "__u64 " + member + "_len");
-            len_m.set("name", member + "_len");
-            len_m.set("offset", std::to_string(field.offset));
-            len_m.set("comment", label + ": length (" + comment(field.go_type) + ")");
-            data_m.set("decl", fmt::format("char {}_data[{}]", member, (field.max_len + 7) / 8 * 8));
-            data_m.set("name", member + "_data");
-            data_m.set("offset", std::to_string(field.offset + 8));
-            data_m.set("comment", fmt::format("{}: first {} bytes", label, field.max_len));
-            members.push_back(len_m);
-            members.push_back(data_m);
-          } else {
-            fv.set("member", member);
-            fv.set("conversion", conversion(field, "v"));
-            Data m;
-            m.set("decl", (field.kind == "int" ? "__s64 " : "__u64 ") + member);
-            m.set("name", member);
-            m.set("offset", std::to_string(field.offset));
-            m.set("comment", label + " (" + comment(field.go_type) + ")");
-            members.push_back(m);
-          }
-          fields.push_back(fv);
-        }
-        cv.set("fields", fields);
-        captures.push_back(cv);
-      }
-      ev.set("captures", captures);
-      if (event->stack_depth) {
-        Data m;
-        m.set("decl", fmt::format("__u64 stack[{}]", event->stack_depth));
-        m.set("name", "stack");
-        m.set("offset", std::to_string(event->stack_offset));
-        m.set("comment", "return addresses, innermost caller first, 0-terminated");
-        members.push_back(m);
-      }
-      ev.set("members", members);
-      events.push_back(ev);
-    }
-    p.set("events", events);
-    probes.push_back(p);
-  }
-  view.set("probes", probes);
+  view.set("program_count", std::to_string(plan.programs.size()));
+  Data programs{Data::type::list};
+  for (const ProgramPlan &program : plan.programs)
+    programs.push_back(program_view(plan, program));
+  view.set("programs", programs);
   view.set("target_arch", plan.target.arch == "arm64" ? "arm64" : "x86");
   std::string flags;
   for (const auto &arg : bpf_cflags(plan))
@@ -336,7 +348,7 @@ std::string render_manifest(const Plan &plan) {
           attach.push_back({{"kind", a.kind},
                             {"vaddr", hex(a.vaddr)},
                             {"file_offset", hex(a.file_offset)},
-                            {"cookie", a.cookie}});
+                            {"cookie", hex(a.cookie)}});
       json p = {{"id", event->id},
                 {"name", probe.name},
                 {"function", probe.function},

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <fnmatch.h>
+#include <map>
 #include <sstream>
 
 namespace weave {
@@ -746,6 +747,56 @@ void check_declared_against_dwarf(const std::vector<GoParam> &declared, const st
                     "drop it and let DWARF speak");
 }
 
+// The shape of an event's BPF program: everything the generated code depends on, and nothing it
+// only mentions in comments (names, Go types, addresses). Equal shapes render equal code, which
+// is what lets events share a program. Keep in step with codegen's program view: a value the
+// template prints into code must be part of the key.
+std::string program_shape(const ProbePlan &probe, const EventPlan &event) {
+  std::string key = fmt::format("{} {} pairs={} size={} duration={} stack={}@{}\n", event.kind, probe.abi,
+                                event.pairs_calls, event.event_size, event.duration_offset,
+                                event.stack_depth, event.stack_offset);
+  auto read_key = [&key](const ValueRead &read) {
+    key += read.base_reg;
+    for (const LoadStep &l : read.loads)
+      key += fmt::format(" {}:{}{}", l.offset, l.size, l.skip_if_null ? "?" : "");
+    key += fmt::format(" /{}", read.size);
+  };
+  for (const CapturePlan &c : event.captures) {
+    key += fmt::format("capture bit={}\n", c.fault_bit);
+    for (const EventField &f : c.fields) {
+      key += fmt::format(" {} size={} at={} max={} guard={}>{}{} opt={} value=", f.kind, f.size, f.offset,
+                         f.max_len, f.guard_field, f.guard_index, f.guard_faults ? "!" : "", f.optional);
+      read_key(f.value);
+      if (f.kind == "string") {
+        key += " length=";
+        read_key(f.length);
+      }
+      key += "\n";
+    }
+  }
+  return key;
+}
+
+// Gives events of the same shape one program: named after, and declared with the record struct
+// of, the first of them.
+void share_programs(Plan &plan) {
+  std::map<std::string, size_t> by_shape; // shape -> index into plan.programs
+  for (ProbePlan &probe : plan.probes) {
+    std::vector<EventPlan *> events = {&probe.entry};
+    if (probe.ret)
+      events.push_back(&*probe.ret);
+    for (EventPlan *event : events) {
+      auto [it, added] = by_shape.try_emplace(program_shape(probe, *event), plan.programs.size());
+      if (added)
+        plan.programs.push_back({event->program, event->struct_name, {}});
+      ProgramPlan &program = plan.programs[it->second];
+      program.events.push_back(event->id);
+      event->program = program.name;
+      event->struct_name = program.struct_name;
+    }
+  }
+}
+
 } // namespace
 
 Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, const Pclntab *pcln) {
@@ -1020,14 +1071,35 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     throw UserError("no-probes", "every function the spec's wildcards matched was left out", SourceLoc{spec.path},
                     plan.warnings.empty() ? "" : plan.warnings.front());
   // Every event is its own entry in the manifest, and its index there is the probe_id its BPF
-  // program writes into the event header.
+  // program writes into the event header (from the attach point's cookie).
   int next_id = 0;
-  for (auto &probe : plan.probes) {
+  for (size_t p = 0; p < plan.probes.size(); ++p) {
+    ProbePlan &probe = plan.probes[p];
     probe.entry.id = next_id++;
-    if (probe.ret)
+    plan.event_probe.push_back(p);
+    if (probe.ret) {
       probe.ret->id = next_id++;
+      plan.event_probe.push_back(p);
+    }
+    for (AttachPoint &a : probe.attach)
+      a.cookie = a.kind == "entry" ? attach_cookie(probe.entry.id, probe.entry.id)
+                                   : attach_cookie(probe.ret->id, probe.entry.id);
   }
+  share_programs(plan);
   return plan;
+}
+
+uint64_t attach_cookie(int event_id, int pair_id) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(pair_id)) << 32 | static_cast<uint32_t>(event_id);
+}
+
+const EventPlan &Plan::event(int id) const {
+  const ProbePlan &probe = probe_of_event(id);
+  return probe.entry.id == id ? probe.entry : *probe.ret;
+}
+
+const ProbePlan &Plan::probe_of_event(int id) const {
+  return probes.at(event_probe.at(static_cast<size_t>(id)));
 }
 
 size_t Plan::event_count() const {
@@ -1078,6 +1150,12 @@ std::string dump_plan(const Plan &plan) {
         }
       }
     }
+  }
+  for (const auto &program : plan.programs) {
+    out << fmt::format("program {} events", program.name);
+    for (int id : program.events)
+      out << " " << id;
+    out << "\n";
   }
   return out.str();
 }

@@ -76,11 +76,16 @@ struct CapturePlan {
   std::vector<std::string> interfaces;
 };
 
+// The cookie of an attach point (bpf_get_attach_cookie) tells a shared program which event it is
+// filling in: the event's id in the low 32 bits, and in the high 32 bits the id of the entry event
+// its calls pair with (for an entry event, its own id; see templates/weave_bpf.h).
+uint64_t attach_cookie(int event_id, int pair_id);
+
 struct AttachPoint {
   std::string kind; // "entry" or "return"
   uint64_t vaddr = 0;
   uint64_t file_offset = 0;
-  uint64_t cookie = 0; // passed to the program with bpf_get_attach_cookie
+  uint64_t cookie = 0; // attach_cookie(): set once every event has its id
   std::string note;    // why this address: "after the stack-growth check", "RET"
 };
 
@@ -88,8 +93,11 @@ struct AttachPoint {
 struct EventPlan {
   int id = 0;              // the event's probe_id: its index in the manifest's "probes"
   std::string kind;        // "entry" or "return"
-  std::string program;     // BPF program name: "probe_0_entry"
-  std::string struct_name; // C struct of its event: "probe_0_entry_event"
+  // The BPF program that fills the event in and the C struct of its record. Events of the same
+  // shape share both (see ProgramPlan): then these name the first such event's ("probe_0_entry",
+  // "probe_0_entry_event").
+  std::string program;
+  std::string struct_name;
   std::vector<CapturePlan> captures;
   uint32_t event_size = 0;
   // Entry and return of a probe with return events pair up by goroutine and stack depth (in
@@ -114,6 +122,17 @@ struct ProbePlan {
   EventPlan entry;
   std::optional<EventPlan> ret; // "return: true"
   std::vector<std::string> skipped; // values "args: all" / "return: true" left out, and why
+};
+
+// ProgramPlan: one BPF program, shared by every event whose program would be the same code: same
+// kind, ABI, captures read from the same places into the same record layout, same pairing and
+// stack depth. The program learns which event it fills in from the attach point's cookie, so a
+// wildcard over 1,000 functions of one signature costs two verified programs and two
+// uprobe_multi links instead of 2,000 of each.
+struct ProgramPlan {
+  std::string name;        // the first event's program name
+  std::string struct_name; // the C struct of the shared record layout
+  std::vector<int> events; // ids of the events it serves, ascending
 };
 
 // A Go type descriptor the tracer can name when an interface points to it.
@@ -149,9 +168,14 @@ struct Plan {
   std::string g_tls_source;
   uint32_t header_size = 0;     // sizeof(struct weave_event_header)
   std::vector<ProbePlan> probes;
+  std::vector<ProgramPlan> programs; // in the order of their first event
+  std::vector<size_t> event_probe;   // index into `probes` of each event id
   std::vector<std::string> warnings; // wildcard matches left out, and why
   std::vector<RuntimeTypeName> runtime_types; // when some capture holds an interface
   size_t event_count() const; // entry and return events of every probe
+  // Event `id` and its probe (ids run over each probe's entry, then its return event).
+  const EventPlan &event(int id) const;
+  const ProbePlan &probe_of_event(int id) const;
 };
 
 // Resolves every probe; throws UserError pointing at the spec node at fault. `debug` is null for a

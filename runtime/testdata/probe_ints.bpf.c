@@ -27,7 +27,8 @@ struct event_0 {
 SEC("uprobe")
 int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 {
-	struct weave_event_header *h = weave_reserve(ctx, 0, WEAVE_EVENT_ENTRY, sizeof(struct event_0));
+	struct weave_event_header *h = weave_reserve(bpf_get_attach_cookie(ctx), WEAVE_EVENT_ENTRY,
+						     sizeof(struct event_0));
 	if (!h)
 		return 0;
 	struct event_0 *e = (struct event_0 *)h;

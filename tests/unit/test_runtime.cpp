@@ -629,22 +629,31 @@ TEST_CASE("stats: the table, and hits == events + lost") {
   j["probes"][1]["id"] = 1;
   j["probes"][1]["name"] = "handle.return";
   j["probes"][1]["program"] = "probe_1_return";
-  j["probes"][1]["attach"] = {{{"kind", "return"}, {"file_offset", "0xa05c0"}, {"cookie", 0}},
+  j["probes"][1]["attach"] = {{{"kind", "return"}, {"file_offset", "0xa05c0"}, {"cookie", 1}},
                               {{"kind", "return"}, {"file_offset", "0xa05d0"}, {"cookie", 1}},
-                              {{"kind", "return"}, {"file_offset", "0xa05e0"}, {"cookie", 2}}};
+                              {{"kind", "return"}, {"file_offset", "0xa05e0"}, {"cookie", 1}}};
+  j["probes"].push_back(j["probes"][0]);
+  j["probes"][2]["id"] = 2;
+  j["probes"][2]["name"] = "serve"; // same shape as handle's entry: the same program
+  j["probes"][2]["attach"] = {{{"kind", "entry"}, {"file_offset", "0xa0700"}, {"cookie", 2}}};
   Manifest m = parse_ok(j);
   CHECK(std::string(probe_kind(m.probes[0])) == "entry+return");
   CHECK(std::string(probe_kind(m.probes[1])) == "return");
 
   StatsReport report;
   report.hits_known = report.run_time_known = true;
-  report.probes = {{1000, 990, 10, 1200, 1200 * 250}, {1000, 1000, 0, 1000, 1000 * 301}};
+  report.probes = {{1000, 990, 10}, {1000, 1000, 0}, {200, 200, 0}};
+  // Program 0 ran 1,200 times for handle and serve (and other processes), program 1 1,000 times.
+  report.programs = {{1200, 1200 * 250}, {1000, 1000 * 301}};
+  report.program_of_probe = {0, 1, 0};
   std::vector<std::string> lines = format_stats(m, report);
-  REQUIRE(lines.size() == 4);
-  CHECK(lines[0] == "probe          kind          points  hits  events  lost  runs  ns/run");
-  CHECK(lines[1] == "handle         entry+return       2  1000     990    10  1200     250");
-  CHECK(lines[2] == "handle.return  return             3  1000    1000     0  1000     301");
-  CHECK(lines[3] == "total                             5  2000    1990    10  2200     273");
+  REQUIRE(lines.size() == 6);
+  CHECK(lines[0] == "probe          kind          points  hits  events  lost  ns/run");
+  CHECK(lines[1] == "handle         entry+return       2  1000     990    10     250");
+  CHECK(lines[2] == "handle.return  return             3  1000    1000     0     301");
+  CHECK(lines[3] == "serve          entry              1   200     200     0     250");
+  CHECK(lines[4] == "total                             6  2200    2190    10     273");
+  CHECK(lines[5] == "2 BPF programs for 3 probes: 2200 runs, 273 ns/run");
   CHECK(stats_mismatches(m, report).empty());
 
   report.probes[1].events = 999; // one event that never arrived
@@ -655,9 +664,11 @@ TEST_CASE("stats: the table, and hits == events + lost") {
   // Unknown hits (an object without weave_hits) and no run times: "-", and nothing to check.
   report.hits_known = report.run_time_known = false;
   lines = format_stats(m, report);
-  CHECK(lines[1] == "handle         entry+return       2     -     990    10     -       -");
+  REQUIRE(lines.size() == 5);
+  CHECK(lines[1] == "handle         entry+return       2     -     990    10       -");
   CHECK(stats_mismatches(m, report).empty());
+  // A program that never ran has no average.
   report.run_time_known = true;
-  report.probes[0].runs = 0;
+  report.programs[0].runs = 0;
   CHECK(format_stats(m, report)[1].substr(format_stats(m, report)[1].size() - 1) == "-");
 }

@@ -3,23 +3,27 @@
  *
  * Target: ./hello (go1.19.8, amd64), build id GAw3vumelXTaiojRF-yB/7VOKMjcgSHG3CVRgfTtI/F9MW7Wq1ZEQJPFoE9BtL/Gc8ychslxImPLi3636vN
  *
- * One uprobe program per probe. Each reads the values it captures where the Go ABI puts them at
- * the function's entry, and says in a comment where that is. Every read of target memory goes
- * through weave_load / weave_read_string (weave_bpf.h), so a fault marks the capture in the
- * event's `faults` bits instead of producing garbage.
+ * One uprobe program per event shape: events that read the same registers and offsets into the
+ * same record layout share a program, and the attach point's cookie tells it which event it is
+ * filling in (the event's probe id in the low 32 bits, its paired entry's in the high 32). Each
+ * program reads the values it captures where the Go ABI puts them, and says in a comment where
+ * that is. Every read of target memory goes through weave_load / weave_read_string
+ * (weave_bpf.h), so a fault marks the capture in the event's `faults` bits instead of producing
+ * garbage.
  */
 #include "probes.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 /* probe 0 entry: main.(*Server).Handle (ABIInternal), function at 0x4827e0
- *   attached at 0x4827e0 (file offset 0x827e0): function entry (no stack-growth check: a small leaf)
+ *   attached at 0x4827e0 (file offset 0x827e0, cookie 0x0): function entry (no stack-growth check: a small leaf)
  */
 SEC("uprobe")
 int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 {
+	__u64 cookie = bpf_get_attach_cookie(ctx); /* probe id | paired entry's probe id << 32 */
 	struct probe_0_entry_event *e =
-		(struct probe_0_entry_event *)weave_reserve(ctx, 0, WEAVE_EVENT_ENTRY, sizeof(*e));
+		(struct probe_0_entry_event *)weave_reserve(cookie, WEAVE_EVENT_ENTRY, sizeof(*e));
 	if (!e)
 		return 0;
 	/* A copy of the registers: clang may otherwise compute ctx + offset once and load through the
