@@ -10,6 +10,7 @@
 // commands share that one pipeline (generate_outputs) and differ only in what they do with its files.
 #include "binary/binary.h"
 #include "build/build.h"
+#include "common/timings.h"
 #include "check/check.h"
 #include "codegen/codegen.h"
 #include "common/diag.h"
@@ -40,6 +41,7 @@ struct BuildArgs {
   std::string dump;
   std::string clang = WEAVE_CLANG;
   std::string runtime;
+  bool timings = false;
 };
 
 // Generated is the pipeline's result before anything touches the disk.
@@ -52,17 +54,23 @@ struct Generated {
 // stage or file it prints that instead and returns nothing. Throws UserError.
 std::optional<Generated> generate_outputs(const std::string &spec_path,
                                           const std::string &binary_path,
-                                          const std::string &dump = {}) {
+                                          const std::string &dump = {},
+                                          weave::Timings *timings = nullptr) {
   weave::Spec spec = weave::parse_spec_file(spec_path);
+  weave::mark(timings, "spec");
   if (dump == "spec") {
     std::cout << weave::dump_spec(spec);
     return std::nullopt;
   }
   weave::BinaryImage image = weave::load_binary(binary_path);
+  weave::mark(timings, "binary");
   // Stripped binaries have no DWARF: functions then come from .gopclntab, types from the spec.
   auto debug = image.has_dwarf ? weave::DebugInfo::open(binary_path, image.ptr_size) : nullptr;
+  weave::mark(timings, "dwarf");
   std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
+  weave::mark(timings, "pclntab");
   weave::Plan plan = weave::make_plan(spec, image, debug.get(), pcln ? &*pcln : nullptr);
+  weave::mark(timings, "plan");
   // Wildcards can match hundreds of functions: say the first few notes, and how many more there are.
   std::vector<std::string> notes = plan.warnings;
   for (const auto &probe : plan.probes)
@@ -78,6 +86,7 @@ std::optional<Generated> generate_outputs(const std::string &spec_path,
     return std::nullopt;
   }
   std::vector<weave::GeneratedFile> files = weave::generate(plan);
+  weave::mark(timings, "codegen");
   if (!dump.empty()) {
     for (const auto &file : files)
       if (file.name == dump)
@@ -92,10 +101,15 @@ std::string runtime_path(const std::string &given) {
 }
 
 int build(const BuildArgs &args) {
-  std::optional<Generated> out = generate_outputs(args.spec_path, args.binary_path, args.dump);
+  weave::Timings timings;
+  weave::Timings *t = args.timings ? &timings : nullptr;
+  std::optional<Generated> out = generate_outputs(args.spec_path, args.binary_path, args.dump, t);
   if (!out)
     return 0;
-  weave::build_output(out->plan, out->files, {args.out_dir, args.clang, runtime_path(args.runtime)});
+  weave::build_output(out->plan, out->files, {args.out_dir, args.clang, runtime_path(args.runtime)}, t);
+  if (t)
+    for (const std::string &line : timings.report())
+      std::cerr << "weave: " << line << "\n";
   size_t probes = out->plan.probes.size();
   std::cerr << "weave: wrote " << args.out_dir << "/ (" << probes << " probe"
             << (probes == 1 ? "" : "s") << " on " << args.binary_path << "); run: " << args.out_dir
@@ -112,6 +126,7 @@ void add_build_options(CLI::App &cmd, BuildArgs &args) {
                  "name (probes.bpf.c, probes.h, probes.json, Makefile.bpf)");
   cmd.add_option("--clang", args.clang, "clang executable used to compile the probes");
   cmd.add_option("--runtime", args.runtime, "tracer runtime to embed the probes into");
+  cmd.add_flag("--timings", args.timings, "print how long each stage took, and peak memory");
 }
 
 struct CheckArgs {

@@ -1,6 +1,7 @@
 #include "build/build.h"
 
 #include "common/diag.h"
+#include "common/timings.h"
 #include "payload.h"
 #include "plan/plan.h"
 
@@ -103,7 +104,7 @@ std::string default_runtime_path() {
 }
 
 void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
-                  const BuildOptions &options) {
+                  const BuildOptions &options, Timings *timings) {
   fs::path out = options.out_dir;
   std::error_code ec;
   if (fs::exists(out, ec)) {
@@ -128,6 +129,7 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
     throw UserError("write-failed", fmt::format("cannot create {}: {}", tmp.path.string(), ec.message()));
   for (const auto &file : files)
     write_file(tmp.path / file.name, file.content);
+  mark(timings, "write");
 
   std::vector<std::string> argv = {options.clang};
   for (const auto &arg : bpf_clang_args(plan))
@@ -142,6 +144,7 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
                     fmt::format("clang failed to compile the generated probes.bpf.c (exit {}):\n{}",
                                 status, clang_output));
 
+  mark(timings, "clang");
   std::string object = read_file(tmp.path / "probes.bpf.o");
   std::string manifest = render_manifest(plan);
   std::string error;
@@ -159,6 +162,7 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
     throw UserError("write-failed", fmt::format("cannot create {}: {}", out.string(), ec.message()));
   tmp.keep = true;
   fs::remove_all(old, ec);
+  mark(timings, "assemble");
 }
 
 } // namespace weave

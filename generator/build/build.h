@@ -10,6 +10,7 @@
 namespace weave {
 
 struct Plan;
+class Timings;
 
 struct BuildOptions {
   std::string out_dir;      // replaced as a whole on success
@@ -19,8 +20,9 @@ struct BuildOptions {
 
 // Throws UserError: [output-exists] (out_dir is something weave did not write), [clang-missing],
 // [clang-failed] (with clang's own message), [runtime-missing], [write-failed].
+// Marks the stages "write", "clang" and "assemble" on `timings` when given.
 void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
-                  const BuildOptions &options);
+                  const BuildOptions &options, Timings *timings = nullptr);
 
 // Where the tracer runtime is: $WEAVE_RUNTIME, else weave-tracer next to the running weave.
 std::string default_runtime_path();

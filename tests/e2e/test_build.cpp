@@ -1,11 +1,12 @@
 // End to end for `weave build` itself: byte-stable outputs, a Makefile.bpf that rebuilds the object
-// with clang alone, and clear errors (with nothing written) for every kind of bad input.
+// with clang alone, --timings, and clear errors (with nothing written) for every kind of bad input.
 #include "harness.h"
 
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 namespace fs = std::filesystem;
 
@@ -74,6 +75,28 @@ TEST_CASE("Makefile.bpf rebuilds the same object with clang alone") {
   INFO(make.out << make.err);
   REQUIRE(make.status == 0);
   CHECK(e2e::read_file(dir + "/out/probes.bpf.o") == built);
+}
+
+TEST_CASE("--timings: every stage of the build, the time without clang, and peak memory") {
+  std::string dir = e2e::temp_dir("timings");
+  auto r = e2e::run({e2e::weave(), "build", "--timings", e2e::source("tests/e2e/fixture.yaml"),
+                     e2e::fixture("fixture"), "-o", dir + "/out"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(
+      r.err, m,
+      std::regex(R"(weave: spec [0-9.]+ s, binary [0-9.]+ s, dwarf [0-9.]+ s, pclntab [0-9.]+ s, plan [0-9.]+ s, )"
+                 R"(codegen [0-9.]+ s, write [0-9.]+ s, clang ([0-9.]+) s, assemble [0-9.]+ s\n)"
+                 R"(weave: total ([0-9.]+) s \(([0-9.]+) s without clang\); peak RSS ([0-9]+) MiB \(clang: [0-9]+ MiB\))")));
+  double clang = std::stod(m[1]), total = std::stod(m[2]), without = std::stod(m[3]);
+  CHECK(clang > 0); // clang really ran, as a child
+  CHECK(without == doctest::Approx(total - clang).epsilon(0.01));
+  CHECK(std::stoi(m[4]) > 0);
+  // Without the flag, nothing of it.
+  r = e2e::run({e2e::weave(), "build", e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture"), "-o",
+                dir + "/out"});
+  CHECK(r.err.find("without clang") == std::string::npos);
 }
 
 TEST_CASE("bad input: a clear error, a non-zero exit, and nothing written") {
