@@ -100,8 +100,11 @@ EOF
 # interleaved so that a noisy neighbour hits every config alike.
 ns_per_call() { sed -n 's/.* ns_per_call=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
 best_ns_per_call() { sed -n 's/.*best_ns_per_call=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
-stats_row() { # the probe's --stats row at exit: "hits events lost runs ns/run"
-  awk '/stats at exit/ { on = 1; next } on && /main.Work/ { print $(NF-4), $(NF-3), $(NF-2), $(NF-1), $NF; exit }' "$1"
+stats_row() { # the probe's --stats row at exit and its program's runs: "hits events lost runs ns/run"
+  awk '/stats at exit/ { on = 1; next }
+       on && $2 == "main.Work" && $3 == "entry" { row = $(NF-3) " " $(NF-2) " " $(NF-1); ns = $NF }
+       on && / BPF programs? for / { for (i = 1; i <= NF; i++) if ($(i+1) == "runs,") runs = $i }
+       END { print row, runs, ns }' "$1"
 }
 BT_PROG='uprobe:'$WORKLOAD':main.Work { printf("%d %s %d\n", reg("ax"), str(reg("bx"), reg("cx")), *(int64*)(reg("di")+8)); }'
 

@@ -561,20 +561,24 @@ int run(int argc, char **argv) {
                      start_ns, opt.graph ? null_fd : STDOUT_FILENO);
   Views views(manifest, {.graph = opt.graph, .summary = !opt.no_summary}, start_ns, STDOUT_FILENO);
   Sinks sinks{writer, views};
-  // Stacks and func values are named from the target's own .gopclntab (stripped binaries too).
+  // Stacks and func values are named from the target's own .gopclntab (stripped binaries too), and
+  // interfaces' dynamic types need a PIE's load bias, which the symbolizer finds.
   std::unique_ptr<Symbolizer> symbolizer;
-  auto has_func = [](const ManifestProbe &p) {
-    for (const auto &c : p.captures)
+  auto needs_symbolizer = [](const ManifestProbe &p) {
+    for (const auto &c : p.captures) {
+      if (!c.interfaces.empty())
+        return true;
       for (const auto &f : c.fields)
         if (f.kind == FieldKind::Func)
           return true;
-    return false;
+    }
+    return p.stack_depth > 0;
   };
   for (const ManifestProbe &p : manifest.probes)
-    if ((p.stack_depth || has_func(p)) && !symbolizer) {
+    if (needs_symbolizer(p) && !symbolizer) {
       symbolizer = std::make_unique<Symbolizer>(binary);
       if (!symbolizer->error().empty())
-        say("stacks will show addresses: {}", symbolizer->error());
+        say("stacks and func values will show addresses: {}", symbolizer->error());
       writer.set_symbolizer(symbolizer.get());
       views.set_symbolizer(symbolizer.get());
     }

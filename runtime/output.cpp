@@ -335,6 +335,7 @@ StringSlot read_string(const uint8_t *event, const ManifestField &field) {
 void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t *event,
                                std::string &out) {
   const ManifestProbe &probe = manifest_.probes[h.probe_id];
+  const uint64_t bias = load_bias(h, probe);
   const PreparedProbe &pp = prepared_[h.probe_id];
   append_time(out, h.ts_ns, start_ns_);
   out += " pid=";
@@ -379,7 +380,7 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
       }
       first = false;
       if (op.kind == DisplayOp::Interface) {
-        append_interface(out, op, capture, event, false);
+        append_interface(out, bias, op, capture, event, false);
         continue;
       }
       const ManifestField &field = capture.fields[op.field];
@@ -401,7 +402,7 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
         append_float(out, load_u64(slot), field.size, false);
         break;
       case FieldKind::Func:
-        append_func(out, h.pid, load_u64(slot), false);
+        append_func(out, bias, load_u64(slot), false);
         break;
       case FieldKind::String: {
         StringSlot s = read_string(event, field);
@@ -423,12 +424,13 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
   }
   out += '\n';
   if (probe.stack_depth)
-    append_stack(out, h, probe, event, false);
+    append_stack(out, bias, probe, event, false);
 }
 
 void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t *event,
                                std::string &out) {
   const ManifestProbe &probe = manifest_.probes[h.probe_id];
+  const uint64_t bias = load_bias(h, probe);
   const PreparedProbe &pp = prepared_[h.probe_id];
   faults_.clear();
   truncated_.clear();
@@ -478,7 +480,7 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
       }
       first = false;
       if (op.kind == DisplayOp::Interface) {
-        append_interface(out, op, capture, event, true);
+        append_interface(out, bias, op, capture, event, true);
         continue;
       }
       const ManifestField &field = capture.fields[op.field];
@@ -503,7 +505,7 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
         append_float(out, load_u64(slot), field.size, true);
         break;
       case FieldKind::Func:
-        append_func(out, h.pid, load_u64(slot), true);
+        append_func(out, bias, load_u64(slot), true);
         break;
       case FieldKind::String: {
         StringSlot s = read_string(event, field);
@@ -537,7 +539,7 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
     }
   }
   if (probe.stack_depth)
-    append_stack(out, h, probe, event, true);
+    append_stack(out, bias, probe, event, true);
   out += "}\n";
 }
 
@@ -592,15 +594,16 @@ bool EventWriter::flush() { return flush_buffer(fd_, buffer_, error_); }
 // their first field), a scalar of up to 8 bytes, or a pointer-shaped value's address. Anything
 // else shows the data address. The speculative reads behind the first three are only shown when
 // the type vouches for them, so their bytes never print as garbage.
-void EventPrinter::append_interface(std::string &out, const DisplayOp &op, const ManifestCapture &capture,
-                                    const uint8_t *event, bool json) const {
+void EventPrinter::append_interface(std::string &out, uint64_t bias, const DisplayOp &op,
+                                    const ManifestCapture &capture, const uint8_t *event, bool json) const {
   uint64_t type_addr = load_u64(event + capture.fields[op.type_field].offset);
   uint64_t data = load_u64(event + capture.fields[op.data_field].offset);
   if (type_addr == 0) {
     out += json ? "null" : "nil";
     return;
   }
-  auto it = manifest_.types.find(type_addr);
+  // The manifest has link-time addresses; a PIE's descriptors sit at those plus its load bias.
+  auto it = manifest_.types.find(type_addr - bias);
   std::string name, kind;
   uint64_t size = 0;
   if (it != manifest_.types.end()) {
@@ -669,7 +672,7 @@ void EventPrinter::append_interface(std::string &out, const DisplayOp &op, const
 // A stack prints as Go's own traceback would name its frames, inlined calls expanded: in text one
 // indented line per frame after the event ("    main.caller (main.go:12) [inlined]"), in JSON a
 // "stack" array of {"function","file","line","inlined"} ({"pc":"0x..."} when unknown).
-void EventPrinter::append_stack(std::string &out, const struct weave_event_header &h, const ManifestProbe &probe,
+void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestProbe &probe,
                                 const uint8_t *event, bool json) {
   if (json)
     out += ",\"stack\":[";
@@ -679,7 +682,7 @@ void EventPrinter::append_stack(std::string &out, const struct weave_event_heade
     if (!pc)
       break;
     static const std::vector<Pclntab::Frame> none;
-    const auto &frames = symbolizer_ ? symbolizer_->frames(h.pid, pc) : none;
+    const auto &frames = symbolizer_ ? symbolizer_->frames(bias, pc) : none;
     if (frames.empty()) {
       if (json) {
         out += first ? "{\"pc\":\"" : ",{\"pc\":\"";
@@ -721,12 +724,12 @@ void EventPrinter::append_stack(std::string &out, const struct weave_event_heade
 
 // A func value prints as the name of the function it calls (main.handler, main.main.func1), or its
 // address when the binary's table does not know it; nil is nil/null.
-void EventPrinter::append_func(std::string &out, uint32_t pid, uint64_t pc, bool json) {
+void EventPrinter::append_func(std::string &out, uint64_t bias, uint64_t pc, bool json) {
   if (pc == 0) {
     out += json ? "null" : "nil";
     return;
   }
-  std::string name = symbolizer_ ? symbolizer_->function_at(pid, pc) : std::string();
+  std::string name = symbolizer_ ? symbolizer_->function_at(bias, pc) : std::string();
   if (name.empty()) {
     name.clear();
     append_hex(name, pc);

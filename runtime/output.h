@@ -17,8 +17,6 @@ namespace weave {
 
 enum class OutputFormat { Text, Json };
 
-// EventPrinter turns one event record into one line. Everything that does not depend on the
-// event (quoted names, struct labels) is prepared once in the constructor.
 class Symbolizer;
 
 // Writes all of `buffer` to `fd` and empties it (keeping its capacity). Once a write has failed
@@ -28,6 +26,19 @@ bool flush_buffer(int fd, std::string &buffer, std::string &error);
 // A duration as Go's time.Duration prints it: 850ns, 12.3µs, 4.56ms, 1.2s (1500s, never 1.5e+03s).
 void append_duration(std::string &out, uint64_t ns);
 
+// How far the event's process loaded the binary from its link addresses: the address the probe
+// fired at less its attach point's vaddr. 0 unless the binary is position-independent. Known from
+// the event itself, so it holds after the process has exited (a short run's last events). 0 as
+// well when the event or the manifest does not say (ip or vaddr 0).
+inline uint64_t load_bias(const struct weave_event_header &h, const ManifestProbe &probe) {
+  if (h.ip == 0 || h.point >= probe.attach.size() || probe.attach[h.point].vaddr == 0 ||
+      h.ip < probe.attach[h.point].vaddr)
+    return 0;
+  return h.ip - probe.attach[h.point].vaddr;
+}
+
+// EventPrinter turns one event record into one line. Everything that does not depend on the
+// event (quoted names, struct labels) is prepared once in the constructor.
 class EventPrinter {
 public:
   // start_ns: CLOCK_MONOTONIC at tracer start, the zero of the text format's time column
@@ -39,17 +50,18 @@ public:
   // probe id, an unknown event kind.
   bool format(const void *data, size_t size, std::string &out);
 
-  // Stacks are printed symbolized when a symbolizer is set, as addresses otherwise.
+  // Stacks and func values are printed symbolized when a symbolizer is set, as addresses otherwise.
   void set_symbolizer(Symbolizer *symbolizer) { symbolizer_ = symbolizer; }
 
 private:
   Symbolizer *symbolizer_ = nullptr;
   std::vector<uint64_t> list_stack_; // ListCounts' storage, reused for every event
-  void append_func(std::string &out, uint32_t pid, uint64_t pc, bool json);
-  void append_stack(std::string &out, const struct weave_event_header &h, const ManifestProbe &probe,
-                    const uint8_t *event, bool json);
+  // `bias`: the event's process loaded the binary that far from its link addresses (load_bias).
+  void append_func(std::string &out, uint64_t bias, uint64_t pc, bool json);
+  void append_stack(std::string &out, uint64_t bias, const ManifestProbe &probe, const uint8_t *event,
+                    bool json);
   // Renders an interface by its dynamic type (see DisplayOp::Interface).
-  void append_interface(std::string &out, const DisplayOp &op, const ManifestCapture &capture,
+  void append_interface(std::string &out, uint64_t bias, const DisplayOp &op, const ManifestCapture &capture,
                         const uint8_t *event, bool json) const;
 
   struct PreparedCapture {

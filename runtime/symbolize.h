@@ -20,25 +20,22 @@ public:
   // bare addresses (error() says why).
   explicit Symbolizer(const std::string &binary_path);
 
-  // The frames of the call that will return to `return_address` in process `pid`, innermost
-  // first. Cached per address. A position-independent binary is relocated per process, which the
-  // process's /proc/PID/maps tells.
-  const std::vector<Pclntab::Frame> &frames(uint32_t pid, uint64_t return_address);
+  // The frames of the call that will return to `return_address`, innermost first, in a process that
+  // loaded the binary `bias` bytes from its link addresses (a PIE's load bias, else 0: see
+  // load_bias in output.h). Cached per address.
+  const std::vector<Pclntab::Frame> &frames(uint64_t bias, uint64_t return_address);
 
   // The function whose code starts at (or contains) `pc`, or "" when unknown.
-  std::string function_at(uint32_t pid, uint64_t pc);
+  std::string function_at(uint64_t bias, uint64_t pc);
 
   const std::string &error() const { return error_; }
 
 private:
-  uint64_t bias(uint32_t pid);
-
   std::string path_;
   std::optional<BinaryImage> image_;
   std::optional<Pclntab> pcln_;
   std::string error_;
   std::unordered_map<uint64_t, std::vector<Pclntab::Frame>> cache_;
-  std::unordered_map<uint32_t, uint64_t> bias_;
   std::vector<Pclntab::Frame> none_;
 };
 

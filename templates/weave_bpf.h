@@ -94,13 +94,21 @@ struct {
 	__type(value, __u64);
 } weave_hits SEC(".maps");
 
+/* The attach point's cookie (bpf_get_attach_cookie) tells a program, which every event of one shape
+ * shares, what it is filling in: bits 0-23 the event's probe id, bits 24-47 the probe id of the
+ * entry a return pairs with (an entry's own), bits 48-63 the attach point's index among the
+ * event's (generator/plan: attach_cookie). */
+#define WEAVE_COOKIE_PROBE(cookie) ((__u32)((cookie) & 0xffffff))
+#define WEAVE_COOKIE_PAIR(cookie) ((__u32)(((cookie) >> 24) & 0xffffff))
+#define WEAVE_COOKIE_POINT(cookie) ((__u16)((cookie) >> 48))
+
 /* weave_reserve: apply the pid filter, count the hit, reserve an event of `size` bytes and fill its
- * header. The attach point's cookie carries the event's probe id in its low 32 bits (programs are
- * shared by every event of one shape). Returns 0 when the event is filtered out or the buffer is
+ * header; `ip` is where the probe fired. Returns 0 when the event is filtered out or the buffer is
  * full (then counted in weave_lost). */
-static __always_inline struct weave_event_header *weave_reserve(__u64 cookie, __u32 kind, __u64 size)
+static __always_inline struct weave_event_header *weave_reserve(__u64 cookie, __u64 ip, __u32 kind,
+								__u64 size)
 {
-	__u32 probe_id = (__u32)cookie;
+	__u32 probe_id = WEAVE_COOKIE_PROBE(cookie);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 zero = 0;
 	struct weave_config *config = bpf_map_lookup_elem(&weave_config, &zero);
@@ -121,11 +129,12 @@ static __always_inline struct weave_event_header *weave_reserve(__u64 cookie, __
 	h->ts_ns = bpf_ktime_get_ns();
 	h->goid = 0;
 	h->faults = 0;
-	h->cookie = cookie;
+	h->ip = ip;
 	h->pid = pid_tgid >> 32;
 	h->tid = (__u32)pid_tgid;
 	h->probe_id = probe_id;
 	h->kind = kind;
+	h->point = WEAVE_COOKIE_POINT(cookie);
 	return h;
 }
 

@@ -6,7 +6,7 @@
 #ifndef WEAVE_EVENT_H
 #define WEAVE_EVENT_H
 
-#define WEAVE_EVENT_ABI 1
+#define WEAVE_EVENT_ABI 2
 
 enum weave_event_kind {
 	WEAVE_EVENT_ENTRY = 0,
@@ -17,11 +17,14 @@ struct weave_event_header {
 	__u64 ts_ns;    /* bpf_ktime_get_ns() at the probe */
 	__u64 goid;     /* goroutine id; 0 when g could not be read */
 	__u64 faults;   /* bit i set: capture i (manifest order) could not be read */
-	__u64 cookie;   /* the attach point's cookie: probe_id | paired entry's probe_id << 32 */
+	__u64 ip;       /* where the probe fired in the process: its attach point's vaddr plus the
+			 * load bias of a position-independent binary, which the tracer needs to name
+			 * stack frames and dynamic types */
 	__u32 pid;      /* thread group id */
 	__u32 tid;      /* thread id */
 	__u32 probe_id; /* index into the manifest's "probes" */
-	__u32 kind;     /* enum weave_event_kind */
+	__u16 kind;     /* enum weave_event_kind */
+	__u16 point;    /* which of the probe's "attach" points fired (its index there) */
 };
 
 _Static_assert(sizeof(struct weave_event_header) == 48, "weave_event_header layout changed");

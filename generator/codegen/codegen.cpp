@@ -164,6 +164,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   ev.set("pair_entry", event->pairs_calls && event->kind == "entry");
   ev.set("pair_return", event->pairs_calls && event->kind == "return");
   ev.set("sp_reg", plan.sp_register);
+  ev.set("ip_reg", plan.ip_register);
   ev.set("ctx_type", plan.ctx_type);
   ev.set("goid_offset", std::to_string(plan.goid_offset));
   ev.set("goid_source", comment(plan.goid_source));

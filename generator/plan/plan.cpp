@@ -834,6 +834,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   plan.g_register = regs.g;
   plan.g_register_name = regs.g_name;
   plan.sp_register = regs.sp;
+  plan.ip_register = image.arch == Arch::Arm64 ? "pc" : "ip";
   if (image.arch == Arch::X86_64) {
     // x86-64 TLS variant II: the static TLS block ends at FS base; g is runtime.tlsg's slot in it.
     // Without PT_TLS (the internal linker, no cgo) the runtime uses -8(FS) (sys_linux_amd64.s).
@@ -1081,16 +1082,25 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       probe.ret->id = next_id++;
       plan.event_probe.push_back(p);
     }
+    size_t entries = 0, returns = 0;
     for (AttachPoint &a : probe.attach)
-      a.cookie = a.kind == "entry" ? attach_cookie(probe.entry.id, probe.entry.id)
-                                   : attach_cookie(probe.ret->id, probe.entry.id);
+      a.cookie = a.kind == "entry" ? attach_cookie(probe.entry.id, probe.entry.id, entries++)
+                                   : attach_cookie(probe.ret->id, probe.entry.id, returns++);
+    if (returns > kMaxPointsPerEvent)
+      throw UserError("too-many-returns",
+                      fmt::format("{} has {} RET instructions; weave probes at most {} per function",
+                                  probe.function, returns, kMaxPointsPerEvent));
   }
+  if (next_id > kMaxEvents)
+    throw UserError("too-many-events",
+                    fmt::format("the spec makes {} events; weave supports at most {}", next_id, kMaxEvents),
+                    SourceLoc{spec.path}, "narrow the wildcards, or split the spec");
   share_programs(plan);
   return plan;
 }
 
-uint64_t attach_cookie(int event_id, int pair_id) {
-  return static_cast<uint64_t>(static_cast<uint32_t>(pair_id)) << 32 | static_cast<uint32_t>(event_id);
+uint64_t attach_cookie(int event_id, int pair_id, size_t point) {
+  return static_cast<uint64_t>(point) << 48 | static_cast<uint64_t>(pair_id) << 24 | static_cast<uint64_t>(event_id);
 }
 
 const EventPlan &Plan::event(int id) const {

@@ -76,10 +76,13 @@ struct CapturePlan {
   std::vector<std::string> interfaces;
 };
 
-// The cookie of an attach point (bpf_get_attach_cookie) tells a shared program which event it is
-// filling in: the event's id in the low 32 bits, and in the high 32 bits the id of the entry event
-// its calls pair with (for an entry event, its own id; see templates/weave_bpf.h).
-uint64_t attach_cookie(int event_id, int pair_id);
+// The cookie of an attach point (bpf_get_attach_cookie) tells a shared program what it is filling
+// in: bits 0-23 the event's id, bits 24-47 the id of the entry event its calls pair with (an entry
+// event's own), bits 48-63 the point's index among the event's attach points, which the event
+// header reports (templates/weave_bpf.h decodes it). kMaxEvents and kMaxPointsPerEvent bound them.
+inline constexpr int kMaxEvents = 1 << 24;
+inline constexpr size_t kMaxPointsPerEvent = 1 << 16;
+uint64_t attach_cookie(int event_id, int pair_id, size_t point);
 
 struct AttachPoint {
   std::string kind; // "entry" or "return"
@@ -161,6 +164,7 @@ struct Plan {
   std::string g_register_name;  // "R14"
   std::string ctx_type;         // C type of the uprobe context: "struct weave_pt_regs_x86_64"
   std::string sp_register;      // pt_regs field of the stack pointer ("sp")
+  std::string ip_register;      // pt_regs field of the instruction pointer ("ip", arm64 "pc")
   // amd64 ABI0 code keeps g in thread-local storage at FS base + g_tls_offset (-8 without C
   // thread-locals; a cgo binary's TLS segment moves it): see GO-ABI.md §5.
   bool has_tls_g = false;

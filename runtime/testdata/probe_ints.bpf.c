@@ -27,7 +27,7 @@ struct event_0 {
 SEC("uprobe")
 int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 {
-	struct weave_event_header *h = weave_reserve(bpf_get_attach_cookie(ctx), WEAVE_EVENT_ENTRY,
+	struct weave_event_header *h = weave_reserve(bpf_get_attach_cookie(ctx), ctx->ip, WEAVE_EVENT_ENTRY,
 						     sizeof(struct event_0));
 	if (!h)
 		return 0;

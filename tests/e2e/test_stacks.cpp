@@ -72,6 +72,11 @@ TEST_CASE("symbolized stacks on the stripped build (no symbols, no DWARF)") {
   check_stacks("fixture_stripped");
 }
 
+TEST_CASE("symbolized stacks in a PIE: the load bias comes with every event") {
+  e2e::require_bpf();
+  check_stacks("fixture_pie");
+}
+
 TEST_CASE("text output lists one frame per line, inlined ones marked") {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("stacks-text");

@@ -61,14 +61,15 @@ TEST_CASE("floats passed on the stack (386 ABI0) are read exactly") {
   CHECK(events[0]["args"] == truth[0]["args"]);
 }
 
-TEST_CASE("interfaces and errors: the dynamic type by name, the message or value behind it") {
+// Interfaces and errors: the dynamic type by name, the message or value behind it.
+static void check_interfaces(const std::string &binary) {
   e2e::require_bpf();
-  std::string dir = e2e::temp_dir("interfaces");
-  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/interfaces.yaml"), e2e::fixture("fixture"), "-o",
+  std::string dir = e2e::temp_dir("interfaces-" + binary);
+  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/interfaces.yaml"), e2e::fixture(binary), "-o",
                          dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
-  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("fixture"), "-truth",
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture(binary), "-truth",
                           dir + "/truth.jsonl", "-rounds", "3"});
   INFO(traced.err);
   REQUIRE(traced.status == 0);
@@ -90,6 +91,14 @@ TEST_CASE("interfaces and errors: the dynamic type by name, the message or value
     CHECK(entries[i]["args"] == want_args[i]);
     CHECK(returns[i]["results"] == want_results[i]);
   }
+}
+
+TEST_CASE("interfaces and errors: the dynamic type by name, the message or value behind it") {
+  check_interfaces("fixture");
+}
+
+TEST_CASE("interfaces in a PIE: type descriptors are found at their load address less the bias") {
+  check_interfaces("fixture_pie");
 }
 
 TEST_CASE("index and len()/cap() expressions; an index past a slice's length is a fault") {

@@ -314,6 +314,19 @@ TEST_CASE("manifest: the example parses into what the runtime needs") {
   CHECK(m.probes[0].attach[0].file_offset == 655744);
 }
 
+TEST_CASE("load_bias: where the probe fired less its attach point's link address") {
+  Manifest m = parse_ok(example_manifest()); // attach: entry at 0x4a0580, return at 0x4a05c0
+  weave_event_header h{};
+  CHECK(load_bias(h, m.probes[0]) == 0); // ip unknown
+  h.ip = 0x4a0580;
+  CHECK(load_bias(h, m.probes[0]) == 0); // not position-independent
+  h.ip = 0x55d0c0000000 + 0x4a05c0;
+  h.point = 1; // the return point fired
+  CHECK(load_bias(h, m.probes[0]) == 0x55d0c0000000);
+  h.point = 2; // no such point: nothing to go by
+  CHECK(load_bias(h, m.probes[0]) == 0);
+}
+
 TEST_CASE("manifest: each mistake is reported with the key it concerns") {
   struct Case {
     const char *what;

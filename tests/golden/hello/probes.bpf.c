@@ -5,7 +5,7 @@
  *
  * One uprobe program per event shape: events that read the same registers and offsets into the
  * same record layout share a program, and the attach point's cookie tells it which event it is
- * filling in (the event's probe id in the low 32 bits, its paired entry's in the high 32). Each
+ * filling in (its probe id, the paired entry's, and which attach point fired: weave_bpf.h). Each
  * program reads the values it captures where the Go ABI puts them, and says in a comment where
  * that is. Every read of target memory goes through weave_load / weave_read_string
  * (weave_bpf.h), so a fault marks the capture in the event's `faults` bits instead of producing
@@ -21,9 +21,9 @@ char LICENSE[] SEC("license") = "GPL";
 SEC("uprobe")
 int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx); /* probe id | paired entry's probe id << 32 */
+	__u64 cookie = bpf_get_attach_cookie(ctx); /* which event, pair and attach point: weave_bpf.h */
 	struct probe_0_entry_event *e =
-		(struct probe_0_entry_event *)weave_reserve(cookie, WEAVE_EVENT_ENTRY, sizeof(*e));
+		(struct probe_0_entry_event *)weave_reserve(cookie, ctx->ip, WEAVE_EVENT_ENTRY, sizeof(*e));
 	if (!e)
 		return 0;
 	/* A copy of the registers: clang may otherwise compute ctx + offset once and load through the

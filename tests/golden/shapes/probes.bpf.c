@@ -5,7 +5,7 @@
  *
  * One uprobe program per event shape: events that read the same registers and offsets into the
  * same record layout share a program, and the attach point's cookie tells it which event it is
- * filling in (the event's probe id in the low 32 bits, its paired entry's in the high 32). Each
+ * filling in (its probe id, the paired entry's, and which attach point fired: weave_bpf.h). Each
  * program reads the values it captures where the Go ABI puts them, and says in a comment where
  * that is. Every read of target memory goes through weave_load / weave_read_string
  * (weave_bpf.h), so a fault marks the capture in the event's `faults` bits instead of producing
@@ -18,18 +18,18 @@ char LICENSE[] SEC("license") = "GPL";
 /* probe 0 entry: main.F0000 (ABIInternal), function at 0x48ba80
  *   attached at 0x48ba80 (file offset 0x8ba80, cookie 0x0): function entry (no stack-growth check: a small leaf)
  * probe 2 entry: main.F0001 (ABIInternal), function at 0x48bae0
- *   attached at 0x48bae0 (file offset 0x8bae0, cookie 0x200000002): function entry (no stack-growth check: a small leaf)
+ *   attached at 0x48bae0 (file offset 0x8bae0, cookie 0x2000002): function entry (no stack-growth check: a small leaf)
  * probe 4 entry: main.F0002 (ABIInternal), function at 0x48bb40
- *   attached at 0x48bb40 (file offset 0x8bb40, cookie 0x400000004): function entry (no stack-growth check: a small leaf)
+ *   attached at 0x48bb40 (file offset 0x8bb40, cookie 0x4000004): function entry (no stack-growth check: a small leaf)
  * One program for these 3 events of one shape; the comments in it name the values
  * of main.F0000, and the others' are read from the same places.
  */
 SEC("uprobe")
 int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx); /* probe id | paired entry's probe id << 32 */
+	__u64 cookie = bpf_get_attach_cookie(ctx); /* which event, pair and attach point: weave_bpf.h */
 	struct probe_0_entry_event *e =
-		(struct probe_0_entry_event *)weave_reserve(cookie, WEAVE_EVENT_ENTRY, sizeof(*e));
+		(struct probe_0_entry_event *)weave_reserve(cookie, ctx->ip, WEAVE_EVENT_ENTRY, sizeof(*e));
 	if (!e)
 		return 0;
 	/* A copy of the registers: clang may otherwise compute ctx + offset once and load through the
@@ -40,7 +40,7 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	__u64 g = regs.r14;
 	weave_load(&e->hdr.goid, g + 152, 8);
 	/* remember the call, for the duration its return event reports */
-	weave_call_enter(g, regs.sp, e->hdr.goid, cookie >> 32, e->hdr.ts_ns);
+	weave_call_enter(g, regs.sp, e->hdr.goid, WEAVE_COOKIE_PAIR(cookie), e->hdr.ts_ns);
 
 	{ /* capture 0: x (int) */
 		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */
@@ -59,25 +59,25 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 
 /* probe 1 return: main.F0000 (ABIInternal), function at 0x48ba80
  *   attached at 0x48babb (file offset 0x8babb, cookie 0x1): RET
- *   attached at 0x48bac0 (file offset 0x8bac0, cookie 0x1): RET
- *   attached at 0x48bac4 (file offset 0x8bac4, cookie 0x1): RET
+ *   attached at 0x48bac0 (file offset 0x8bac0, cookie 0x1000000000001): RET
+ *   attached at 0x48bac4 (file offset 0x8bac4, cookie 0x2000000000001): RET
  * probe 3 return: main.F0001 (ABIInternal), function at 0x48bae0
- *   attached at 0x48bb19 (file offset 0x8bb19, cookie 0x200000003): RET
- *   attached at 0x48bb1e (file offset 0x8bb1e, cookie 0x200000003): RET
- *   attached at 0x48bb23 (file offset 0x8bb23, cookie 0x200000003): RET
+ *   attached at 0x48bb19 (file offset 0x8bb19, cookie 0x2000003): RET
+ *   attached at 0x48bb1e (file offset 0x8bb1e, cookie 0x1000002000003): RET
+ *   attached at 0x48bb23 (file offset 0x8bb23, cookie 0x2000002000003): RET
  * probe 5 return: main.F0002 (ABIInternal), function at 0x48bb40
- *   attached at 0x48bb7c (file offset 0x8bb7c, cookie 0x400000005): RET
- *   attached at 0x48bb81 (file offset 0x8bb81, cookie 0x400000005): RET
- *   attached at 0x48bb86 (file offset 0x8bb86, cookie 0x400000005): RET
+ *   attached at 0x48bb7c (file offset 0x8bb7c, cookie 0x4000005): RET
+ *   attached at 0x48bb81 (file offset 0x8bb81, cookie 0x1000004000005): RET
+ *   attached at 0x48bb86 (file offset 0x8bb86, cookie 0x2000004000005): RET
  * One program for these 3 events of one shape; the comments in it name the values
  * of main.F0000, and the others' are read from the same places.
  */
 SEC("uprobe")
 int probe_0_return(struct weave_pt_regs_x86_64 *ctx)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx); /* probe id | paired entry's probe id << 32 */
+	__u64 cookie = bpf_get_attach_cookie(ctx); /* which event, pair and attach point: weave_bpf.h */
 	struct probe_0_return_event *e =
-		(struct probe_0_return_event *)weave_reserve(cookie, WEAVE_EVENT_RETURN, sizeof(*e));
+		(struct probe_0_return_event *)weave_reserve(cookie, ctx->ip, WEAVE_EVENT_RETURN, sizeof(*e));
 	if (!e)
 		return 0;
 	/* A copy of the registers: clang may otherwise compute ctx + offset once and load through the
@@ -88,7 +88,7 @@ int probe_0_return(struct weave_pt_regs_x86_64 *ctx)
 	__u64 g = regs.r14;
 	weave_load(&e->hdr.goid, g + 152, 8);
 	/* the paired entry's timestamp gives the call's duration */
-	e->duration_ns = weave_call_exit(g, regs.sp, e->hdr.goid, cookie >> 32, e->hdr.ts_ns);
+	e->duration_ns = weave_call_exit(g, regs.sp, e->hdr.goid, WEAVE_COOKIE_PAIR(cookie), e->hdr.ts_ns);
 
 	{ /* capture 0: ~r0 (int) */
 		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */
@@ -106,18 +106,18 @@ int probe_0_return(struct weave_pt_regs_x86_64 *ctx)
 }
 
 /* probe 6 entry: main.F0003 (ABIInternal), function at 0x48bba0
- *   attached at 0x48bba0 (file offset 0x8bba0, cookie 0x600000006): function entry (no stack-growth check: a small leaf)
+ *   attached at 0x48bba0 (file offset 0x8bba0, cookie 0x6000006): function entry (no stack-growth check: a small leaf)
  * probe 7 entry: main.F0004 (ABIInternal), function at 0x48bc00
- *   attached at 0x48bc00 (file offset 0x8bc00, cookie 0x700000007): function entry (no stack-growth check: a small leaf)
+ *   attached at 0x48bc00 (file offset 0x8bc00, cookie 0x7000007): function entry (no stack-growth check: a small leaf)
  * One program for these 2 events of one shape; the comments in it name the values
  * of main.F0003, and the others' are read from the same places.
  */
 SEC("uprobe")
 int probe_3_entry(struct weave_pt_regs_x86_64 *ctx)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx); /* probe id | paired entry's probe id << 32 */
+	__u64 cookie = bpf_get_attach_cookie(ctx); /* which event, pair and attach point: weave_bpf.h */
 	struct probe_3_entry_event *e =
-		(struct probe_3_entry_event *)weave_reserve(cookie, WEAVE_EVENT_ENTRY, sizeof(*e));
+		(struct probe_3_entry_event *)weave_reserve(cookie, ctx->ip, WEAVE_EVENT_ENTRY, sizeof(*e));
 	if (!e)
 		return 0;
 	/* A copy of the registers: clang may otherwise compute ctx + offset once and load through the
