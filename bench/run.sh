@@ -2,7 +2,7 @@
 # bench/run.sh — weave's performance, measured in one run and printed side by side with ratios.
 # Not part of the pass/fail suite. Needs root (BPF), Go, clang, and bpftrace for its rows.
 #
-#   bench/run.sh            everything, ~5-10 minutes (bpftrace's detach of 1,000 probes dominates)
+#   bench/run.sh            everything, ~6 minutes (bpftrace's detach of 1,000 probes dominates)
 #
 # Environment (all optional):
 #   WEAVE_BUILD=DIR         a build directory with weave and weave-tracer (default: build-bench,
