@@ -56,7 +56,12 @@ static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *unsafe_p
 
 /* Only the fields weave reads, with CO-RE: libbpf relocates each offset against the running
  * kernel's BTF at load time, so one object works on every kernel (no kernel headers needed). */
+struct desc_struct {
+	__u16 limit0, base0;
+	__u8 base1, flags, limit1_flags, base2; /* the kernel's bitfields, byte by byte */
+};
 struct thread_struct {
+	struct desc_struct tls_array[3]; /* a 32-bit task's set_thread_area entries */
 	unsigned long fsbase;
 } __attribute__((preserve_access_index));
 struct task_struct {
@@ -178,13 +183,14 @@ struct {
 	__type(value, __u64);
 } weave_calls SEC(".maps");
 
-/* weave_call_key: the key of the current call, from g (its stack.hi is at +8 in every Go version)
- * and the stack pointer at the probe, which at the entry probe and at every RET is the same. */
-static __always_inline int weave_make_call_key(struct weave_call_key *key, __u64 g, __u64 sp, __u64 goid,
-					       __u32 probe)
+/* weave_call_key: the key of the current call, from g (g.stack is its first field in every Go
+ * version, {lo, hi uintptr}: hi is at +ptr_size) and the stack pointer at the probe, which at the
+ * entry probe and at every RET is the same. */
+static __always_inline int weave_make_call_key(struct weave_call_key *key, __u64 g, __u32 ptr_size, __u64 sp,
+					       __u64 goid, __u32 probe)
 {
 	__u64 hi = 0;
-	if (!g || weave_load(&hi, g + 8, 8) || hi < sp)
+	if (!g || weave_load(&hi, g + ptr_size, ptr_size) || hi < sp)
 		return 1;
 	key->goid = goid;
 	key->depth = hi - sp;
@@ -193,18 +199,20 @@ static __always_inline int weave_make_call_key(struct weave_call_key *key, __u64
 	return 0;
 }
 
-static __always_inline void weave_call_enter(__u64 g, __u64 sp, __u64 goid, __u32 probe, __u64 ts)
+static __always_inline void weave_call_enter(__u64 g, __u32 ptr_size, __u64 sp, __u64 goid, __u32 probe,
+					     __u64 ts)
 {
 	struct weave_call_key key;
-	if (!weave_make_call_key(&key, g, sp, goid, probe))
+	if (!weave_make_call_key(&key, g, ptr_size, sp, goid, probe))
 		bpf_map_update_elem(&weave_calls, &key, &ts, BPF_ANY);
 }
 
 /* The duration of the call returning now, or 0 when its entry was not seen. */
-static __always_inline __u64 weave_call_exit(__u64 g, __u64 sp, __u64 goid, __u32 probe, __u64 now)
+static __always_inline __u64 weave_call_exit(__u64 g, __u32 ptr_size, __u64 sp, __u64 goid, __u32 probe,
+					     __u64 now)
 {
 	struct weave_call_key key;
-	if (weave_make_call_key(&key, g, sp, goid, probe))
+	if (weave_make_call_key(&key, g, ptr_size, sp, goid, probe))
 		return 0;
 	__u64 *start = bpf_map_lookup_elem(&weave_calls, &key);
 	if (!start)
@@ -231,6 +239,22 @@ static __always_inline void weave_stack(__u64 *pcs, __u32 max, __u64 sp, __u64 b
 		if (weave_load(&bp, bp, 8))
 			return;
 	}
+}
+
+/* weave_tls_g_386: g of the current thread of a 386 process, from GS base + offset. Go (and glibc,
+ * with cgo) set GS with set_thread_area, whose first free slot in a new process is the task's first
+ * TLS entry (runtime/sys_linux_386.s, setldt); its base is in the descriptor's bytes 2-4 and 7. */
+static __always_inline __u64 weave_tls_g_386(long offset)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct desc_struct desc;
+	if (bpf_probe_read_kernel(&desc, sizeof(desc), &task->thread.tls_array[0]))
+		return 0;
+	__u32 base = desc.base0 | (__u32)desc.base1 << 16 | (__u32)desc.base2 << 24;
+	__u64 g = 0;
+	if (base)
+		weave_load(&g, (__u32)(base + offset), 4);
+	return g;
 }
 
 /* weave_tls_g: g of the current thread in amd64 ABI0 code, from FS base + offset. Go sets FS with

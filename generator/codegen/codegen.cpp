@@ -157,14 +157,17 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   // g: in its register in ABIInternal code, else (amd64 ABI0) in thread-local storage.
   bool g_in_register = probe.abi == "ABIInternal";
   ev.set("read_goid", g_in_register || plan.has_tls_g);
-  ev.set("g_expr", g_in_register ? "regs." + plan.g_register : fmt::format("weave_tls_g({})", plan.g_tls_offset));
+  bool gs = plan.target.arch == "386";
+  ev.set("g_expr", g_in_register ? "regs." + plan.g_register
+                                 : fmt::format("{}({})", gs ? "weave_tls_g_386" : "weave_tls_g", plan.g_tls_offset));
   ev.set("g_comment", g_in_register ? fmt::format("g is in {} in ABIInternal code", plan.g_register_name)
-                                    : fmt::format("ABI0 code: g is at FS base {} ({})", plan.g_tls_offset,
-                                                  comment(plan.g_tls_source)));
+                                    : fmt::format("ABI0 code: g is at {} base {} ({})", gs ? "GS" : "FS",
+                                                  plan.g_tls_offset, comment(plan.g_tls_source)));
   ev.set("pair_entry", event->pairs_calls && event->kind == "entry");
   ev.set("pair_return", event->pairs_calls && event->kind == "return");
   ev.set("sp_reg", plan.sp_register);
   ev.set("ip_reg", plan.ip_register);
+  ev.set("ptr_size", std::to_string(plan.target.ptr_size));
   ev.set("ctx_type", plan.ctx_type);
   ev.set("goid_offset", std::to_string(plan.goid_offset));
   ev.set("goid_source", comment(plan.goid_source));

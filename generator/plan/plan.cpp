@@ -824,8 +824,9 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     return debug ? debug->member_offset(type, field) : std::nullopt;
   };
 
-  if (auto goid = member("runtime.g", "goid")) {
-    plan.goid_offset = *goid;
+  std::optional<uint64_t> dwarf_goid = member("runtime.g", "goid");
+  if (dwarf_goid) {
+    plan.goid_offset = *dwarf_goid;
     plan.goid_source = "DWARF runtime.g.goid";
   } else {
     plan.goid_offset = goid_offset_for(version);
@@ -835,9 +836,11 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   plan.g_register_name = regs.g_name;
   plan.sp_register = regs.sp;
   plan.ip_register = image.arch == Arch::Arm64 ? "pc" : "ip";
-  if (image.arch == Arch::X86_64) {
-    // x86-64 TLS variant II: the static TLS block ends at FS base; g is runtime.tlsg's slot in it.
-    // Without PT_TLS (the internal linker, no cgo) the runtime uses -8(FS) (sys_linux_amd64.s).
+  // ABI0 code finds g in thread-local storage (GO-ABI.md §5). x86 TLS is variant II: the static TLS
+  // block ends at the segment base, and g is runtime.tlsg's slot in it. Without PT_TLS (the
+  // internal linker, no cgo) the runtime uses the word just below the base: -8(FS) on amd64
+  // (sys_linux_amd64.s), -4(GS) on 386 (setldt points GS 4 bytes past m.tls).
+  auto g_in_tls = [&](int64_t internal_linker_offset, const char *segment) {
     plan.has_tls_g = true;
     if (image.tls_memsz) {
       uint64_t align = image.tls_align ? image.tls_align : 1;
@@ -845,10 +848,14 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       plan.g_tls_offset = -static_cast<int64_t>(block) + static_cast<int64_t>(image.tlsg.value_or(0));
       plan.g_tls_source = fmt::format("PT_TLS block of {} bytes, runtime.tlsg at +{}", block, image.tlsg.value_or(0));
     } else {
-      plan.g_tls_offset = -8;
-      plan.g_tls_source = "no PT_TLS: the runtime's -8(FS)";
+      plan.g_tls_offset = internal_linker_offset;
+      plan.g_tls_source = fmt::format("no PT_TLS: the runtime's {}({})", internal_linker_offset, segment);
     }
-  }
+  };
+  if (image.arch == Arch::X86_64)
+    g_in_tls(-8, "FS");
+  else if (image.arch == Arch::I386 && dwarf_goid)
+    g_in_tls(-4, "GS"); // the version table's goid offsets are 64-bit ones: without DWARF, goid stays 0
 
   // Map and channel headers: from DWARF when present; without it, the layout every Go version
   // since 1.0 has kept (hmap.count and swiss Map.used first; hchan {qcount, dataqsiz, ...}).
@@ -1127,7 +1134,8 @@ std::string dump_plan(const Plan &plan) {
   out << fmt::format("goid *({} + {}) from {}\n", plan.g_register_name, plan.goid_offset,
                      plan.goid_source);
   if (plan.has_tls_g)
-    out << fmt::format("g in ABI0 code at FS{:+#x} ({})\n", plan.g_tls_offset, plan.g_tls_source);
+    out << fmt::format("g in ABI0 code at {}{:+#x} ({})\n", plan.target.arch == "386" ? "GS" : "FS",
+                       plan.g_tls_offset, plan.g_tls_source);
   auto read_text = [](const ValueRead &r) {
     std::string text = r.base_reg;
     for (const auto &l : r.loads)

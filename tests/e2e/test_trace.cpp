@@ -65,15 +65,13 @@ std::string expected_bytes(const std::string &hex) {
 // on the stack (ABI0) with 4-byte pointers and ints. Both run here, and both must match exactly.
 void check_values(const std::string &binary) {
   Traced t = trace_fixture("values-" + binary, binary);
-  const bool regabi = binary != "fixture_386";
   std::map<std::string, std::vector<json>> by_function;
   for (const auto &e : t.events) {
     CHECK(e["kind"] == "entry");
     CHECK(e["probe"] == e["function"]);
     CHECK(e["pid"].get<int>() > 0);
     CHECK(e["tid"].get<int>() > 0);
-    if (regabi)
-      CHECK(e["goid"].get<uint64_t>() == 1); // main goroutine, read through R14
+    CHECK(e["goid"].get<uint64_t>() == 1); // main goroutine: g from R14, FS or (386) GS
     CHECK(e["ts_ns"].get<uint64_t>() > 0);
     by_function[e["function"]].push_back(e);
   }

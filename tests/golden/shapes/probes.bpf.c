@@ -40,7 +40,7 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	__u64 g = regs.r14;
 	weave_load(&e->hdr.goid, g + 152, 8);
 	/* remember the call, for the duration its return event reports */
-	weave_call_enter(g, regs.sp, e->hdr.goid, WEAVE_COOKIE_PAIR(cookie), e->hdr.ts_ns);
+	weave_call_enter(g, 8, regs.sp, e->hdr.goid, WEAVE_COOKIE_PAIR(cookie), e->hdr.ts_ns);
 
 	{ /* capture 0: x (int) */
 		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */
@@ -88,7 +88,7 @@ int probe_0_return(struct weave_pt_regs_x86_64 *ctx)
 	__u64 g = regs.r14;
 	weave_load(&e->hdr.goid, g + 152, 8);
 	/* the paired entry's timestamp gives the call's duration */
-	e->duration_ns = weave_call_exit(g, regs.sp, e->hdr.goid, WEAVE_COOKIE_PAIR(cookie), e->hdr.ts_ns);
+	e->duration_ns = weave_call_exit(g, 8, regs.sp, e->hdr.goid, WEAVE_COOKIE_PAIR(cookie), e->hdr.ts_ns);
 
 	{ /* capture 0: ~r0 (int) */
 		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */
