@@ -82,13 +82,29 @@ CodeFacts analyze_i386(const std::vector<uint8_t> &code, uint64_t vaddr) {
 }
 
 CodeFacts analyze_arm64(const std::vector<uint8_t> &code, uint64_t vaddr) {
+  constexpr uint32_t kRet = 0xd65f03c0;              // ret x30
+  constexpr uint32_t kLoadStackguard = 0xf9400b90;   // ldr x16, [x28, #16]: MOVD 16(R28), R16
+  constexpr uint32_t kBranchCondMask = 0xff000010;   // b.cond: 0101 0100 imm19 0 cond
+  constexpr uint32_t kBranchCond = 0x54000000;
+  constexpr uint32_t kCondLs = 9;                    // unsigned lower or same
+  constexpr size_t kPrologueWords = 8;
   CodeFacts facts;
+  bool loaded_stackguard = false;
   for (size_t offset = 0; offset + 4 <= code.size(); offset += 4) {
     uint32_t word = static_cast<uint32_t>(code[offset]) | static_cast<uint32_t>(code[offset + 1]) << 8 |
                     static_cast<uint32_t>(code[offset + 2]) << 16 |
                     static_cast<uint32_t>(code[offset + 3]) << 24;
-    if (word == 0xd65f03c0)
+    if (word == kRet)
       facts.returns.push_back(vaddr + offset);
+    if (offset / 4 >= kPrologueWords || facts.after_stack_check)
+      continue;
+    if (offset == 0)
+      loaded_stackguard = word == kLoadStackguard;
+    else if (loaded_stackguard && (word & kBranchCondMask) == kBranchCond && (word & 0xf) == kCondLs) {
+      uint32_t imm19 = (word >> 5) & 0x7ffff;
+      if (imm19 != 0 && !(imm19 & 0x40000)) // forward, to the morestack call after the body
+        facts.after_stack_check = vaddr + offset + 4;
+    }
   }
   return facts;
 }

@@ -26,8 +26,10 @@ CodeFacts analyze_x86_64(const std::vector<uint8_t> &code, uint64_t vaddr);
 CodeFacts analyze_i386(const std::vector<uint8_t> &code, uint64_t vaddr);
 
 // arm64: fixed 4-byte words; a RET is exactly `ret x30` (0xd65f03c0, the only form Go emits), and
-// literal-pool data never holds that word in Go code (GO-ABI.md §8.1). The stack-check placement is
-// not done for arm64 yet (after_stack_check stays unset).
+// literal-pool data never holds that word in Go code (GO-ABI.md §8.1). The stack check is the
+// prologue cmd/internal/obj/arm64 emits: `MOVD 16(R28), R16` (g.stackguard0), a compare (after a
+// SUB or SUBS/BLO for bigger frames), then a forward `BLS` to the morestack call; the body starts
+// after that BLS. Two exact encodings are all it takes, so no arm64 decoder library is involved.
 CodeFacts analyze_arm64(const std::vector<uint8_t> &code, uint64_t vaddr);
 
 } // namespace weave

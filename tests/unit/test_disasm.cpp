@@ -1,5 +1,6 @@
-// The x86 decoding that places probes: every RET of every function in the fixture, checked against
-// `go tool objdump`, and the end of the stack-growth check that makes entry probes fire once.
+// The decoding that places probes: every RET of every function in the fixture, checked against
+// `go tool objdump`, and the end of the stack-growth check that makes entry probes fire once (x86
+// with Zydis; arm64 by its two fixed encodings, over every function of the arm64 fixture).
 #include "binary/binary.h"
 #include "debuginfo/debuginfo.h"
 #include "disasm/disasm.h"
@@ -8,6 +9,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -15,26 +17,43 @@ using namespace weave;
 
 namespace {
 
-// RET addresses per function, as Go's own disassembler prints them.
-std::map<std::string, std::set<uint64_t>> objdump_returns(const std::string &binary) {
-  std::map<std::string, std::set<uint64_t>> out;
-  std::string cmd = "go tool objdump -s '^main\\.' " + binary;
+struct Instruction {
+  uint64_t address;
+  std::string text; // "MOVD 16(R28), R16", "RET"
+};
+
+// Every instruction of the functions matching `pattern`, as Go's own disassembler prints them.
+std::map<std::string, std::vector<Instruction>> objdump(const std::string &binary, const std::string &pattern) {
+  std::map<std::string, std::vector<Instruction>> out;
+  std::string cmd = "go tool objdump -s '" + pattern + "' " + binary;
   FILE *pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe);
   char line[4096];
   std::string function;
-  static const std::regex text_line(R"(^TEXT (\S+)\(SB\))");
-  static const std::regex insn_line(R"(^\s+\S+:\d+\s+0x([0-9a-f]+)\s+[0-9a-f]+\s+(\S+))");
+  static const std::regex text_line(R"(^TEXT (.+)\(SB\))"); // names may hold spaces: [2]interface {}
+  static const std::regex insn_line(R"(^\s+\S+:\d+\s+0x([0-9a-f]+)\s+[0-9a-f]+\s+(.*\S))");
   std::cmatch m;
   while (fgets(line, sizeof line, pipe)) {
     if (std::regex_search(line, m, text_line)) {
       function = m[1];
       out[function];
-    } else if (std::regex_search(line, m, insn_line) && m[2] == "RET") {
-      out[function].insert(std::stoull(m[1], nullptr, 16));
+    } else if (std::regex_search(line, m, insn_line)) {
+      out[function].push_back({std::stoull(m[1], nullptr, 16), m[2]});
     }
   }
   pclose(pipe);
+  return out;
+}
+
+// RET addresses per function.
+std::map<std::string, std::set<uint64_t>> objdump_returns(const std::string &binary) {
+  std::map<std::string, std::set<uint64_t>> out;
+  for (const auto &[function, insns] : objdump(binary, "^main\\.")) {
+    out[function];
+    for (const Instruction &insn : insns)
+      if (insn.text == "RET")
+        out[function].insert(insn.address);
+  }
   return out;
 }
 
@@ -80,6 +99,43 @@ TEST_CASE("the entry probe goes after the stack-growth check when there is one")
   auto [spill_entry, spill] = facts_of("main.SpillOver");
   CHECK_FALSE(spill.after_stack_check);
   CHECK(spill.returns.size() == 1);
+}
+
+TEST_CASE("arm64: the stack check's end and every RET agree with go tool objdump, all functions") {
+  std::string path = std::string(WEAVE_FIXTURE_DIR) + "/fixture_arm64";
+  BinaryImage image = load_binary(path);
+  auto listing = objdump(path, ".");
+  REQUIRE(listing.size() > 1000);
+  size_t compared = 0, checked = 0, returns = 0;
+  for (const ElfSymbol &fn : image.functions) {
+    auto it = listing.find(fn.name);
+    if (it == listing.end() || it->second.empty() || fn.size == 0)
+      continue;
+    const std::vector<Instruction> &insns = it->second;
+    // objdump's view: the body starts after the BLS that follows the stackguard load.
+    std::optional<uint64_t> want;
+    if (insns[0].text == "MOVD 16(R28), R16")
+      for (size_t i = 1; i < insns.size() && i < 8; ++i)
+        if (insns[i].text.rfind("BLS ", 0) == 0) {
+          want = insns[i].address + 4;
+          break;
+        }
+    std::set<uint64_t> want_returns;
+    for (const Instruction &insn : insns)
+      if (insn.text == "RET")
+        want_returns.insert(insn.address);
+    CodeFacts facts = analyze_arm64(read_bytes(image, fn.address, fn.size), fn.address);
+    CAPTURE(fn.name);
+    CHECK(facts.after_stack_check == want);
+    CHECK(std::set<uint64_t>(facts.returns.begin(), facts.returns.end()) == want_returns);
+    ++compared;
+    checked += want.has_value();
+    returns += want_returns.size();
+  }
+  CHECK(compared > 1000);
+  CHECK(checked > compared / 2); // most functions check their stack; NOSPLIT ones do not
+  MESSAGE(compared << " arm64 functions: " << checked << " stack checks and " << returns
+                   << " RETs agree with go tool objdump");
 }
 
 TEST_CASE("hand-made code: RET forms, and bytes that only look like RET") {
