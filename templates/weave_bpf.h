@@ -222,23 +222,39 @@ static __always_inline __u64 weave_call_exit(__u64 g, __u32 ptr_size, __u64 sp, 
 	return duration;
 }
 
-/* weave_stack: up to `max` return addresses of the calling frames, innermost first, 0-terminated.
- * At a Go function's entry (before it pushes its frame pointer) the return address is at SP and
- * RBP is the caller's frame: [RBP] is the next frame pointer, [RBP + 8] that frame's return address.
- * `max` is a constant at each call site, which bounds the loop for the verifier. */
-static __always_inline void weave_stack(__u64 *pcs, __u32 max, __u64 sp, __u64 bp)
+/* weave_walk_frames: up to `max` return addresses of the calling frames, innermost first,
+ * 0-terminated: `pc` (where the probed function returns to), then the chain from `fp`, the caller's
+ * frame pointer, in which [fp] is the next frame pointer and [fp + 8] that frame's return address.
+ * Go lays frames out so on amd64 and arm64 alike. `max` is a constant at each call site, which
+ * bounds the loop for the verifier. */
+static __always_inline void weave_walk_frames(__u64 *pcs, __u32 max, __u64 pc, __u64 fp)
 {
-	__u64 pc = 0;
-	if (weave_load(&pc, sp, 8) || !pc)
+	if (!pc)
 		return;
 	pcs[0] = pc;
 	for (__u32 i = 1; i < max; i++) {
-		if (!bp || weave_load(&pc, bp + 8, 8) || !pc)
+		if (!fp || weave_load(&pc, fp + 8, 8) || !pc)
 			return;
 		pcs[i] = pc;
-		if (weave_load(&bp, bp, 8))
+		if (weave_load(&fp, fp, 8))
 			return;
 	}
+}
+
+/* amd64, at a Go function's entry (before it pushes its frame pointer): the return address is at
+ * SP and RBP is still the caller's frame pointer. */
+static __always_inline void weave_stack_x86_64(__u64 *pcs, __u32 max, __u64 sp, __u64 bp)
+{
+	__u64 pc = 0;
+	if (!weave_load(&pc, sp, 8))
+		weave_walk_frames(pcs, max, pc, bp);
+}
+
+/* arm64, at a Go function's entry (before its prologue stores R29 and R30 below the new frame):
+ * the return address is in the link register R30 and R29 is still the caller's frame pointer. */
+static __always_inline void weave_stack_arm64(__u64 *pcs, __u32 max, __u64 lr, __u64 fp)
+{
+	weave_walk_frames(pcs, max, lr, fp);
 }
 
 /* weave_tls_g_386: g of the current thread of a 386 process, from GS base + offset. Go (and glibc,

@@ -1007,12 +1007,13 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     probe.entry = make_event("entry", probe.id, probe_spec.captures, all_args, inputs, fn->name,
                              "parameter", resolver, probe.skipped);
     if (probe_spec.stack > 0) {
-      // Go keeps frame pointers on amd64; the walk starts from SP (the return address) and RBP
-      // (the caller's frame, since the entry probe runs before the function pushes its own).
-      if (image.arch != Arch::X86_64)
+      // Go keeps frame pointers on amd64 and arm64; the walk starts from the return address (at SP,
+      // or in LR) and the caller's frame pointer, since the entry probe runs before the function
+      // saves its own. 386 has no frame pointers.
+      if (image.arch != Arch::X86_64 && image.arch != Arch::Arm64)
         throw UserError("unsupported-stack",
-                        fmt::format("stack: traces are walked through frame pointers on amd64 only, and {} "
-                                    "is {}",
+                        fmt::format("stack: traces are walked through frame pointers, which Go keeps on amd64 "
+                                    "and arm64 only, and {} is {}",
                                     image.path, arch_name(image.arch)),
                         probe_spec.loc);
       probe.entry.stack_depth = static_cast<uint32_t>(probe_spec.stack);

@@ -219,6 +219,26 @@ TEST_CASE("arm64: generated probes compile, read the ABI's registers, and sit on
   CHECK(after_check == 2); // Divmod and Deep check their stack; SpillOver is a leaf
 }
 
+TEST_CASE("stack traces: arm64 walks from LR and R29 (compiled, not run here); 386 has no frame pointers") {
+  std::string dir = e2e::temp_dir("stacks-arch");
+  auto r = e2e::run({e2e::weave(), e2e::source("tests/e2e/stacks.yaml"), e2e::fixture("fixture_arm64"), "-o",
+                     dir + "/arm64"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(fs::file_size(dir + "/arm64/probes.bpf.o") > 0);
+  std::string c = e2e::read_file(dir + "/arm64/probes.bpf.c");
+  CHECK(c.find("weave_stack_arm64(e->stack, 10, regs.regs[30], regs.regs[29]);") != std::string::npos);
+  // The arm64 entry probe runs after the stack check and before the prologue saves R29/R30, so both
+  // still belong to the caller, as on amd64 RBP and the return address at SP do.
+  CHECK(c.find("after the stack-growth check") != std::string::npos);
+
+  r = e2e::run({e2e::weave(), e2e::source("tests/e2e/stacks.yaml"), e2e::fixture("fixture_386"), "-o", dir + "/386"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("error[unsupported-stack]") != std::string::npos);
+  CHECK(r.err.find("amd64 and arm64 only") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir + "/386"));
+}
+
 TEST_CASE("weave funcs lists parameters, types and computed locations") {
   auto r = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture"), "main.SpillOver"});
   INFO(r.err);
