@@ -315,6 +315,15 @@ const GoFunction *DwarfDebugInfo::find_function(const std::string &name) {
     Dwarf_Die type_die;
     if (dwarf_attr_integrate(&child, DW_AT_type, &attr) && dwarf_formref_die(&attr, &type_die))
       param.type = convert(&type_die);
+    // go1.19 dwarfgen/dwarf.go:160-170 re-adds register results the frame pass pruned, and some
+    // end up listed twice: the same name, the same type (cmd/compile's
+    // ssa.(*expandState).newArgToMemOrRegs has two "~r0 *Value" for its one result). Taken as two
+    // results, the second would be read from a register that holds no result: drop the copy.
+    bool copy = false;
+    for (const GoParam &seen : fn->params)
+      copy = copy || (param.is_result && seen.is_result && seen.name == param.name && seen.type == param.type);
+    if (copy)
+      continue;
     fn->params.push_back(std::move(param));
   }
   if (more < 0)

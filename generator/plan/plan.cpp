@@ -589,20 +589,25 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
   event.program = fmt::format("probe_{}_{}", probe_id, kind);
   event.struct_name = fmt::format("probe_{}_{}_event", probe_id, kind);
   std::vector<CapturePlan> captures;
+  auto captured = [&captures](const std::string &expr) {
+    return std::any_of(captures.begin(), captures.end(), [&](const CapturePlan &c) { return c.expr == expr; });
+  };
   for (const auto &cs : implicit_captures) {
+    // Every output key must be unique (the tracer refuses a manifest that repeats one); DWARF can
+    // list a name twice with different types, which the reader keeps.
+    if (captured(cs.expr)) {
+      skipped.push_back(fmt::format("{} {}: listed twice in DWARF; the first one is captured", what, cs.expr));
+      continue;
+    }
     try {
       captures.push_back(resolve_capture(cs, values, function, what, resolver));
     } catch (const UserError &e) {
       skipped.push_back(fmt::format("{} {}: {} [{}]", what, cs.expr, e.what(), e.id));
     }
   }
-  for (const auto &cs : explicit_captures) {
-    bool duplicate = false;
-    for (const auto &c : captures)
-      duplicate = duplicate || c.expr == cs.expr;
-    if (!duplicate)
+  for (const auto &cs : explicit_captures)
+    if (!captured(cs.expr))
       captures.push_back(resolve_capture(cs, values, function, what, resolver));
-  }
   if (captures.size() > kMaxCaptures)
     throw UserError("too-many-captures",
                     fmt::format("{} captures {} values at its {}; at most {}", function,

@@ -435,7 +435,6 @@ struct Prepared {
   bool abi0_wrapper = false; // .symtab names the code at low_pc "<name>.abi0"
   bool dictionary = false;   // a generic dictionary was put first
   bool second_die = false;   // checked with the types of the first DIE of its name
-  size_t dropped_results = 0;
   bool unreachable = false; // a second DIE whose types find_function cannot reach
   std::string problem;      // why the function cannot be checked (an unexplained failure)
   bool ok() const { return !unreachable && problem.empty(); }
@@ -531,16 +530,13 @@ Prepared Crosscheck::prepare(const FunctionEntryLocations &locs) {
       return p;
     }
     if (param.is_result) {
-      // dwarfgen/dwarf.go:160-170 re-adds register results the frame pass pruned, and some are
-      // listed twice: the same name, the same type. Drop the copy.
-      bool copy = false;
+      // dwarfgen/dwarf.go:160-170 lists some results twice (the same name, the same type); the
+      // reader drops the copy, so none may be left here.
       for (size_t j = 0; j < i; ++j)
-        copy = copy || (p.fn->params[j].is_result && p.fn->params[j].name == param.name &&
-                        p.fn->params[j].type == param.type);
-      if (copy) {
-        ++p.dropped_results;
-        continue;
-      }
+        if (p.fn->params[j].is_result && p.fn->params[j].name == param.name && p.fn->params[j].type == param.type) {
+          p.problem = locs.name + ": result " + param.name + " listed twice (the reader keeps DWARF's copy)";
+          return p;
+        }
       p.results.push_back(param.type);
     } else {
       p.inputs.push_back(param.type);
@@ -828,8 +824,6 @@ void Crosscheck::run() {
       notes_.add("wrapper receivers restored");
     if (p.dictionary)
       notes_.add("generic dictionaries added");
-    if (p.dropped_results)
-      notes_.add("duplicate result DIEs dropped", p.dropped_results);
     if (!p.fn->regabi)
       notes_.add("functions in non-regabi CUs");
     if (p.abi0_wrapper)

@@ -201,6 +201,20 @@ TEST_CASE("find_function returns stable pointers, nullptr for unknown or inline-
   CHECK(info.find_function("flag.Parse") == nullptr);
 }
 
+TEST_CASE("a result DWARF lists twice is one result") {
+  // Go 1.19 lists the single *Value result of this cmd/compile method twice, both "~r0". Taken as
+  // two results, the second would be read from RBX at the RET, which holds no result.
+  DebugInfo &info = fixture(kFixtures + "/compile_amd64", 8);
+  const GoFunction *fn = info.find_function("cmd/compile/internal/ssa.(*expandState).newArgToMemOrRegs");
+  REQUIRE(fn != nullptr);
+  std::vector<std::string> results;
+  for (const GoParam &p : fn->params)
+    if (p.is_result)
+      results.push_back(p.name + " " + info.types().at(p.type).name);
+  CHECK(results == std::vector<std::string>{"~r0 *cmd/compile/internal/ssa.Value"});
+  CHECK(fn->params.size() == 8); // x, baseArg, toReplace, offset, regOffset, t, pos, and the result
+}
+
 TEST_CASE("a concrete copy of an inlined function takes its name and parameters from the origin") {
   // encoding/json.byIndex.Len has an out-of-line body whose DIE only has DW_AT_abstract_origin.
   DebugInfo &info = amd64();
