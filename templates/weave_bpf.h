@@ -144,23 +144,28 @@ static __always_inline struct weave_event_header *weave_reserve(__u64 cookie, __
 }
 
 /* weave_load: *value = the `size`-byte little-endian integer at user address `addr`, zero-extended.
- * Returns 0 on success, nonzero when the memory could not be read (then *value is 0). */
-static __always_inline int weave_load(__u64 *value, __u64 addr, __u32 size)
+ * Returns 0 on success, a negative errno when the memory could not be read (then *value is 0:
+ * bpf_probe_read_user zeroes its destination on a fault).
+ *
+ * Branch-free on purpose: callers OR the results into one fault word and test it once per
+ * capture. A branch per load (`err ? 0 : v`, `err != 0`) gives the verifier two states to carry
+ * past every read, and an event of a few dozen fields then exceeds its million-instruction budget. */
+static __always_inline long weave_load(__u64 *value, __u64 addr, __u32 size)
 {
 	__u64 v = 0;
 	long err = bpf_probe_read_user(&v, size, (const void *)addr);
-	*value = err ? 0 : v;
-	return err != 0;
+	*value = v;
+	return err;
 }
 
 /* weave_read_string: copy min(len, max) bytes of a Go string's data into dst. Returns nonzero on a
  * fault. `max` is a compile-time constant at every call site, which bounds the copy for the verifier. */
-static __always_inline int weave_read_string(char *dst, __u32 max, __u64 data, __u64 len)
+static __always_inline long weave_read_string(char *dst, __u32 max, __u64 data, __u64 len)
 {
 	__u64 n = len < max ? len : max;
 	if (n == 0)
 		return 0;
-	return bpf_probe_read_user(dst, n, (const void *)data) != 0;
+	return bpf_probe_read_user(dst, n, (const void *)data);
 }
 
 /* Calls in flight, for the duration of each call: keyed by goroutine, probe, and the call's distance

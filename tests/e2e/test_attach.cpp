@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 namespace {
@@ -152,6 +153,34 @@ TEST_CASE("a wildcard over 1,000 functions, entry and every RET: two programs, t
   CHECK(total.lost == 0);
   CHECK(total.programs == 2);
   CHECK(r.err.find("do not add up") == std::string::npos);
+}
+
+TEST_CASE("a whole package of cmd/compile: ~3,700 functions with all arguments and results load and attach") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("attach-compile");
+  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/compile/ssa.yaml"), e2e::fixture("compile_amd64"),
+                         "-o", dir + "/out"},
+                        240000);
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto manifest = nlohmann::json::parse(e2e::read_file(dir + "/out/probes.json"));
+  std::set<std::string> functions, programs;
+  size_t points = 0;
+  for (const auto &p : manifest["probes"]) {
+    functions.insert(p["function"].get<std::string>());
+    programs.insert(p["program"].get<std::string>());
+    points += p["attach"].size();
+  }
+  CHECK(functions.size() > 3000);
+  CHECK(programs.size() < manifest["probes"].size() / 10); // shapes repeat: far fewer programs than events
+  // Every program passes the verifier (the object loads), and every point attaches.
+  auto r = e2e::run({dir + "/out/tracer", "--exit-after-attach", "--binary", e2e::fixture("compile_amd64")}, 120000);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find("attached " + std::to_string(points) + " points with " + std::to_string(programs.size()) +
+                   " uprobe_multi links") != std::string::npos);
+  MESSAGE(functions.size() << " functions, " << manifest["probes"].size() << " events, " << programs.size()
+                           << " programs, " << points << " attach points");
 }
 
 TEST_CASE("--attach perf: the perf-event fallback traces every call too") {

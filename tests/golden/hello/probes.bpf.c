@@ -35,7 +35,7 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	weave_load(&e->hdr.goid, g + 152, 8);
 
 	{ /* capture 0: req.Path (string) */
-		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */
+		long fault = 0, discard = 0; /* errors ORed together; discard: speculative reads, which mark nothing */
 		(void)discard;
 		{ /* req.Path */
 			__u64 data = regs.bx; /* req: *main.Request in RBX */
@@ -50,7 +50,7 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	}
 
 	{ /* capture 1: req.Header.Port (uint16) */
-		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */
+		long fault = 0, discard = 0; /* errors ORed together; discard: speculative reads, which mark nothing */
 		(void)discard;
 		{ /* req.Header.Port */
 			__u64 v = regs.bx; /* req: *main.Request in RBX */
@@ -63,7 +63,7 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	}
 
 	{ /* capture 2: deadline (int64) */
-		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */
+		long fault = 0, discard = 0; /* errors ORed together; discard: speculative reads, which mark nothing */
 		(void)discard;
 		{ /* deadline */
 			__u64 v = regs.cx; /* deadline: int64 in RCX */
@@ -74,7 +74,7 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	}
 
 	{ /* capture 3: s.Name (string) */
-		int fault = 0, discard = 0; /* discard: speculative reads, which mark nothing */
+		long fault = 0, discard = 0; /* errors ORed together; discard: speculative reads, which mark nothing */
 		(void)discard;
 		{ /* s.Name */
 			__u64 data = regs.ax; /* s: *main.Server in RAX */
