@@ -79,8 +79,9 @@ struct CapturePlan {
 // The cookie of an attach point (bpf_get_attach_cookie) tells a shared program what it is filling
 // in: bits 0-23 the event's id, bits 24-47 the id of the entry event its calls pair with (an entry
 // event's own), bits 48-63 the point's index among the event's attach points, which the event
-// header reports (templates/weave_bpf.h decodes it). kMaxEvents and kMaxPointsPerEvent bound them.
-inline constexpr int kMaxEvents = 1 << 24;
+// header reports (templates/weave_bpf.h decodes it). kMaxEvents (the tracer's limit too: one slot
+// per event in its counter maps) and kMaxPointsPerEvent bound them.
+inline constexpr int kMaxEvents = 1 << 16;
 inline constexpr size_t kMaxPointsPerEvent = 1 << 16;
 uint64_t attach_cookie(int event_id, int pair_id, size_t point);
 
