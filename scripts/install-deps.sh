@@ -13,6 +13,13 @@ packages=(
   util-linux                                          # setpriv, for the unprivileged-load test
 )
 
+# npm fetches the real stripped Go binaries the esbuild tests trace (tests/npm/fetch.sh; they skip
+# with a message when the registry cannot be reached). Machines that already have Node.js and npm
+# from elsewhere keep theirs: Debian's npm would conflict with another nodejs package.
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm ca-certificates)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
