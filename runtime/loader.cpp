@@ -230,6 +230,9 @@ bool Loader::load(std::string_view object, std::string &error, AttachMethod meth
       programs_.push_back(program);
     }
     program_of_probe_.push_back(it->second);
+    if (added)
+      probes_of_program_.emplace_back();
+    probes_of_program_[it->second].push_back(program_of_probe_.size() - 1);
   }
   struct Wanted {
     const char *name;
@@ -352,23 +355,18 @@ bool Loader::attach(const std::string &binary_path, const std::string &display,
 bool Loader::attach_multi(size_t program, const std::string &path, const std::string &display,
                           std::string &error) {
   // Every attach point of every probe the program serves, in one link.
+  const std::vector<size_t> &probes = probes_of_program_[program];
   std::vector<uint64_t> offsets, cookies;
-  std::string names;
-  size_t probes = 0;
-  for (size_t id = 0; id < manifest_.probes.size(); ++id) {
-    if (program_of_probe_[id] != program || manifest_.probes[id].attach.empty())
-      continue;
-    if (probes++ == 0)
-      names = "probe '" + manifest_.probes[id].name + "'";
+  for (size_t id : probes)
     for (const ManifestAttach &point : manifest_.probes[id].attach) {
       offsets.push_back(point.file_offset);
       cookies.push_back(point.cookie);
     }
-  }
   if (offsets.empty())
     return true;
-  if (probes > 1)
-    names += " and " + std::to_string(probes - 1) + " more of its shape (program '" +
+  std::string names = "probe '" + manifest_.probes[probes.front()].name + "'";
+  if (probes.size() > 1)
+    names += " and " + std::to_string(probes.size() - 1) + " more of its shape (program '" +
              bpf_program__name(programs_[program]) + "')";
   int fd =
       create_uprobe_multi_link(bpf_program__fd(programs_[program]), path.c_str(), offsets.data(),

@@ -121,6 +121,7 @@ private:
   bpf_object *object_ = nullptr;
   std::vector<bpf_program *> programs_;   // each once, in the order the manifest names them
   std::vector<size_t> program_of_probe_; // by probe id: index into programs_
+  std::vector<std::vector<size_t>> probes_of_program_; // the probe ids each program serves
   bpf_map *events_ = nullptr;
   bpf_map *config_ = nullptr;
   bpf_map *lost_ = nullptr;

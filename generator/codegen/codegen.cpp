@@ -154,7 +154,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   ev.set("first_function", comment(probe.function));
   ev.set("first_id", std::to_string(event->id));
   ev.set("others", std::to_string(program.events.size() - 1));
-  // g: in its register in ABIInternal code, else (amd64 ABI0) in thread-local storage.
+  // g: in its register in ABIInternal code, else in thread-local storage (FS on amd64, GS on 386).
   bool g_in_register = probe.abi == "ABIInternal";
   ev.set("read_goid", g_in_register || plan.has_tls_g);
   bool gs = plan.target.arch == "386";
@@ -385,6 +385,10 @@ std::string render_manifest(const Plan &plan) {
     manifest["types"] = types;
   }
   return manifest.dump(2) + "\n";
+}
+
+std::string render_bpf_source(const Plan &plan) {
+  return render("templates/probes.bpf.c.mustache", plan_view(plan));
 }
 
 std::vector<GeneratedFile> generate(const Plan &plan) {

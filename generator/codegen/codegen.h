@@ -19,6 +19,10 @@ struct GeneratedFile {
 // Identical plans give byte-identical files.
 std::vector<GeneratedFile> generate(const Plan &plan);
 
+// probes.bpf.c alone, as generate() writes it. The tests render one program at a time with it, to
+// check that every event a program serves would have got the same code on its own.
+std::string render_bpf_source(const Plan &plan);
+
 // The manifest alone (probes.json): the plan serialized for the tracer.
 std::string render_manifest(const Plan &plan);
 
