@@ -332,6 +332,80 @@ StringSlot read_string(const uint8_t *event, const ManifestField &field) {
 
 } // namespace
 
+// One capture's value, by its display ops: a scalar, or structs and lists with their members. Text
+// and JSON differ only in separators, labels, and how pointers and strings are spelled.
+void EventPrinter::append_capture(std::string &out, const ManifestCapture &capture, const PreparedCapture &pc,
+                                  const uint8_t *event, uint64_t bias, bool json) {
+  const std::vector<std::string> &labels = json ? pc.json_labels : pc.text_labels;
+  bool first = true; // no separator before the first member of a struct
+  ListCounts counts(list_stack_);
+  for (size_t i = 0; i < capture.display.size(); ++i) {
+    const DisplayOp &op = capture.display[i];
+    if (counts.skip(op, i))
+      continue;
+    if (op.kind == DisplayOp::Close || op.kind == DisplayOp::CloseList) {
+      out += op.kind == DisplayOp::Close ? '}' : ']';
+      counts.close(op);
+      first = false;
+      continue;
+    }
+    if (!first)
+      out += json ? "," : ", ";
+    out += labels[i];
+    if (op.kind == DisplayOp::Open || op.kind == DisplayOp::OpenList) {
+      out += op.kind == DisplayOp::Open ? '{' : '[';
+      counts.open(op, capture, event);
+      first = true;
+      continue;
+    }
+    first = false;
+    if (op.kind == DisplayOp::Interface) {
+      append_interface(out, bias, op, capture, event, json);
+      continue;
+    }
+    const ManifestField &field = capture.fields[op.field];
+    const uint8_t *slot = event + field.offset;
+    switch (field.kind) {
+    case FieldKind::Int:
+      append_i64(out, static_cast<int64_t>(load_u64(slot)));
+      break;
+    case FieldKind::Uint:
+      append_u64(out, load_u64(slot));
+      break;
+    case FieldKind::Bool:
+      out += load_u64(slot) ? "true" : "false";
+      break;
+    case FieldKind::Pointer:
+      // In JSON a string: JSON has no hex numbers, and addresses are identities, not quantities.
+      if (json)
+        out += '"';
+      append_hex(out, load_u64(slot));
+      if (json)
+        out += '"';
+      break;
+    case FieldKind::Float:
+      append_float(out, load_u64(slot), field.size, json);
+      break;
+    case FieldKind::Func:
+      append_func(out, bias, load_u64(slot), json);
+      break;
+    case FieldKind::String: {
+      StringSlot s = read_string(event, field);
+      if (json) {
+        append_json_string(out, s.bytes);
+        if (s.truncated) // listed in the line's "truncated"
+          truncated_.push_back(&pc.json_paths[op.field]);
+      } else {
+        append_text_string(out, s.bytes);
+        if (s.truncated)
+          out += "...";
+      }
+      break;
+    }
+    }
+  }
+}
+
 void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t *event,
                                std::string &out) {
   const ManifestProbe &probe = manifest_.probes[h.probe_id];
@@ -357,62 +431,7 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
       out += "<fault>";
       continue;
     }
-    bool first = true; // no ", " before the first member of a struct
-    ListCounts counts(list_stack_);
-    for (size_t i = 0; i < capture.display.size(); ++i) {
-      const DisplayOp &op = capture.display[i];
-      if (counts.skip(op, i))
-        continue;
-      if (op.kind == DisplayOp::Close || op.kind == DisplayOp::CloseList) {
-        out += op.kind == DisplayOp::Close ? '}' : ']';
-        counts.close(op);
-        first = false;
-        continue;
-      }
-      if (!first)
-        out += ", ";
-      out += pc.text_labels[i];
-      if (op.kind == DisplayOp::Open || op.kind == DisplayOp::OpenList) {
-        out += op.kind == DisplayOp::Open ? '{' : '[';
-        counts.open(op, capture, event);
-        first = true;
-        continue;
-      }
-      first = false;
-      if (op.kind == DisplayOp::Interface) {
-        append_interface(out, bias, op, capture, event, false);
-        continue;
-      }
-      const ManifestField &field = capture.fields[op.field];
-      const uint8_t *slot = event + field.offset;
-      switch (field.kind) {
-      case FieldKind::Int:
-        append_i64(out, static_cast<int64_t>(load_u64(slot)));
-        break;
-      case FieldKind::Uint:
-        append_u64(out, load_u64(slot));
-        break;
-      case FieldKind::Bool:
-        out += load_u64(slot) ? "true" : "false";
-        break;
-      case FieldKind::Pointer:
-        append_hex(out, load_u64(slot));
-        break;
-      case FieldKind::Float:
-        append_float(out, load_u64(slot), field.size, false);
-        break;
-      case FieldKind::Func:
-        append_func(out, bias, load_u64(slot), false);
-        break;
-      case FieldKind::String: {
-        StringSlot s = read_string(event, field);
-        append_text_string(out, s.bytes);
-        if (s.truncated)
-          out += "...";
-        break;
-      }
-      }
-    }
+    append_capture(out, capture, pc, event, bias, false);
   }
   out += ')';
   // A return paired with its entry says how long the call took.
@@ -457,65 +476,7 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
       faults_.push_back(&pc.json_expr);
       continue;
     }
-    bool first = true;
-    ListCounts counts(list_stack_);
-    for (size_t i = 0; i < capture.display.size(); ++i) {
-      const DisplayOp &op = capture.display[i];
-      if (counts.skip(op, i))
-        continue;
-      if (op.kind == DisplayOp::Close || op.kind == DisplayOp::CloseList) {
-        out += op.kind == DisplayOp::Close ? '}' : ']';
-        counts.close(op);
-        first = false;
-        continue;
-      }
-      if (!first)
-        out += ',';
-      out += pc.json_labels[i];
-      if (op.kind == DisplayOp::Open || op.kind == DisplayOp::OpenList) {
-        out += op.kind == DisplayOp::Open ? '{' : '[';
-        counts.open(op, capture, event);
-        first = true;
-        continue;
-      }
-      first = false;
-      if (op.kind == DisplayOp::Interface) {
-        append_interface(out, bias, op, capture, event, true);
-        continue;
-      }
-      const ManifestField &field = capture.fields[op.field];
-      const uint8_t *slot = event + field.offset;
-      switch (field.kind) {
-      case FieldKind::Int:
-        append_i64(out, static_cast<int64_t>(load_u64(slot)));
-        break;
-      case FieldKind::Uint:
-        append_u64(out, load_u64(slot));
-        break;
-      case FieldKind::Bool:
-        out += load_u64(slot) ? "true" : "false";
-        break;
-      case FieldKind::Pointer:
-        // A string: JSON has no hex numbers, and addresses are identities, not quantities.
-        out += '"';
-        append_hex(out, load_u64(slot));
-        out += '"';
-        break;
-      case FieldKind::Float:
-        append_float(out, load_u64(slot), field.size, true);
-        break;
-      case FieldKind::Func:
-        append_func(out, bias, load_u64(slot), true);
-        break;
-      case FieldKind::String: {
-        StringSlot s = read_string(event, field);
-        append_json_string(out, s.bytes);
-        if (s.truncated)
-          truncated_.push_back(&pc.json_paths[op.field]);
-        break;
-      }
-      }
-    }
+    append_capture(out, capture, pc, event, bias, true);
   }
   out += '}';
   // "faults" and "truncated" appear only when non-empty, which keeps the common line short.

@@ -77,6 +77,9 @@ private:
     std::vector<PreparedCapture> captures;
   };
 
+  // Appends one capture's value (JSON: a string cut at its max_len is added to truncated_).
+  void append_capture(std::string &out, const ManifestCapture &capture, const PreparedCapture &pc,
+                      const uint8_t *event, uint64_t bias, bool json);
   void format_text(const struct weave_event_header &h, const uint8_t *event, std::string &out);
   void format_json(const struct weave_event_header &h, const uint8_t *event, std::string &out);
 
