@@ -48,6 +48,8 @@
 
 #include <doctest/doctest.h>
 
+#include "test_support.h"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -63,10 +65,10 @@
 #include <vector>
 
 using namespace weave;
+using namespace weave_test;
 
 namespace {
 
-const std::string kFixtures = WEAVE_FIXTURE_DIR;
 const std::string kGoroot = WEAVE_GOROOT;
 
 // _func.flag bit for assembly functions (go1.19: runtime/symtab.go:379-391).

@@ -21,30 +21,10 @@
 
 using namespace weave;
 namespace fs = std::filesystem;
+using namespace weave_test;
 
 namespace {
 
-const std::string kFixtures = WEAVE_FIXTURE_DIR;
-const std::string kFixture = kFixtures + "/fixture";
-const std::string kStripped = kFixtures + "/fixture_stripped";
-const std::string kFixture386 = kFixtures + "/fixture_386";
-const std::string kFixtureArm64 = kFixtures + "/fixture_arm64";
-
-std::vector<uint8_t> read_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in, "cannot read " << path);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_file(const std::string &path, const void *data, size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(static_cast<const char *>(data), static_cast<std::streamsize>(size));
-  REQUIRE(out.good());
-}
-
-void write_file(const std::string &path, const std::vector<uint8_t> &bytes) {
-  write_file(path, bytes.data(), bytes.size());
-}
 
 std::vector<uint8_t> read_at(const std::string &path, uint64_t offset, size_t size) {
   std::ifstream in(path, std::ios::binary);
@@ -55,22 +35,7 @@ std::vector<uint8_t> read_at(const std::string &path, uint64_t offset, size_t si
   return bytes;
 }
 
-using weave_test::TempDir;
 
-// The output of a command, trailing newline removed.
-std::string run(const std::string &command) {
-  FILE *pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[256];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe))
-    out.append(buffer, n);
-  int status = pclose(pipe);
-  REQUIRE_MESSAGE(status == 0, command << " failed: " << out);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
-    out.pop_back();
-  return out;
-}
 
 // The id of the UserError that `fn` throws ("" if it does not throw one).
 template <typename F> UserError expect_error(F fn) {
@@ -135,25 +100,6 @@ std::vector<uint8_t> buildinfo_header(uint8_t ptr_size, uint8_t flags) {
   return blob;
 }
 
-void append_varint_string(std::vector<uint8_t> &blob, const std::string &text) {
-  uint64_t size = text.size();
-  do {
-    uint8_t byte = size & 0x7f;
-    size >>= 7;
-    blob.push_back(byte | (size ? 0x80 : 0));
-  } while (size);
-  blob.insert(blob.end(), text.begin(), text.end());
-}
-
-// modinfo as cmd/go writes it: 16-byte sentinels around tab-separated lines.
-std::string framed_modinfo(const std::string &lines) {
-  const std::string start("0w\xaf\x0c\x92t\x08\x02\x41\xe1\xc1\x07\xe6\xd6\x18\xe6", 16);
-  const std::string end("\xf9"
-                        "2C1\x86\x18 r\x00\x82\x42\x10\x41\x16\xd8\xf2",
-                        16);
-  return start + lines + end;
-}
-
 } // namespace
 
 TEST_CASE("arch_name uses Go's GOARCH spelling") {
@@ -208,6 +154,8 @@ TEST_CASE("build ids match `go tool buildid`") {
     CAPTURE(path);
     BinaryImage image = load_binary(path);
     std::string expected = run("go tool buildid '" + path + "' 2>&1");
+    while (!expected.empty() && (expected.back() == '\n' || expected.back() == '\r'))
+      expected.pop_back();
     CHECK(!expected.empty());
     CHECK(image.build_id == expected);
   }

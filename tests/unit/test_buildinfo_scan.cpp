@@ -20,10 +20,10 @@
 
 using namespace weave;
 namespace fs = std::filesystem;
+using namespace weave_test;
 
 namespace {
 
-using weave_test::TempDir;
 
 // Segment is one PT_LOAD of a synthetic file: its flags, address and bytes.
 struct Segment {
@@ -71,25 +71,6 @@ std::string write_elf(const std::string &path, const std::vector<Segment> &segme
   out.write(reinterpret_cast<const char *>(file.data()), static_cast<std::streamsize>(file.size()));
   REQUIRE(out.good());
   return path;
-}
-
-void append_varint_string(std::vector<uint8_t> &blob, const std::string &text) {
-  uint64_t size = text.size();
-  do {
-    uint8_t byte = size & 0x7f;
-    size >>= 7;
-    blob.push_back(byte | (size ? 0x80 : 0));
-  } while (size);
-  blob.insert(blob.end(), text.begin(), text.end());
-}
-
-// modinfo as cmd/go writes it: 16-byte sentinels around tab-separated lines.
-std::string framed_modinfo(const std::string &lines) {
-  const std::string start("0w\xaf\x0c\x92t\x08\x02\x41\xe1\xc1\x07\xe6\xd6\x18\xe6", 16);
-  const std::string end("\xf9"
-                        "2C1\x86\x18 r\x00\x82\x42\x10\x41\x16\xd8\xf2",
-                        16);
-  return start + lines + end;
 }
 
 std::vector<uint8_t> inline_blob(const std::string &version, const std::string &modinfo) {

@@ -7,20 +7,18 @@
 
 #include <doctest/doctest.h>
 
+#include "test_support.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
 
 using namespace weave;
+using namespace weave_test;
 
 namespace {
 
-const std::string kFixtures = WEAVE_FIXTURE_DIR;
-const std::string kFixture = kFixtures + "/fixture";
-const std::string kStripped = kFixtures + "/fixture_stripped";
-const std::string kFixture386 = kFixtures + "/fixture_386";
-const std::string kFixtureArm64 = kFixtures + "/fixture_arm64";
 
 // One DebugInfo per fixture for the whole run: opening and indexing is the slow part.
 DebugInfo &fixture(const std::string &path, int ptr_size) {

@@ -27,45 +27,15 @@
 
 using namespace weave;
 namespace fs = std::filesystem;
+using namespace weave_test;
 
 namespace {
 
-const std::string kFixtures = WEAVE_FIXTURE_DIR;
-const std::string kFixture = kFixtures + "/fixture";
-const std::string kStripped = kFixtures + "/fixture_stripped";
-const std::string kFixture386 = kFixtures + "/fixture_386";
-const std::string kFixtureArm64 = kFixtures + "/fixture_arm64";
 const std::string kInline = kFixtures + "/pcln_inline";
 const std::string kInlinePie = kFixtures + "/pcln_inline_pie";
 const std::string kInlineStripped = kFixtures + "/pcln_inline_stripped";
 
-std::vector<uint8_t> read_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in, "cannot read " << path);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
 
-void write_file(const std::string &path, const std::vector<uint8_t> &bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char *>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
-}
-
-using weave_test::TempDir;
-
-// The standard output of a shell command, which must succeed.
-std::string run(const std::string &command) {
-  FILE *pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe))
-    out.append(buffer, n);
-  int status = pclose(pipe);
-  REQUIRE_MESSAGE(status == 0, command << " failed: " << out.substr(0, 2000));
-  return out;
-}
 
 std::vector<std::string> lines(const std::string &text) {
   std::vector<std::string> out;

@@ -23,28 +23,7 @@
 #include "payload.h"
 #include "stats.h"
 
-// Counts heap allocations while g_count_allocations is set, for the hot-path test below. Replacing
-// the global operator new covers every allocation of this executable (std::string, std::vector).
-// GCC flags the malloc/free inside the replacements as a new/delete mismatch where it inlines them.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-namespace {
-bool g_count_allocations = false;
-size_t g_allocations = 0;
-} // namespace
-
-void *operator new(size_t size) {
-  if (g_count_allocations)
-    ++g_allocations;
-  if (void *p = std::malloc(size ? size : 1))
-    return p;
-  throw std::bad_alloc();
-}
-void operator delete(void *p) noexcept {
-  std::free(p);
-}
-void operator delete(void *p, size_t) noexcept {
-  std::free(p);
-}
+#include "allocation_counter.h" // the hot-path tests below count allocations
 
 using namespace weave;
 using nlohmann::json;

@@ -21,26 +21,7 @@
 #include "manifest.h"
 #include "views.h"
 
-// Counts heap allocations while g_count_allocations is set (as in test_runtime.cpp).
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-namespace {
-bool g_count_allocations = false;
-size_t g_allocations = 0;
-} // namespace
-
-void *operator new(size_t size) {
-  if (g_count_allocations)
-    ++g_allocations;
-  if (void *p = std::malloc(size ? size : 1))
-    return p;
-  throw std::bad_alloc();
-}
-void operator delete(void *p) noexcept {
-  std::free(p);
-}
-void operator delete(void *p, size_t) noexcept {
-  std::free(p);
-}
+#include "allocation_counter.h" // the hot-path tests below count allocations
 
 using namespace weave;
 using nlohmann::json;
@@ -349,7 +330,7 @@ Manifest parse_ok(const json &j) {
 std::vector<uint8_t> record(uint32_t probe, uint32_t kind, uint64_t goid, uint64_t ts,
                             size_t size) {
   std::vector<uint8_t> bytes(size, 0);
-  weave_event_header h = {kStart + ts, goid, 0, 0, 100, 200, probe, kind};
+  weave_event_header h = {kStart + ts, goid, 0, 0, 100, 200, probe, static_cast<__u16>(kind), 0};
   std::memcpy(bytes.data(), &h, sizeof h);
   return bytes;
 }
