@@ -181,6 +181,30 @@ TEST_CASE("a whole package of cmd/compile: ~3,700 functions with all arguments a
                    " uprobe_multi links") != std::string::npos);
   MESSAGE(functions.size() << " functions, " << manifest["probes"].size() << " events, " << programs.size()
                            << " programs, " << points << " attach points");
+
+  // And traced for real: the compiler compiles a small package under all those probes. Its output
+  // must be the same as without them, and every call that entered must have returned.
+  std::ofstream(dir + "/p.go") << "package p\n\nfunc F(x int) int { return x * 2 }\n\n"
+                                  "func G(s string) int { return len(s) + F(3) }\n";
+  auto plain = e2e::run({e2e::fixture("compile_amd64"), "-p", "p", "-o", dir + "/plain.o", dir + "/p.go"});
+  REQUIRE(plain.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "--stats", "--format", "json", "--", e2e::fixture("compile_amd64"),
+                          "-p", "p", "-o", dir + "/traced.o", dir + "/p.go"},
+                         120000);
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  CHECK(e2e::read_file(dir + "/traced.o") == e2e::read_file(dir + "/plain.o"));
+  size_t entries = 0, returns = 0, faults = 0;
+  for (const auto &e : e2e::json_lines(traced.out)) {
+    (e["kind"] == "entry" ? entries : returns)++;
+    faults += e.contains("faults");
+  }
+  CHECK(entries > 1000);
+  CHECK(entries == returns); // the compiler does not panic: every call returns
+  CHECK(faults == 0);
+  StatsRow total = final_stats(traced.err);
+  CHECK(total.lost == 0);
+  CHECK(total.hits == static_cast<long long>(entries + returns));
 }
 
 TEST_CASE("--attach perf: the perf-event fallback traces every call too") {

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -103,4 +104,20 @@ TEST_CASE("wildcards leave out compiler-generated wrappers, which go tool objdum
   CHECK(written >= 20);
   // Nothing was left out with a warning: the wrappers are not matched at all.
   CHECK(built.err.find("left out") == std::string::npos);
+}
+
+TEST_CASE("more events than the tracer can count: a clear error at build time, nothing written") {
+  std::string dir = e2e::temp_dir("wildcard-events");
+  // Five patterns over the ~7,900 functions of cmd/*, entry and return: ~79,000 events.
+  std::ofstream spec(dir + "/spec.yaml");
+  spec << "probes:\n";
+  for (int i = 0; i < 5; ++i)
+    spec << "  - {function: 'cmd/*', return: true, name: copy" << i << "}\n";
+  spec << "options: {max_functions: 20000}\n";
+  spec.close();
+  auto r = e2e::run({e2e::weave(), "build", dir + "/spec.yaml", e2e::fixture("compile_amd64"), "-o", dir + "/out"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("error[too-many-events]") != std::string::npos);
+  CHECK(r.err.find("weave supports at most 65536") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir + "/out"));
 }
