@@ -247,7 +247,8 @@ static __always_inline void weave_walk_frames(__u64 *pcs, __u32 max, __u64 pc, _
 }
 
 /* amd64, at a Go function's entry (before it pushes its frame pointer): the return address is at
- * SP and RBP is still the caller's frame pointer. */
+ * SP and RBP is still the caller's frame pointer. (arm64 needs no load: at the entry the return
+ * address is in R30 and R29 is the caller's frame pointer, so it calls weave_walk_frames.) */
 static __always_inline void weave_stack_x86_64(__u64 *pcs, __u32 max, __u64 sp, __u64 bp)
 {
 	__u64 pc = 0;
@@ -255,12 +256,6 @@ static __always_inline void weave_stack_x86_64(__u64 *pcs, __u32 max, __u64 sp, 
 		weave_walk_frames(pcs, max, pc, bp);
 }
 
-/* arm64, at a Go function's entry (before its prologue stores R29 and R30 below the new frame):
- * the return address is in the link register R30 and R29 is still the caller's frame pointer. */
-static __always_inline void weave_stack_arm64(__u64 *pcs, __u32 max, __u64 lr, __u64 fp)
-{
-	weave_walk_frames(pcs, max, lr, fp);
-}
 
 /* weave_tls_g_386: g of the current thread of a 386 process, from GS base + offset. Go (and glibc,
  * with cgo) set GS with set_thread_area, whose first free slot in a new process is the task's first

@@ -184,7 +184,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   ev.set("has_stack", event->stack_depth > 0);
   ev.set("stack_depth", std::to_string(event->stack_depth));
   ev.set("stack_call", plan.target.arch == "arm64"
-                           ? fmt::format("weave_stack_arm64(e->stack, {}, regs.regs[30], regs.regs[29])",
+                           ? fmt::format("weave_walk_frames(e->stack, {}, regs.regs[30], regs.regs[29])",
                                          event->stack_depth)
                            : fmt::format("weave_stack_x86_64(e->stack, {}, regs.sp, regs.bp)", event->stack_depth));
   for (size_t c = 0; c < event->captures.size(); ++c) {

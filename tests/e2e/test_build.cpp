@@ -212,7 +212,7 @@ TEST_CASE("stack traces: arm64 walks from LR and R29 (compiled, not run here); 3
   REQUIRE(r.status == 0);
   CHECK(fs::file_size(dir + "/arm64/probes.bpf.o") > 0);
   std::string c = e2e::read_file(dir + "/arm64/probes.bpf.c");
-  CHECK(c.find("weave_stack_arm64(e->stack, 10, regs.regs[30], regs.regs[29]);") != std::string::npos);
+  CHECK(c.find("weave_walk_frames(e->stack, 10, regs.regs[30], regs.regs[29]);") != std::string::npos);
   // The arm64 entry probe runs after the stack check and before the prologue saves R29/R30, so both
   // still belong to the caller, as on amd64 RBP and the return address at SP do.
   CHECK(c.find("after the stack-growth check") != std::string::npos);
