@@ -9,7 +9,7 @@ packages=(
   libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev  # BPF loading, ELF and DWARF reading
   nlohmann-json3-dev libyaml-cpp-dev libkainjow-mustache-dev libcli11-dev libfmt-dev libzydis-dev
   doctest-dev                                         # unit tests
-  golang-go                                           # builds the Go fixtures and examples
+  golang-1.19                                         # the pinned toolchain of fixtures and goldens
   util-linux                                          # setpriv, for the unprivileged-load test
 )
 

@@ -166,7 +166,7 @@ TEST_CASE("arm64: generated probes compile, read the ABI's registers, and sit on
                            "regs.regs[10]; /* y: int in R10 */", "__u64 g = regs.regs[28];", "g + 152"})
     CHECK_MESSAGE(c.find(want) != std::string::npos, want);
   auto manifest = nlohmann::json::parse(e2e::read_file(dir + "/out/probes.json"));
-  auto objdump = e2e::run({"go", "tool", "objdump", "-s", "^main\\.(Divmod|Deep|SpillOver)$", e2e::fixture("fixture_arm64")});
+  auto objdump = e2e::run({WEAVE_GO, "tool", "objdump", "-s", "^main\\.(Divmod|Deep|SpillOver)$", e2e::fixture("fixture_arm64")});
   REQUIRE(objdump.status == 0);
   size_t rets = 0;
   for (const auto &p : manifest["probes"])
