@@ -1,0 +1,595 @@
+#include "plan/captures.h"
+
+#include "plan/expr.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace weave {
+
+namespace {
+
+constexpr size_t kMaxCaptures = 64; // one fault bit each in the header's `faults`
+constexpr size_t kMaxFieldsPerCapture = 64;
+
+uint32_t round8(uint64_t n) { return static_cast<uint32_t>((n + 7) / 8 * 8); }
+
+std::string join_name(const std::string &prefix, const std::string &name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+// Place is where the value being resolved lives at the probe: either spread over registers, or in
+// memory at (base register, followed through `loads`) + offset.
+struct Place {
+  struct Piece {
+    std::string reg;  // pt_regs field
+    std::string name; // assembler name
+    uint64_t offset = 0;
+    uint64_t size = 0;
+    bool is_float = false;
+  };
+  bool in_regs = false;
+  std::vector<Piece> pieces;
+  std::string base_reg;
+  std::string base_comment;
+  std::vector<LoadStep> loads;
+  int64_t offset = 0;
+};
+
+// Resolver turns one probe's capture expressions into event fields.
+class Resolver {
+public:
+  Resolver(TypeTable &types, const ArchRegisters &regs, int ptr_size, int string_max, int slice_max,
+           RuntimeLayout runtime)
+      : types_(types), regs_(regs), ptr_size_(ptr_size), string_max_(string_max),
+        slice_max_(slice_max), runtime_(runtime) {}
+
+  Place root_place(const std::string &name, TypeId type, const ParamLocation &loc) {
+    Place place;
+    const std::string type_name = types_.at(type).name;
+    if (loc.on_stack) {
+      place.base_reg = regs_.sp;
+      place.base_comment = "stack pointer at entry";
+      place.offset = static_cast<int64_t>(regs_.stack_args_offset + loc.stack_offset);
+      return place;
+    }
+    place.in_regs = true;
+    for (const RegPiece &piece : loc.pieces) {
+      Place::Piece p;
+      p.offset = piece.offset;
+      p.size = piece.size;
+      p.is_float = piece.cls == RegClass::Float;
+      if (p.is_float) {
+        p.name = "X" + std::to_string(piece.index);
+      } else {
+        p.reg = regs_.int_args.at(static_cast<size_t>(piece.index));
+        p.name = regs_.int_arg_names.at(static_cast<size_t>(piece.index));
+      }
+      place.pieces.push_back(p);
+    }
+    return place;
+  }
+
+  // The part of `place` holding a member `size` bytes long at `offset` inside the value.
+  Place member(const Place &place, uint64_t offset, uint64_t size) {
+    Place sub = place;
+    if (place.in_regs) {
+      sub.pieces.clear();
+      for (const auto &p : place.pieces)
+        if (p.offset >= offset && p.offset < offset + size) {
+          auto q = p;
+          q.offset -= offset;
+          sub.pieces.push_back(q);
+        }
+    } else {
+      sub.offset += static_cast<int64_t>(offset);
+    }
+    return sub;
+  }
+
+  // The place a pointer value at `place` points to.
+  Place deref(const Place &place, const std::string &path, const std::string &type_name,
+              const SourceLoc &loc) {
+    Place target;
+    if (place.in_regs) {
+      if (place.pieces.size() != 1 || place.pieces[0].is_float)
+        throw std::logic_error("pointer " + path + " is not in one integer register");
+      target.base_reg = place.pieces[0].reg;
+      target.base_comment = path + ": " + type_name + " in " + place.pieces[0].name;
+      return target;
+    }
+    target = place;
+    target.loads.push_back({place.offset, static_cast<uint32_t>(ptr_size_),
+                            fmt::format("{}: {} at {}", path, type_name, offset_text(place))});
+    target.offset = 0;
+    return target;
+  }
+
+  ValueRead scalar(const Place &place, uint64_t size, const std::string &path,
+                   const std::string &type_name, const SourceLoc &loc) {
+    ValueRead read;
+    read.size = static_cast<uint32_t>(size);
+    if (place.in_regs) {
+      if (place.pieces.size() == 1 && place.pieces[0].is_float)
+        throw UserError("float-in-register",
+                        fmt::format("{} ({}) is passed in floating-point register {}, which a uprobe "
+                                    "cannot read (pt_regs holds only integer registers)",
+                                    path, type_name, place.pieces[0].name),
+                        loc, "capture it where it is stored in memory, or leave it out");
+      if (place.pieces.size() != 1)
+        throw UserError("unsupported-type",
+                        fmt::format("{} ({}) spans {} registers; not yet supported", path, type_name,
+                                    place.pieces.size()),
+                        loc);
+      read.base_reg = place.pieces[0].reg;
+      read.base_comment = fmt::format("{}: {} in {}", path, type_name, place.pieces[0].name);
+      return read;
+    }
+    read.base_reg = place.base_reg;
+    read.base_comment = place.base_comment;
+    read.loads = place.loads;
+    read.loads.push_back({place.offset, static_cast<uint32_t>(size),
+                          fmt::format("{}: {} at {}", path, type_name, offset_text(place))});
+    return read;
+  }
+
+  // Appends the event fields of a value of type `type` at `place`.
+  void emit(const Place &place, TypeId type_id, const std::string &field_name,
+            const std::string &path, const SourceLoc &loc, CapturePlan &capture, int depth) {
+    const GoType &type = types_.at(type_id);
+    if (capture.fields.size() >= kMaxFieldsPerCapture)
+      throw UserError("capture-too-large",
+                      fmt::format("{} has more than {} fields to capture", capture.expr,
+                                  kMaxFieldsPerCapture),
+                      loc, "capture the fields you need one by one");
+    EventField field;
+    field.name = field_name;
+    field.go_type = type.name;
+    field.size = static_cast<uint32_t>(type.size);
+    switch (type.kind) {
+    case TypeKind::Bool:
+    case TypeKind::Int:
+    case TypeKind::Uint:
+    case TypeKind::Uintptr:
+    case TypeKind::Pointer:
+    case TypeKind::UnsafePointer:
+      field.kind = type.kind == TypeKind::Bool                                         ? "bool"
+                   : type.kind == TypeKind::Int                                        ? "int"
+                   : type.kind == TypeKind::Uint || type.kind == TypeKind::Uintptr     ? "uint"
+                                                                                       : "pointer";
+      field.value = scalar(place, type.size, path, type.name, loc);
+      capture.fields.push_back(field);
+      return;
+    case TypeKind::String: {
+      field.kind = "string";
+      uint64_t word = static_cast<uint64_t>(ptr_size_);
+      field.value = scalar(member(place, 0, word), word, path + ".ptr", "*uint8", loc);
+      field.length = scalar(member(place, word, word), word, path + ".len", "int", loc);
+      field.max_len = static_cast<uint32_t>(string_max_);
+      capture.fields.push_back(field);
+      return;
+    }
+    case TypeKind::Struct:
+      if (depth >= 4)
+        throw UserError("capture-too-large", fmt::format("{} nests structs too deeply", path), loc,
+                        "capture the inner fields by path");
+      for (const GoField &f : type.fields) {
+        const GoType &ft = types_.at(f.type);
+        emit(member(place, f.offset, ft.size), f.type,
+             field_name.empty() ? f.name : field_name + "." + f.name, path + "." + f.name, loc,
+             capture, depth + 1);
+      }
+      return;
+    case TypeKind::Float:
+      // In memory (ABI0, the stack, behind a pointer) a float is readable; in an XMM/V register
+      // scalar() refuses it.
+      field.kind = "float";
+      field.value = scalar(place, type.size, path, type.name, loc);
+      capture.fields.push_back(field);
+      return;
+    case TypeKind::Complex: {
+      uint64_t half = type.size / 2;
+      const char *part_type = half == 4 ? "float32" : "float64";
+      for (int part = 0; part < 2; ++part) {
+        EventField f;
+        f.name = join_name(field_name, part == 0 ? "real" : "imag");
+        f.kind = "float";
+        f.go_type = part_type;
+        f.size = static_cast<uint32_t>(half);
+        f.value = scalar(member(place, part * half, half), half, path + (part == 0 ? ".real" : ".imag"),
+                         part_type, loc);
+        capture.fields.push_back(f);
+      }
+      return;
+    }
+    case TypeKind::Slice: {
+      uint64_t word = static_cast<uint64_t>(ptr_size_);
+      const GoType &elem = types_.at(type.elem);
+      if (elem.kind == TypeKind::Uint && elem.size == 1) {
+        // []byte reads like a string: its bytes, up to string_max.
+        field.kind = "string";
+        field.value = scalar(member(place, 0, word), word, path + ".array", "*uint8", loc);
+        field.length = scalar(member(place, word, word), word, path + ".len", "int", loc);
+        field.max_len = static_cast<uint32_t>(string_max_);
+        capture.fields.push_back(field);
+        return;
+      }
+      EventField len, cap;
+      len.name = join_name(field_name, "len");
+      cap.name = join_name(field_name, "cap");
+      len.kind = cap.kind = "int";
+      len.go_type = cap.go_type = "int";
+      len.size = cap.size = static_cast<uint32_t>(word);
+      len.value = scalar(member(place, word, word), word, path + ".len", "int", loc);
+      cap.value = scalar(member(place, 2 * word, word), word, path + ".cap", "int", loc);
+      int len_index = static_cast<int>(capture.fields.size());
+      capture.fields.push_back(len);
+      capture.fields.push_back(cap);
+      std::string items = join_name(field_name, "items");
+      capture.lists.push_back({items, len.name});
+      Place data = deref(member(place, 0, word), path + ".array", "*" + elem.name, loc);
+      for (int i = 0; i < slice_max_; ++i) {
+        size_t first = capture.fields.size();
+        emit(member(data, static_cast<uint64_t>(i) * elem.size, elem.size), type.elem,
+             items + "." + std::to_string(i), fmt::format("{}[{}]", path, i), loc, capture, depth + 1);
+        for (size_t f = first; f < capture.fields.size(); ++f) {
+          capture.fields[f].guard_field = len_index;
+          capture.fields[f].guard_index = static_cast<uint64_t>(i);
+        }
+      }
+      return;
+    }
+    case TypeKind::Array: {
+      const GoType &elem = types_.at(type.elem);
+      capture.lists.push_back({field_name, ""});
+      uint64_t shown = std::min<uint64_t>(type.count, static_cast<uint64_t>(slice_max_));
+      for (uint64_t i = 0; i < shown; ++i)
+        emit(member(place, i * elem.size, elem.size), type.elem, join_name(field_name, std::to_string(i)),
+             fmt::format("{}[{}]", path, i), loc, capture, depth + 1);
+      return;
+    }
+    case TypeKind::Interface: {
+      // {tab or type, data}: the dynamic type's descriptor (through the itab for a non-empty
+      // interface), the data word, and speculative reads of what data points to, which the tracer
+      // shows only when the dynamic type says they mean something (a string, an error's message,
+      // a small scalar).
+      uint64_t word = static_cast<uint64_t>(ptr_size_);
+      capture.interfaces.push_back(field_name);
+      EventField t;
+      t.name = join_name(field_name, "type");
+      t.kind = "uint";
+      t.go_type = "*runtime._type";
+      t.size = static_cast<uint32_t>(word);
+      t.value = scalar(member(place, 0, word), word, path + ".tab", "uintptr", loc);
+      if (!type.empty_interface)
+        t.value.loads.push_back({static_cast<int64_t>(runtime_.itab_type), static_cast<uint32_t>(word),
+                                 fmt::format("{}: itab._type at +{}", path, runtime_.itab_type), true});
+      capture.fields.push_back(t);
+      EventField data;
+      data.name = join_name(field_name, "data");
+      data.kind = "pointer";
+      data.go_type = "unsafe.Pointer";
+      data.size = static_cast<uint32_t>(word);
+      data.value = scalar(member(place, word, word), word, path + ".data", "unsafe.Pointer", loc);
+      capture.fields.push_back(data);
+      EventField value = data;
+      value.name = join_name(field_name, "value");
+      value.kind = "uint";
+      value.go_type = "uint64";
+      value.size = 8;
+      value.optional = true;
+      value.value.loads.push_back({0, 8, fmt::format("*{}.data: a scalar value, if that is its type", path), true});
+      capture.fields.push_back(value);
+      EventField text;
+      text.name = join_name(field_name, "text");
+      text.kind = "string";
+      text.go_type = "string";
+      text.size = static_cast<uint32_t>(2 * word);
+      text.optional = true;
+      text.max_len = static_cast<uint32_t>(string_max_);
+      text.value = data.value;
+      text.value.loads.push_back({0, static_cast<uint32_t>(word),
+                                  fmt::format("*{}.data: a string's bytes, or an error's message", path), true});
+      text.length = data.value;
+      text.length.loads.push_back({static_cast<int64_t>(word), static_cast<uint32_t>(word),
+                                   fmt::format("*{}.data: that string's length", path), true});
+      capture.fields.push_back(text);
+      return;
+    }
+    case TypeKind::Func: {
+      // A func value points to a funcval whose first word is the code's address; the tracer names
+      // the function from .gopclntab. nil stays 0.
+      uint64_t word = static_cast<uint64_t>(ptr_size_);
+      field.kind = "func";
+      field.size = static_cast<uint32_t>(word);
+      field.value = scalar(place, word, path, type.name, loc);
+      field.value.loads.push_back({0, static_cast<uint32_t>(word),
+                                   fmt::format("{}: the code pointer of its funcval", path), true});
+      capture.fields.push_back(field);
+      return;
+    }
+    case TypeKind::Map:
+    case TypeKind::Chan: {
+      // Both are pointers to a runtime header; a nil one has length 0. The header layout comes
+      // from the binary's DWARF (runtime.hmap, runtime.hchan), so it follows the Go version.
+      bool is_map = type.kind == TypeKind::Map;
+      std::optional<uint64_t> len_off = is_map ? runtime_.map_count : runtime_.chan_len;
+      if (!len_off)
+        throw UserError("unsupported-type",
+                        fmt::format("{} is a {}, but this binary's DWARF has no {} layout to read its "
+                                    "length from",
+                                    path, type.name, is_map ? "runtime.hmap" : "runtime.hchan"),
+                        loc);
+      auto header_field = [&](const char *name, uint64_t offset) {
+        EventField f;
+        f.name = join_name(field_name, name);
+        f.kind = "int";
+        f.go_type = "int";
+        f.size = static_cast<uint32_t>(ptr_size_);
+        f.value = scalar(place, static_cast<uint64_t>(ptr_size_), path, type.name, loc);
+        f.value.size = static_cast<uint32_t>(ptr_size_);
+        f.value.loads.push_back({static_cast<int64_t>(offset), static_cast<uint32_t>(ptr_size_),
+                                 fmt::format("{}({}): {} header +{}", name, path, is_map ? "map" : "chan", offset),
+                                 true});
+        capture.fields.push_back(f);
+      };
+      header_field("len", *len_off);
+      if (!is_map && runtime_.chan_cap)
+        header_field("cap", *runtime_.chan_cap);
+      return;
+    }
+    default:
+      throw UserError("unsupported-type",
+                      fmt::format("{} has type {} ({}), which weave cannot capture yet", path,
+                                  type.name, kind_name(type.kind)),
+                      loc,
+                      "supported: integers, bool, uintptr, pointers, strings, and structs of those; "
+                      "capture a field of it instead");
+    }
+  }
+
+  static std::string offset_text(const Place &place) {
+    return place.offset >= 0 ? fmt::format("+{}", place.offset) : fmt::format("{}", place.offset);
+  }
+
+  TypeTable &types() { return types_; }
+  int ptr_size() const { return ptr_size_; }
+
+private:
+  TypeTable &types_;
+  const ArchRegisters &regs_;
+  int ptr_size_;
+  int string_max_;
+  int slice_max_;
+  RuntimeLayout runtime_;
+};
+
+std::vector<std::string> field_names(const GoType &type) {
+  std::vector<std::string> names;
+  for (const auto &f : type.fields)
+    names.push_back(f.name);
+  return names;
+}
+
+std::string join(const std::vector<std::string> &items) {
+  std::string out;
+  for (const auto &item : items)
+    out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+uint32_t layout_fields(CapturePlan &capture, uint32_t offset) {
+  for (EventField &field : capture.fields) {
+    field.offset = offset;
+    offset += field.kind == "string" ? 8 + round8(field.max_len) : 8;
+  }
+  return offset;
+}
+
+
+// Resolves one capture expression against the values available at the probe point.
+CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue> &values,
+                            const std::string &function, const char *what, Resolver &resolver) {
+  TypeTable &types = resolver.types();
+  CaptureExpr expr = parse_capture_expr(cs.expr, cs.loc);
+  const NamedValue *root = nullptr;
+  for (const auto &v : values)
+    if (v.name == expr.root)
+      root = &v;
+  if (!root) {
+    std::vector<std::string> names;
+    for (const auto &v : values)
+      names.push_back(v.name);
+    std::string hint = did_you_mean(expr.root, names);
+    throw UserError(std::string("unknown-") + what,
+                    fmt::format("{} has no {} {}", function, what, expr.root),
+                    advance(cs.loc, expr.root_column),
+                    (hint.empty() ? "" : hint + " ") + what + "s: " +
+                        (names.empty() ? "(none)" : join(names)));
+  }
+  CapturePlan capture;
+  capture.expr = cs.expr;
+  capture.loc = cs.loc;
+  TypeId type = root->type;
+  std::string path = expr.root;
+  Place place = resolver.root_place(expr.root, type, root->location);
+  // xs[i] on a slice is read only when i < len(xs): the length goes first, as a hidden field.
+  int slice_guard = -1;
+  uint64_t slice_guard_index = 0;
+  for (const ExprStep &step : expr.steps) {
+    const GoType *t = &types.at(type);
+    SourceLoc step_loc = advance(cs.loc, step.column);
+    if (step.kind == ExprStep::Kind::Index) {
+      std::string indexed = fmt::format("{}[{}]", path, step.index);
+      if (t->kind == TypeKind::Array) {
+        if (step.index >= t->count)
+          throw UserError("index-out-of-range",
+                          fmt::format("{}: index {} is out of range for {} ({} elements)", indexed, step.index,
+                                      t->name, t->count),
+                          step_loc);
+        const GoType &elem = types.at(t->elem);
+        place = resolver.member(place, step.index * elem.size, elem.size);
+        type = t->elem;
+      } else if (t->kind == TypeKind::Slice) {
+        if (slice_guard >= 0)
+          throw UserError("unsupported-expression",
+                          fmt::format("{}: one slice index per capture for now", cs.expr), step_loc,
+                          "capture the outer slice with its elements instead");
+        uint64_t word = static_cast<uint64_t>(resolver.ptr_size());
+        EventField len;
+        len.name = "#len";
+        len.kind = "int";
+        len.go_type = "int";
+        len.size = static_cast<uint32_t>(word);
+        len.hidden = true;
+        len.value = resolver.scalar(resolver.member(place, word, word), word, path + ".len", "int", step_loc);
+        slice_guard = static_cast<int>(capture.fields.size());
+        slice_guard_index = step.index;
+        capture.fields.push_back(len);
+        const GoType &elem = types.at(t->elem);
+        Place data = resolver.deref(resolver.member(place, 0, word), path + ".array", "*" + elem.name, step_loc);
+        place = resolver.member(data, step.index * elem.size, elem.size);
+        type = t->elem;
+      } else {
+        throw UserError("not-indexable", fmt::format("{} is {} ({}), which cannot be indexed", path, t->name,
+                                                     kind_name(t->kind)),
+                        step_loc, "index arrays and slices");
+      }
+      path = indexed;
+      continue;
+    }
+    if (step.kind == ExprStep::Kind::Deref) {
+      if (t->kind != TypeKind::Pointer || t->elem == kNoType)
+        throw UserError("not-a-pointer", fmt::format("*{}: {} is {}, not a pointer", path, path, t->name),
+                        advance(cs.loc, 0));
+      place = resolver.deref(place, path, t->name, step_loc);
+      path = "*" + path;
+      type = t->elem;
+      continue;
+    }
+    // A selector on a pointer to a struct follows the pointer first, as Go does.
+    if (t->kind == TypeKind::Pointer && t->elem != kNoType &&
+        types.at(t->elem).kind == TypeKind::Struct) {
+      place = resolver.deref(place, path, t->name, step_loc);
+      type = t->elem;
+      t = &types.at(type);
+    }
+    if (t->kind != TypeKind::Struct)
+      throw UserError("not-a-struct",
+                      fmt::format("{} is {} ({}), which has no field {}", path, t->name,
+                                  kind_name(t->kind), step.name),
+                      step_loc);
+    const GoField *field = nullptr;
+    for (const GoField &f : t->fields)
+      if (f.name == step.name)
+        field = &f;
+    if (!field) {
+      auto names = field_names(*t);
+      std::string hint = did_you_mean(step.name, names);
+      throw UserError("unknown-field", fmt::format("{} ({}) has no field {}", path, t->name, step.name),
+                      step_loc, (hint.empty() ? "" : hint + " ") + "fields: " + join(names));
+    }
+    place = resolver.member(place, field->offset, types.at(field->type).size);
+    path += "." + step.name;
+    type = field->type;
+  }
+  size_t first_value_field = capture.fields.size();
+  if (!expr.builtin.empty()) {
+    // len(x) / cap(x): one integer, from the header the value already has.
+    const GoType &t = types.at(type);
+    uint64_t word = static_cast<uint64_t>(resolver.ptr_size());
+    std::string call = expr.builtin + "(" + path + ")";
+    bool is_cap = expr.builtin == "cap";
+    if (t.kind == TypeKind::Array)
+      throw UserError("constant-length",
+                      fmt::format("{} is the constant {}: {} is {}", call, t.count, path, t.name), cs.loc,
+                      "nothing to capture");
+    if ((t.kind == TypeKind::String && !is_cap) || t.kind == TypeKind::Slice) {
+      EventField f;
+      f.kind = "int";
+      f.go_type = "int";
+      f.size = static_cast<uint32_t>(word);
+      f.value = resolver.scalar(resolver.member(place, is_cap ? 2 * word : word, word), word, call, "int", cs.loc);
+      capture.fields.push_back(f);
+    } else if (t.kind == TypeKind::Map || t.kind == TypeKind::Chan) {
+      resolver.emit(place, type, "", path, cs.loc, capture, 0); // {len} or {len, cap}
+      std::string keep = is_cap ? "cap" : "len";
+      auto it = std::find_if(capture.fields.begin() + static_cast<long>(first_value_field), capture.fields.end(),
+                             [&](const EventField &f) { return f.name == keep; });
+      if (it == capture.fields.end())
+        throw UserError("unsupported-expression", fmt::format("{}: {} has no capacity", call, t.name), cs.loc);
+      EventField chosen = *it;
+      chosen.name = "";
+      capture.fields.resize(first_value_field);
+      capture.fields.push_back(chosen);
+    } else {
+      throw UserError("unsupported-expression",
+                      fmt::format("{} needs a string, slice, map or channel; {} is {}", call, path, t.name),
+                      cs.loc);
+    }
+    capture.go_type = "int";
+  } else {
+    capture.go_type = types.at(type).name;
+    resolver.emit(place, type, "", path, cs.loc, capture, 0);
+  }
+  for (size_t f = first_value_field; slice_guard >= 0 && f < capture.fields.size(); ++f) {
+    capture.fields[f].guard_field = slice_guard;
+    capture.fields[f].guard_index = slice_guard_index;
+    capture.fields[f].guard_faults = true;
+  }
+  return capture;
+}
+
+} // namespace
+
+EventPlan make_event(const std::string &kind, int probe_id, const std::vector<CaptureSpec> &explicit_captures,
+                     const std::vector<CaptureSpec> &implicit_captures, const std::vector<NamedValue> &values,
+                     const std::string &function, const char *what, const CaptureContext &context,
+                     std::vector<std::string> &skipped) {
+  Resolver resolver(context.types, context.regs, context.ptr_size, context.string_max, context.slice_max,
+                    context.runtime);
+  EventPlan event;
+  event.kind = kind;
+  event.program = fmt::format("probe_{}_{}", probe_id, kind);
+  event.struct_name = fmt::format("probe_{}_{}_event", probe_id, kind);
+  std::vector<CapturePlan> captures;
+  auto captured = [&captures](const std::string &expr) {
+    return std::any_of(captures.begin(), captures.end(), [&](const CapturePlan &c) { return c.expr == expr; });
+  };
+  for (const auto &cs : implicit_captures) {
+    // Every output key must be unique (the tracer refuses a manifest that repeats one); DWARF can
+    // list a name twice with different types, which the reader keeps.
+    if (captured(cs.expr)) {
+      skipped.push_back(fmt::format("{} {}: listed twice in DWARF; the first one is captured", what, cs.expr));
+      continue;
+    }
+    try {
+      captures.push_back(resolve_capture(cs, values, function, what, resolver));
+    } catch (const UserError &e) {
+      skipped.push_back(fmt::format("{} {}: {} [{}]", what, cs.expr, e.what(), e.id));
+    }
+  }
+  for (const auto &cs : explicit_captures)
+    if (!captured(cs.expr))
+      captures.push_back(resolve_capture(cs, values, function, what, resolver));
+  if (captures.size() > kMaxCaptures)
+    throw UserError("too-many-captures",
+                    fmt::format("{} captures {} values at its {}; at most {}", function,
+                                captures.size(), kind, kMaxCaptures),
+                    explicit_captures.empty() ? SourceLoc{} : explicit_captures.back().loc);
+  uint32_t offset = kEventHeaderSize;
+  if (kind == "return") {
+    event.duration_offset = offset;
+    offset += 8;
+  }
+  for (size_t i = 0; i < captures.size(); ++i) {
+    captures[i].fault_bit = static_cast<int>(i);
+    offset = layout_fields(captures[i], offset);
+  }
+  event.captures = std::move(captures);
+  event.event_size = offset;
+  return event;
+}
+
+} // namespace weave

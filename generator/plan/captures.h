@@ -1,0 +1,52 @@
+// Capture resolution, one room of the plan stage: a probe's capture expressions (`req.Header.Port`,
+// `*p`, `xs[2]`, `len(m)`) against the values the probe point can name, turned into event fields —
+// where each value lives (registers, or memory behind a chain of loads) and its slot in the record.
+#pragma once
+
+#include "abi/abi.h"
+#include "plan/plan.h"
+#include "spec/spec.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weave {
+
+// Offsets inside runtime structures that a capture reads through (from DWARF, else the layout every
+// Go version has kept).
+struct RuntimeLayout {
+  std::optional<uint64_t> map_count; // runtime.hmap.count (swiss maps: maps.Map.used)
+  std::optional<uint64_t> chan_len;  // runtime.hchan.qcount
+  std::optional<uint64_t> chan_cap;  // runtime.hchan.dataqsiz
+  uint64_t itab_type = 8;            // runtime.itab._type: an iface's dynamic type
+};
+
+// What every capture of a plan is resolved with.
+struct CaptureContext {
+  TypeTable &types;
+  const ArchRegisters &regs;
+  int ptr_size = 8;
+  int string_max = 64;
+  int slice_max = 8;
+  RuntimeLayout runtime;
+};
+
+// A value the probe can name: a parameter at entry, or a result at a RET.
+struct NamedValue {
+  std::string name;
+  TypeId type = kNoType;
+  ParamLocation location;
+};
+
+inline constexpr uint32_t kEventHeaderSize = 48; // sizeof(struct weave_event_header), templates/weave_event.h
+
+// Resolves the captures of one event and lays out its record. `implicit` captures (args: all,
+// return: true) that cannot be captured are skipped with a note in `skipped` instead of failing the
+// build; explicit ones throw UserError at their spec location. `what` is "parameter" or "result".
+EventPlan make_event(const std::string &kind, int probe_id, const std::vector<CaptureSpec> &explicit_captures,
+                     const std::vector<CaptureSpec> &implicit_captures, const std::vector<NamedValue> &values,
+                     const std::string &function, const char *what, const CaptureContext &context,
+                     std::vector<std::string> &skipped);
+
+} // namespace weave

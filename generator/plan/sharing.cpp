@@ -1,0 +1,63 @@
+#include "plan/sharing.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace weave {
+
+namespace {
+
+// The shape of an event's BPF program: everything the generated code depends on, and nothing it
+// only mentions in comments (names, Go types, addresses). Equal shapes render equal code, which
+// is what lets events share a program. Keep in step with codegen's program view: a value the
+// template prints into code must be part of the key.
+std::string program_shape(const ProbePlan &probe, const EventPlan &event) {
+  std::string key = fmt::format("{} {} pairs={} size={} duration={} stack={}@{}\n", event.kind, probe.abi,
+                                event.pairs_calls, event.event_size, event.duration_offset,
+                                event.stack_depth, event.stack_offset);
+  auto read_key = [&key](const ValueRead &read) {
+    key += read.base_reg;
+    for (const LoadStep &l : read.loads)
+      key += fmt::format(" {}:{}{}", l.offset, l.size, l.skip_if_null ? "?" : "");
+    key += fmt::format(" /{}", read.size);
+  };
+  for (const CapturePlan &c : event.captures) {
+    key += fmt::format("capture bit={}\n", c.fault_bit);
+    for (const EventField &f : c.fields) {
+      key += fmt::format(" {} size={} at={} max={} guard={}>{}{} opt={} value=", f.kind, f.size, f.offset,
+                         f.max_len, f.guard_field, f.guard_index, f.guard_faults ? "!" : "", f.optional);
+      read_key(f.value);
+      if (f.kind == "string") {
+        key += " length=";
+        read_key(f.length);
+      }
+      key += "\n";
+    }
+  }
+  return key;
+}
+
+} // namespace
+
+// Events of the same shape get one program: named after, and declared with the record struct of,
+// the first of them.
+void share_programs(Plan &plan) {
+  std::map<std::string, size_t> by_shape; // shape -> index into plan.programs
+  for (ProbePlan &probe : plan.probes) {
+    std::vector<EventPlan *> events = {&probe.entry};
+    if (probe.ret)
+      events.push_back(&*probe.ret);
+    for (EventPlan *event : events) {
+      auto [it, added] = by_shape.try_emplace(program_shape(probe, *event), plan.programs.size());
+      if (added)
+        plan.programs.push_back({event->program, event->struct_name, {}});
+      ProgramPlan &program = plan.programs[it->second];
+      program.events.push_back(event->id);
+      event->program = program.name;
+      event->struct_name = program.struct_name;
+    }
+  }
+}
+
+} // namespace weave
