@@ -138,7 +138,24 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     } catch (const std::invalid_argument &e) {
       throw UserError("unsupported-type", fmt::format("{}: {}", fn->name, e.what()), probe_spec.loc);
     }
-    check_argument_width(probe_spec, signature, layout, sources);
+    // Values are read only by a signature that adds up. A probe that names values itself stops the
+    // build; values it only asked for wholesale (args: all, results with return: true) are left
+    // out with the reason, and its calls are still counted and timed.
+    std::string untrusted = check_argument_width(signature, layout, sources);
+    if (!untrusted.empty() && !probe_spec.captures.empty())
+      throw UserError("signature-mismatch", fmt::format("{}: {}", fn->name, untrusted), probe_spec.loc,
+                      "declare the full signature with params: [...] and results: [...], blank (_) and "
+                      "unnamed parameters included");
+    if (!untrusted.empty() && (probe_spec.all_args || probe_spec.capture_return))
+      probe.skipped.push_back(fmt::format("values: {} [signature-mismatch]", untrusted));
+    if (signature.results_unknown && probe_spec.capture_return && untrusted.empty())
+      probe.skipped.push_back("results: the binary has no DWARF and the spec declares none (results: [...]); "
+                              "return events carry the call's duration only");
+    if (signature.results_unchecked && config.name == "ABIInternal" && untrusted.empty())
+      plan.warnings.push_back(fmt::format(
+          "{}: the declared results are read as declared: without DWARF nothing records the results a "
+          "register-ABI function returns, so weave cannot check them against the binary",
+          fn->name));
     for (const GoParam &p : params) {
       auto &list = p.is_result ? results : inputs;
       const auto &locs = p.is_result ? layout.results : layout.inputs;
@@ -148,7 +165,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     probe.attach = function_attach_points(image, fn->name, fn->low_pc, fn->high_pc,
                                           probe_spec.capture_return, probe_spec.loc);
     std::vector<CaptureSpec> all_args;
-    if (probe_spec.all_args)
+    if (probe_spec.all_args && untrusted.empty())
       for (const auto &in : inputs)
         all_args.push_back({in.name, probe_spec.all_args_loc});
     probe.entry = make_event("entry", probe.id, probe_spec.captures, all_args, inputs, fn->name,
@@ -170,7 +187,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
 
     if (probe_spec.capture_return) {
       std::vector<CaptureSpec> all_results;
-      for (const auto &r : results)
+      for (const auto &r : untrusted.empty() ? results : std::vector<NamedValue>{})
         all_results.push_back({r.name, probe_spec.loc});
       probe.ret = make_event("return", probe.id, {}, all_results, results, fn->name, "result",
                              captures, probe.skipped);

@@ -90,7 +90,7 @@ ProbeSignature resolve_signature(const ProbeSpec &probe, const SignatureSources 
         if (p.is_result)
           declared.push_back(p);
     params = declared;
-  } else if (!debug && (!probe.captures.empty() || probe.all_args || probe.capture_return)) {
+  } else if (!debug && (!probe.captures.empty() || probe.all_args)) {
     throw UserError("no-dwarf-params",
                     fmt::format("{} has no DWARF, so weave cannot know the parameters of {}", image.path,
                                 probe.function),
@@ -98,25 +98,28 @@ ProbeSignature resolve_signature(const ProbeSpec &probe, const SignatureSources 
                     "declare them in order, receiver first: params: [{name: s, type: unsafe.Pointer}, "
                     "{name: path, type: string}] (and results: [...] with return: true)");
   }
+  // Without DWARF, results are what the spec declares or nothing: calls are still timed.
+  fn_info.results_unknown = !debug && !probe.has_results;
+  fn_info.declared = debug || probe.has_params || probe.has_results;
+  fn_info.results_unchecked = !debug && probe.has_results && fn_info.regabi && !probe.results.empty();
   fn_info.params = std::move(params);
   return fn_info;
 }
 
-void check_argument_width(const ProbeSpec &probe, const ProbeSignature &signature, const FunctionLayout &layout,
-                          const SignatureSources &sources) {
-  const DebugInfo *debug = sources.debug;
-  // The compiler recorded the size of the whole argument area: a signature that does not add up
-  // to it is missing a parameter (DWARF omits blank and unnamed ones) and would read wrong values.
-  // (Results take argument space too, so the check needs them: from DWARF, or declared.)
-  bool know_signature = debug != nullptr || (probe.has_params && probe.has_results);
-  if (signature.pcln_args >= 0 && know_signature && layout.arg_width != static_cast<uint64_t>(signature.pcln_args))
-    throw UserError("signature-mismatch",
-                    fmt::format("{}: the parameters ({}) take {} bytes of argument space, but the compiler "
-                                "recorded {} in .gopclntab: a parameter is missing or mistyped",
-                                signature.name, describe_params(signature.params, sources.types), layout.arg_width, signature.pcln_args),
-                    probe.loc,
-                    "declare the full signature with params: [...] and results: [...], blank (_) and "
-                    "unnamed parameters included");
+std::string check_argument_width(const ProbeSignature &signature, const FunctionLayout &layout,
+                                 const SignatureSources &sources) {
+  if (signature.pcln_args < 0 || !signature.declared)
+    return "";
+  if (layout.arg_width == static_cast<uint64_t>(signature.pcln_args))
+    return "";
+  std::string what = fmt::format("the parameters ({}) take {} bytes of argument space, but the compiler recorded "
+                                 "{} in .gopclntab",
+                                 describe_params(signature.params, sources.types), layout.arg_width,
+                                 signature.pcln_args);
+  if (signature.results_unknown)
+    return what + ": a parameter is missing or mistyped, or results take argument space (declare results: "
+                  "[...] too, results: [] for none)";
+  return what + ": a parameter is missing or mistyped";
 }
 
 } // namespace weave

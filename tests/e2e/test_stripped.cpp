@@ -104,3 +104,63 @@ TEST_CASE("weave funcs lists a stripped binary's functions from .gopclntab") {
   CHECK(r.out.find("main.SpillOver") != std::string::npos);
   CHECK(r.out.find("ABIInternal  args=88") != std::string::npos);
 }
+
+TEST_CASE("params declared without results must add up on their own: an extra or a missing one is refused") {
+  // SpillOver's result is in RAX, so its parameters alone fill the 88 bytes .gopclntab records.
+  std::string ok_dir = e2e::temp_dir("stripped-params-only");
+  auto ok = build(ok_dir, "probes:\n  - function: main.SpillOver\n" + spillover_params("string") + "    capture: [y]\n",
+                  "fixture_stripped");
+  INFO(ok.err);
+  CHECK(ok.status == 0);
+  std::string extra_dir = e2e::temp_dir("stripped-params-extra");
+  auto extra = build(extra_dir,
+                     "probes:\n  - function: main.SpillOver\n" + spillover_params("string") +
+                         "      - {name: extra, type: string}\n    capture: [extra]\n",
+                     "fixture_stripped");
+  CHECK(extra.status == 1);
+  CHECK(extra.err.find("error[signature-mismatch]") != std::string::npos);
+  CHECK(extra.err.find("take 104 bytes of argument space, but the compiler recorded 88") != std::string::npos);
+  CHECK(extra.err.find("declare results: [...] too") != std::string::npos);
+  std::string none_dir = e2e::temp_dir("stripped-params-none");
+  auto none = build(none_dir, "probes:\n  - function: main.SpillOver\n    params: []\n    capture: [y]\n",
+                    "fixture_stripped");
+  CHECK(none.status == 1);
+  CHECK(none.err.find("error[signature-mismatch]") != std::string::npos);
+  // args: all over an empty declaration reads nothing rather than guessing: the values are left out.
+  std::string all_dir = e2e::temp_dir("stripped-params-none-all");
+  auto all = build(all_dir, "probes:\n  - function: main.SpillOver\n    params: []\n    args: all\n",
+                   "fixture_stripped");
+  INFO(all.err);
+  CHECK(all.status == 0);
+  CHECK(all.err.find("take 0 bytes of argument space, but the compiler recorded 88") != std::string::npos);
+  auto manifest = json::parse(e2e::read_file(all_dir + "/out/probes.json"));
+  CHECK(manifest["probes"][0]["captures"].empty());
+}
+
+TEST_CASE("durations need no signature: return: true on a stripped binary times every call") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("stripped-durations");
+  auto built = build(dir, "probes:\n  - function: main.SpillOver\n    return: true\n  - function: 'main.Str*'\n    return: true\n",
+                     "fixture_stripped");
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  CHECK(built.err.find("return events carry the call's duration only") != std::string::npos);
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("fixture_stripped"), "-truth",
+                          dir + "/truth.jsonl", "-rounds", "2"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  int entries = 0, returns = 0;
+  for (auto &e : e2e::json_lines(traced.out)) {
+    if (e["function"] != "main.SpillOver")
+      continue;
+    if (e["kind"] == "entry") {
+      ++entries;
+      continue;
+    }
+    ++returns;
+    CHECK(e["duration_ns"].get<uint64_t>() > 0);
+    CHECK(e["results"].empty());
+  }
+  CHECK(entries == 2);
+  CHECK(returns == 2);
+}
