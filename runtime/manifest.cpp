@@ -120,6 +120,8 @@ FieldKind parse_kind(const json &obj, const std::string &path) {
     return FieldKind::Func;
   if (kind == "string")
     return FieldKind::String;
+  if (kind == "empty")
+    return FieldKind::Empty;
   fail(path + ".kind", "unknown field kind \"" + kind +
                            "\" (this tracer decodes int, uint, bool, pointer, string); "
                            "the tracer and manifest come from different weave versions");
@@ -275,7 +277,7 @@ ManifestField parse_field(const json &f, const std::string &path, uint32_t heade
   if (f.contains("size"))
     field.size = u32_at(f, path, "size", kMaxEventSize);
   field.offset = u32_at(f, path, "offset", kMaxEventSize);
-  uint64_t end = uint64_t(field.offset) + 8;
+  uint64_t end = uint64_t(field.offset) + (field.kind == FieldKind::Empty ? 0 : 8);
   if (field.kind == FieldKind::String) {
     field.max_len = u32_at(f, path, "max_len", kMaxEventSize);
     end += field.max_len;
@@ -494,6 +496,8 @@ const char *field_kind_name(FieldKind kind) {
     return "float";
   case FieldKind::Func:
     return "func";
+  case FieldKind::Empty:
+    return "empty";
   }
   return "?";
 }

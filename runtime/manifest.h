@@ -32,6 +32,7 @@ enum class FieldKind {
   String,  // u64 full length, then min(length, max_len) bytes of data at offset + 8
   Float,   // IEEE bits: float64 in 8 bytes, float32 in the low 4 (size says which)
   Func,    // u64 code address of a func value's target (0: nil), named from .gopclntab
+  Empty,   // no slot: a zero-size value (struct{}, [0]T), shown as {} or [] by its Go type
 };
 
 struct ManifestField {

@@ -389,6 +389,9 @@ void EventPrinter::append_capture(std::string &out, const ManifestCapture &captu
     case FieldKind::Func:
       append_func(out, bias, load_u64(slot), json);
       break;
+    case FieldKind::Empty: // nothing to read: an array type's spelling starts with '['
+      out += !field.go_type.empty() && field.go_type[0] == '[' ? "[]" : "{}";
+      break;
     case FieldKind::String: {
       StringSlot s = read_string(event, field);
       if (json) {

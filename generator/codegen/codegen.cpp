@@ -194,8 +194,22 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     cv.set("expr", comment(capture.expr));
     cv.set("go_type", comment(capture.go_type));
     Data fields{Data::type::list};
+    // Fault bookkeeping only where something can fault: a load through memory, a string's bytes,
+    // or an index past a slice's length. A capture of registers alone, or of a zero-size value,
+    // needs none.
+    bool reads = false, may_fault = false;
+    for (const EventField &field : capture.fields) {
+      if (field.kind == "empty")
+        continue;
+      reads = true;
+      may_fault = may_fault || field.kind == "string" || !field.value.loads.empty() || field.guard_faults;
+    }
+    cv.set("reads", reads);
+    cv.set("may_fault", may_fault);
     for (size_t f = 0; f < capture.fields.size(); ++f) {
       const EventField &field = capture.fields[f];
+      if (field.kind == "empty") // nothing to read, no slot in the record
+        continue;
       std::string member = member_name(c, f, capture.fields.size());
       std::string label = comment(capture.expr + (field.name.empty() ? "" : " ." + field.name));
       Data fv;
@@ -326,7 +340,8 @@ std::string render_manifest(const Plan &plan) {
           field["max_len"] = f.max_len;
         if (f.hidden)
           field["hidden"] = true;
-        field["read"] = read_json(f.value);
+        if (f.kind != "empty") // a zero-size value reads nothing
+          field["read"] = read_json(f.value);
         if (f.kind == "string")
           field["length_read"] = read_json(f.length);
         fields.push_back(field);

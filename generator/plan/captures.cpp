@@ -171,6 +171,11 @@ public:
       return;
     }
     case TypeKind::Struct:
+      if (type.fields.empty()) { // struct{}: a value with nothing to read
+        field.kind = "empty";
+        capture.fields.push_back(field);
+        return;
+      }
       if (depth >= 4)
         throw UserError("capture-too-large", fmt::format("{} nests structs too deeply", path), loc,
                         "capture the inner fields by path");
@@ -241,6 +246,11 @@ public:
       return;
     }
     case TypeKind::Array: {
+      if (type.count == 0) { // [0]T: a value with nothing to read
+        field.kind = "empty";
+        capture.fields.push_back(field);
+        return;
+      }
       const GoType &elem = types_.at(type.elem);
       capture.lists.push_back({field_name, ""});
       uint64_t shown = std::min<uint64_t>(type.count, static_cast<uint64_t>(slice_max_));
@@ -382,7 +392,7 @@ std::string join(const std::vector<std::string> &items) {
 uint32_t layout_fields(CapturePlan &capture, uint32_t offset) {
   for (EventField &field : capture.fields) {
     field.offset = offset;
-    offset += field.kind == "string" ? 8 + round8(field.max_len) : 8;
+    offset += field.kind == "string" ? 8 + round8(field.max_len) : field.kind == "empty" ? 0 : 8;
   }
   return offset;
 }

@@ -9,6 +9,22 @@ namespace weave {
 
 namespace {
 
+// The size of [count]elem, or a located error when no Go value can be that large: the compiler
+// refuses types past the address space (cmd/compile types.MaxWidth), and a product that wrapped
+// around would place every later parameter in the wrong register.
+uint64_t array_size(uint64_t count, uint64_t elem_size, uint64_t ptr_size, const SourceLoc &loc) {
+  const uint64_t limit = ptr_size == 8 ? uint64_t(1) << 50 : (uint64_t(1) << 31) - 1;
+  if (elem_size != 0 && count > limit / elem_size)
+    throw UserError("type-too-large",
+                    fmt::format("an array of {} elements of {} bytes is larger than any Go value can be ({} bytes "
+                                "at most with {}-byte pointers)",
+                                count, elem_size, limit, ptr_size),
+                    loc);
+  if (elem_size == 0 && count > limit)
+    throw UserError("type-too-large", fmt::format("an array of {} elements is longer than Go allows", count), loc);
+  return count * elem_size;
+}
+
 uint64_t align_up(uint64_t v, uint64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
 
 // TypeParser reads a Go type expression: *T, []T, [N]T, map[K]V, chan T, func(...) ..., and the
@@ -66,10 +82,11 @@ private:
         ++pos_;
       if (start == pos_ || !take("]"))
         fail("expected [N]T with a length N");
-      uint64_t count = std::stoull(text_.substr(start, pos_ - start - 1));
+      std::string digits = text_.substr(start, pos_ - start - 1);
+      uint64_t count = digits.size() > 19 ? UINT64_MAX : std::stoull(digits);
       TypeId elem = parse();
       const GoType &e = table_.at(elem);
-      GoType t{TypeKind::Array, fmt::format("[{}]{}", count, e.name), e.size * count, e.align};
+      GoType t{TypeKind::Array, fmt::format("[{}]{}", count, e.name), array_size(count, e.size, ptr_, loc_), e.align};
       t.elem = elem;
       t.count = count;
       return table_.add(t);
@@ -164,6 +181,9 @@ TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size)
       t.fields.push_back({field.name, offset, id, false});
       t.name += fmt::format("{} {} {}", t.fields.size() > 1 ? ";" : "", field.name, f.name);
       offset += f.size;
+      if (offset > (uint64_t(1) << 50))
+        throw UserError("type-too-large", fmt::format("struct field {} ends past any Go value's size", field.name),
+                        field.type.loc);
       t.align = std::max(t.align, f.align);
     }
     // A final zero-sized field gets a byte of padding, so a pointer to it stays inside the struct.
@@ -185,7 +205,8 @@ TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size)
     t.elem = elem;
     return table.add(t);
   }
-  GoType t{TypeKind::Array, fmt::format("[{}]{}", type.len, e.name), e.size * type.len, e.align};
+  GoType t{TypeKind::Array, fmt::format("[{}]{}", type.len, e.name), array_size(type.len, e.size, ptr, type.loc),
+           e.align};
   t.elem = elem;
   t.count = type.len;
   return table.add(t);

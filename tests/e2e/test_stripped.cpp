@@ -164,3 +164,24 @@ TEST_CASE("durations need no signature: return: true on a stripped binary times 
   CHECK(entries == 2);
   CHECK(returns == 2);
 }
+
+TEST_CASE("array lengths no Go value can have are refused where the spec says them, not wrapped around") {
+  std::string dir = e2e::temp_dir("stripped-huge-array");
+  // 2^61 eight-byte elements wrap a 64-bit size to 0: the next parameter would move into the array's registers.
+  auto mapping = build(dir,
+                       "probes:\n  - function: main.SpillOver\n    params:\n"
+                       "      - {name: a, type: {array: int64, len: 2305843009213693952}}\n"
+                       "      - {name: b, type: int}\n    capture: [b]\n",
+                       "fixture_stripped");
+  CHECK(mapping.status == 1);
+  CHECK(mapping.err.find("error[type-too-large]") != std::string::npos);
+  CHECK(mapping.err.find("spec.yaml:4:") != std::string::npos);
+  std::string dir2 = e2e::temp_dir("stripped-huge-array-expr");
+  auto expr = build(dir2,
+                    "probes:\n  - function: main.SpillOver\n    params:\n"
+                    "      - {name: a, type: \"[99999999999999999999999]int\"}\n    capture: [a]\n",
+                    "fixture_stripped");
+  CHECK(expr.status == 1);
+  CHECK(expr.err.find("error[type-too-large]") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir2 + "/out"));
+}

@@ -63,14 +63,10 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	}
 
 	{ /* capture 2: deadline (int64) */
-		long fault = 0, discard = 0; /* errors ORed together; discard: speculative reads, which mark nothing */
-		(void)discard;
 		{ /* deadline */
 			__u64 v = regs.cx; /* deadline: int64 in RCX */
 			e->c2 = (__s64)v;
 		}
-		if (fault)
-			e->hdr.faults |= 1ULL << 2;
 	}
 
 	{ /* capture 3: s.Name (string) */

@@ -43,14 +43,10 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	weave_call_enter(g, 8, regs.sp, e->hdr.goid, WEAVE_COOKIE_PAIR(cookie), e->hdr.ts_ns);
 
 	{ /* capture 0: x (int) */
-		long fault = 0, discard = 0; /* errors ORed together; discard: speculative reads, which mark nothing */
-		(void)discard;
 		{ /* x */
 			__u64 v = regs.ax; /* x: int in RAX */
 			e->c0 = (__s64)v;
 		}
-		if (fault)
-			e->hdr.faults |= 1ULL << 0;
 	}
 
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the tracer drains on a timer */
@@ -91,14 +87,10 @@ int probe_0_return(struct weave_pt_regs_x86_64 *ctx)
 	e->duration_ns = weave_call_exit(g, 8, regs.sp, e->hdr.goid, WEAVE_COOKIE_PAIR(cookie), e->hdr.ts_ns);
 
 	{ /* capture 0: ~r0 (int) */
-		long fault = 0, discard = 0; /* errors ORed together; discard: speculative reads, which mark nothing */
-		(void)discard;
 		{ /* ~r0 */
 			__u64 v = regs.ax; /* ~r0: int in RAX */
 			e->c0 = (__s64)v;
 		}
-		if (fault)
-			e->hdr.faults |= 1ULL << 0;
 	}
 
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the tracer drains on a timer */
@@ -129,14 +121,10 @@ int probe_3_entry(struct weave_pt_regs_x86_64 *ctx)
 	weave_load(&e->hdr.goid, g + 152, 8);
 
 	{ /* capture 0: x (int) */
-		long fault = 0, discard = 0; /* errors ORed together; discard: speculative reads, which mark nothing */
-		(void)discard;
 		{ /* x */
 			__u64 v = regs.ax; /* x: int in RAX */
 			e->c0 = (__s64)v;
 		}
-		if (fault)
-			e->hdr.faults |= 1ULL << 0;
 	}
 
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the tracer drains on a timer */

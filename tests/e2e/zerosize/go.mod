@@ -1,0 +1,3 @@
+module weave.test/zerosize
+
+go 1.19
