@@ -31,6 +31,35 @@ uint64_t goid_offset_for(GoVersion v) {
   return 152;
 }
 
+// The Go version decides the ABI, so a version string that lies (edited, or a reader's mistake)
+// would put every value in the wrong place. .gopclntab's format changed with the toolchain
+// (GO-ABI.md §6.1) and is written by the linker, independently of the build info: the two must
+// agree, or weave refuses and names both.
+void check_version_against_pclntab(GoVersion v, const std::string &claimed, const Pclntab *pcln,
+                                   const SourceLoc &loc) {
+  if (!pcln || v.major != 1)
+    return;
+  struct Range {
+    uint32_t magic;
+    int first, last; // minor versions writing this format
+  };
+  static const Range ranges[] = {
+      {0xfffffffb, 2, 15}, {0xfffffffa, 16, 17}, {0xfffffff0, 18, 19}, {0xfffffff1, 20, 1000}};
+  for (const Range &r : ranges) {
+    if (r.magic != pcln->magic())
+      continue;
+    if (v.minor >= r.first && v.minor <= r.last)
+      return;
+    std::string range = r.last == 1000 ? fmt::format("Go 1.{} or newer", r.first)
+                                       : fmt::format("Go 1.{} to 1.{}", r.first, r.last);
+    throw UserError("inconsistent-go-version",
+                    fmt::format("the binary's build info says {}, but its .gopclntab (magic {:#x}) is written by "
+                                "{}: the version decides where every value is, so weave will not guess",
+                                claimed, r.magic, range),
+                    loc, "rebuild the binary, or check that its build info was not edited");
+  }
+}
+
 } // namespace
 
 Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, const Pclntab *pcln) {
@@ -44,6 +73,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   plan.header_size = kEventHeaderSize;
 
   GoVersion version = parse_go_version(plan.target.go_version);
+  check_version_against_pclntab(version, plan.target.go_version, pcln, SourceLoc{spec.path});
   TargetAbi target = target_abi(plan.target.arch, version.major, version.minor);
   const ArchRegisters &regs = target.regs;
   // On an x86-64 kernel a 386 process's uprobe context is the 64-bit pt_regs as well.

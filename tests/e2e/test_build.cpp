@@ -242,3 +242,24 @@ TEST_CASE("weave funcs lists parameters, types and computed locations") {
   CHECK(none.err.find("error[no-match]") != std::string::npos);
   CHECK(none.err.find("did you mean main.Ints") != std::string::npos);
 }
+
+TEST_CASE("a build-info version that .gopclntab contradicts is refused, naming both") {
+  // The fixture is Go 1.19 (register ABI, .gopclntab magic 0xfffffff0). Claiming go1.16 in its build
+  // info would select ABI0 and read every argument from the stack.
+  std::string dir = e2e::temp_dir("edited-version");
+  std::string bytes = e2e::read_file(e2e::fixture("fixture"));
+  size_t blob = bytes.find("\xff Go buildinf:");
+  REQUIRE(blob != std::string::npos);
+  size_t version = bytes.find("go1.19", blob);
+  REQUIRE(version != std::string::npos);
+  REQUIRE(version - blob < 64);
+  bytes[version + 5] = '6';
+  std::ofstream(dir + "/edited", std::ios::binary) << bytes;
+  std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Ints\n    capture: [a]\n";
+  auto r = e2e::run({e2e::weave(), "build", dir + "/spec.yaml", dir + "/edited", "-o", dir + "/out"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("error[inconsistent-go-version]") != std::string::npos);
+  CHECK(r.err.find("says go1.16") != std::string::npos);
+  CHECK(r.err.find("Go 1.18 to 1.19") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir + "/out"));
+}
