@@ -303,3 +303,42 @@ TEST_CASE("esbuild: declared ReadFile signatures that do not add up to .gopclnta
               "[{name: contents, type: string}, {name: err, type: error}, {name: originalError, type: error}]", 72);
   }
 }
+
+TEST_CASE("esbuild 0.11.23 (Go 1.16): one entry per call of a function with a frame over 4 KB") {
+  // bundler.parseFile's 9.5 KB frame has Go 1.16's big-frame prologue (StackPreempt compare, JEQ,
+  // then the frame-size compare, JLS). It runs on fresh goroutines, whose stacks must grow first:
+  // a probe at its first instruction fires once before morestack and once after. weave places it
+  // after both branches (0x794091, where objdump shows the body start).
+  e2e::require_bpf();
+  const Release r{"esbuild-linux-64@0.11.23", "go1.16", "ABI0", 960, "", ""};
+  std::string binary = fetch(r, "e2e-esbuild-bigframe");
+  std::string dir = e2e::temp_dir("esbuild-bigframe");
+  std::string spec = dir + "/spec.yaml";
+  // The whole argument area as one opaque array: only the call's entry and return matter here.
+  std::ofstream(spec) << "probes:\n  - function: github.com/evanw/esbuild/internal/bundler.parseFile\n"
+                         "    params: [{name: args, type: {array: uint8, len: 960}}]\n    return: true\n";
+  auto built = weave_build(spec, binary, dir + "/out");
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  json manifest = json::parse(e2e::read_file(dir + "/out/probes.json"));
+  std::set<std::string> entries_at;
+  for (const auto &p : manifest["probes"])
+    for (const auto &a : p["attach"])
+      if (a["kind"] == "entry")
+        entries_at.insert(a["vaddr"].get<std::string>());
+  CHECK(entries_at == std::set<std::string>{"0x794091"});
+  std::string project = make_project(dir);
+  auto traced = run_in(project, {dir + "/out/tracer", "--format", "json", "--", binary, "entry.js", "--bundle",
+                                 "--outfile=out.js"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::map<long long, int> entries, returns;
+  for (const json &e : e2e::json_lines(traced.out)) {
+    CAPTURE(e.dump());
+    (e["kind"] == "entry" ? entries : returns)[e["goid"].get<long long>()]++;
+    if (e["kind"] == "return")
+      CHECK(e.contains("duration_ns"));
+  }
+  CHECK(entries.size() >= 4); // the project's four modules, each parsed on a goroutine of its own
+  CHECK(entries == returns);
+}
