@@ -550,6 +550,20 @@ bool flush_buffer(int fd, std::string &buffer, std::string &error) {
 bool EventWriter::flush() { return flush_buffer(fd_, buffer_, error_); }
 
 
+namespace {
+
+// reflect.Kind's names, as the manifest spells a runtime type's kind.
+const char *kind_name(uint8_t kind) {
+  static const char *kinds[] = {"invalid", "bool",      "int",        "int8",      "int16",  "int32",
+                                "int64",   "uint",      "uint8",      "uint16",    "uint32", "uint64",
+                                "uintptr", "float32",   "float64",    "complex64", "complex128",
+                                "array",   "chan",      "func",       "interface", "map",    "ptr",
+                                "slice",   "string",    "struct",     "unsafe.Pointer"};
+  return kind < 27 ? kinds[kind] : "invalid";
+}
+
+} // namespace
+
 // An interface prints as its dynamic type and, where the type says what the data word points to,
 // the value: a string's text, an error's message (errors.New and fmt.Errorf's errors keep it as
 // their first field), a scalar of up to 8 bytes, or a pointer-shaped value's address. Anything
@@ -564,6 +578,8 @@ void EventPrinter::append_interface(std::string &out, uint64_t bias, const Displ
     return;
   }
   // The manifest has link-time addresses; a PIE's descriptors sit at those plus its load bias.
+  // Without DWARF (a stripped binary), or for a type DWARF does not list, the binary's own
+  // descriptors name it.
   auto it = manifest_.types.find(type_addr - bias);
   std::string name, kind;
   uint64_t size = 0;
@@ -571,9 +587,30 @@ void EventPrinter::append_interface(std::string &out, uint64_t bias, const Displ
     name = it->second.name;
     kind = it->second.kind;
     size = it->second.size;
+    // DWARF gives the linker's own pointer types (*bool, *uintptr) no go_kind: the descriptor has it.
+    if (kind == "invalid" && symbolizer_)
+      if (const Pclntab::RuntimeType *t = symbolizer_->type_at(bias, type_addr))
+        kind = kind_name(t->kind);
+  } else if (const Pclntab::RuntimeType *t = symbolizer_ ? symbolizer_->type_at(bias, type_addr) : nullptr) {
+    name = t->name;
+    kind = kind_name(t->kind);
+    size = t->size;
   } else {
-    name.clear();
-    append_hex(name, type_addr);
+    // Not a type descriptor of this binary: marked, never named by a guess.
+    if (json) {
+      out += "{\"type\":null,\"type_addr\":\"";
+      append_hex(out, type_addr);
+      out += "\",\"data\":\"";
+      append_hex(out, data);
+      out += "\"}";
+    } else {
+      out += "<unknown type ";
+      append_hex(out, type_addr);
+      out += ">(";
+      append_hex(out, data);
+      out += ')';
+    }
+    return;
   }
   auto open = [&](const char *key) {
     if (json) {

@@ -304,6 +304,53 @@ TEST_CASE("esbuild: declared ReadFile signatures that do not add up to .gopclnta
   }
 }
 
+TEST_CASE("esbuild, Go 1.16 to 1.26: a failed ReadFile's error results are named from the type descriptors") {
+  // The project imports ./bad.js, a symlink to /proc/self/mem: esbuild lists it as a file, and
+  // reading it fails with EIO (esbuild: `Cannot read file "...mem": input/output error`). Its
+  // source: ReadFile returns the error unwrapped from its *fs.PathError (a syscall.Errno), and since
+  // 0.14 the original *fs.PathError as well.
+  // These binaries have no DWARF: the names come from moduledata.types, spelled as DWARF would.
+  e2e::require_bpf();
+  for (const Release &r : kReleases) {
+    std::string binary = fetch(r, "e2e-esbuild-errors");
+    const std::string release_name = r.spec;
+    CAPTURE(release_name);
+    std::string dir = e2e::temp_dir("esbuild-errors-" + safe_name(r.spec));
+    auto built = weave_build(e2e::source("tests/e2e/esbuild/" + std::string(r.probe_spec)), binary, dir + "/out");
+    INFO(built.err);
+    REQUIRE(built.status == 0);
+    fs::create_directories(dir + "/project");
+    std::ofstream(dir + "/project/entry.js") << "import x from './bad.js'; console.log(x)\n";
+    fs::create_symlink("/proc/self/mem", dir + "/project/bad.js");
+    auto traced = run_in(dir + "/project", {dir + "/out/tracer", "--format", "json", "--", binary, "entry.js",
+                                            "--bundle", "--outfile=out.js"});
+    INFO(traced.err);
+    CHECK(traced.status == 1); // esbuild's own status: the build failed
+    CHECK(traced.err.find("input/output error") != std::string::npos);
+    size_t failed = 0, succeeded = 0;
+    for (const json &e : e2e::json_lines(traced.out)) {
+      if (e["function"] != kReadFile || e["kind"] != "return")
+        continue;
+      const json &res = e["results"];
+      CAPTURE(res.dump());
+      if (res["err"].is_null()) {
+        ++succeeded; // entry.js
+        continue;
+      }
+      ++failed;
+      CHECK(res["contents"] == "");
+      CHECK(res["err"] == json{{"type", "syscall.Errno"}, {"value", 5}}); // EIO
+      if (std::string(r.abi) != "ABI0") {
+        REQUIRE(res["originalError"].is_object());
+        CHECK(res["originalError"]["type"] == "*io/fs.PathError");
+        CHECK(res["originalError"].contains("value")); // a pointer: its address
+      }
+    }
+    CHECK(failed == 1);
+    CHECK(succeeded >= 1);
+  }
+}
+
 TEST_CASE("esbuild 0.11.23 (Go 1.16): one entry per call of a function with a frame over 4 KB") {
   // bundler.parseFile's 9.5 KB frame has Go 1.16's big-frame prologue (StackPreempt compare, JEQ,
   // then the frame-size compare, JLS). It runs on fresh goroutines, whose stacks must grow first:
