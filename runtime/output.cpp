@@ -434,11 +434,14 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
     append_capture(out, capture, pc, event, bias, false);
   }
   out += ')';
-  // A return paired with its entry says how long the call took.
-  if (probe.duration_offset) {
+  // A return paired with its entry says how long the call took; one whose entry the tracer did not
+  // see (the call began before it attached, or its entry was lost) says so, as --graph does.
+  if (probe.duration_offset && h.kind == WEAVE_EVENT_RETURN) {
     if (uint64_t ns = load_u64(event + probe.duration_offset)) {
       out += "  ";
       append_duration(out, ns);
+    } else {
+      out += kEntryNotSeen;
     }
   }
   out += '\n';
@@ -493,10 +496,12 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
   };
   append_list(",\"faults\":[", faults_);
   append_list(",\"truncated\":[", truncated_);
-  if (probe.duration_offset) {
+  if (probe.duration_offset && h.kind == WEAVE_EVENT_RETURN) {
     if (uint64_t ns = load_u64(event + probe.duration_offset)) {
       out += ",\"duration_ns\":";
       append_u64(out, ns);
+    } else {
+      out += ",\"entry_seen\":false";
     }
   }
   if (probe.stack_depth)
