@@ -437,11 +437,14 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
     append_capture(out, capture, pc, event, bias, false);
   }
   out += ')';
-  // A return paired with its entry says how long the call took.
-  if (probe.duration_offset) {
+  // A return paired with its entry says how long the call took; one whose entry the tracer did not
+  // see (the call began before it attached, or its entry was lost) says so, as --graph does.
+  if (probe.duration_offset && h.kind == WEAVE_EVENT_RETURN) {
     if (uint64_t ns = load_u64(event + probe.duration_offset)) {
       out += "  ";
       append_duration(out, ns);
+    } else {
+      out += kEntryNotSeen;
     }
   }
   out += '\n';
@@ -496,10 +499,12 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
   };
   append_list(",\"faults\":[", faults_);
   append_list(",\"truncated\":[", truncated_);
-  if (probe.duration_offset) {
+  if (probe.duration_offset && h.kind == WEAVE_EVENT_RETURN) {
     if (uint64_t ns = load_u64(event + probe.duration_offset)) {
       out += ",\"duration_ns\":";
       append_u64(out, ns);
+    } else {
+      out += ",\"entry_seen\":false";
     }
   }
   if (probe.stack_depth)
@@ -553,6 +558,20 @@ bool flush_buffer(int fd, std::string &buffer, std::string &error) {
 bool EventWriter::flush() { return flush_buffer(fd_, buffer_, error_); }
 
 
+namespace {
+
+// reflect.Kind's names, as the manifest spells a runtime type's kind.
+const char *kind_name(uint8_t kind) {
+  static const char *kinds[] = {"invalid", "bool",      "int",        "int8",      "int16",  "int32",
+                                "int64",   "uint",      "uint8",      "uint16",    "uint32", "uint64",
+                                "uintptr", "float32",   "float64",    "complex64", "complex128",
+                                "array",   "chan",      "func",       "interface", "map",    "ptr",
+                                "slice",   "string",    "struct",     "unsafe.Pointer"};
+  return kind < 27 ? kinds[kind] : "invalid";
+}
+
+} // namespace
+
 // An interface prints as its dynamic type and, where the type says what the data word points to,
 // the value: a string's text, an error's message (errors.New and fmt.Errorf's errors keep it as
 // their first field), a scalar of up to 8 bytes, or a pointer-shaped value's address. Anything
@@ -567,6 +586,8 @@ void EventPrinter::append_interface(std::string &out, uint64_t bias, const Displ
     return;
   }
   // The manifest has link-time addresses; a PIE's descriptors sit at those plus its load bias.
+  // Without DWARF (a stripped binary), or for a type DWARF does not list, the binary's own
+  // descriptors name it.
   auto it = manifest_.types.find(type_addr - bias);
   std::string name, kind;
   uint64_t size = 0;
@@ -574,9 +595,30 @@ void EventPrinter::append_interface(std::string &out, uint64_t bias, const Displ
     name = it->second.name;
     kind = it->second.kind;
     size = it->second.size;
+    // DWARF gives the linker's own pointer types (*bool, *uintptr) no go_kind: the descriptor has it.
+    if (kind == "invalid" && symbolizer_)
+      if (const Pclntab::RuntimeType *t = symbolizer_->type_at(bias, type_addr))
+        kind = kind_name(t->kind);
+  } else if (const Pclntab::RuntimeType *t = symbolizer_ ? symbolizer_->type_at(bias, type_addr) : nullptr) {
+    name = t->name;
+    kind = kind_name(t->kind);
+    size = t->size;
   } else {
-    name.clear();
-    append_hex(name, type_addr);
+    // Not a type descriptor of this binary: marked, never named by a guess.
+    if (json) {
+      out += "{\"type\":null,\"type_addr\":\"";
+      append_hex(out, type_addr);
+      out += "\",\"data\":\"";
+      append_hex(out, data);
+      out += "\"}";
+    } else {
+      out += "<unknown type ";
+      append_hex(out, type_addr);
+      out += ">(";
+      append_hex(out, data);
+      out += ')';
+    }
+    return;
   }
   auto open = [&](const char *key) {
     if (json) {

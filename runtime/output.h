@@ -23,6 +23,10 @@ class Symbolizer;
 // (EPIPE from `| head`, say), `error` says why and later calls only discard.
 bool flush_buffer(int fd, std::string &buffer, std::string &error);
 
+// What a return event's text line ends with when its entry was not seen (the call began before the
+// tracer attached, or the entry was lost): no duration can be known. --graph writes the same.
+inline constexpr std::string_view kEntryNotSeen = "  (entry not seen)";
+
 // A duration as Go's time.Duration prints it: 850ns, 12.3µs, 4.56ms, 1.2s (1500s, never 1.5e+03s).
 void append_duration(std::string &out, uint64_t ns);
 

@@ -39,4 +39,14 @@ std::string Symbolizer::function_at(uint64_t bias, uint64_t pc) {
   return fn ? fn->name : std::string();
 }
 
+const Pclntab::RuntimeType *Symbolizer::type_at(uint64_t bias, uint64_t address) {
+  if (!pcln_ || address < bias)
+    return nullptr;
+  uint64_t vaddr = address - bias;
+  auto it = types_.find(vaddr);
+  if (it == types_.end())
+    it = types_.emplace(vaddr, pcln_->type_at(vaddr)).first;
+  return it->second ? &*it->second : nullptr;
+}
+
 } // namespace weave

@@ -28,6 +28,12 @@ public:
   // The function whose code starts at (or contains) `pc`, or "" when unknown.
   std::string function_at(uint64_t bias, uint64_t pc);
 
+  // The runtime type descriptor at `address` (an interface's dynamic type, as the process sees it),
+  // read from the binary's own moduledata.types: names dynamic types without DWARF. nullptr when
+  // the address is not a descriptor of this binary (a type built at run time by reflect, a
+  // damaged value). Cached per address.
+  const Pclntab::RuntimeType *type_at(uint64_t bias, uint64_t address);
+
   const std::string &error() const { return error_; }
 
 private:
@@ -37,6 +43,7 @@ private:
   std::string error_;
   std::unordered_map<uint64_t, std::vector<Pclntab::Frame>> cache_;
   std::vector<Pclntab::Frame> none_;
+  std::unordered_map<uint64_t, std::optional<Pclntab::RuntimeType>> types_;
 };
 
 } // namespace weave

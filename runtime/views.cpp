@@ -262,7 +262,8 @@ void CallGraph::add(const GraphCall &call, std::string &out) {
         g.text += "  ";
         append_duration(g.text, call.duration_ns);
       }
-      g.text += "  (entry not seen)\n";
+      g.text += kEntryNotSeen;
+      g.text += '\n';
     }
     if (g.frames.empty())
       print(key, g, out);
@@ -358,6 +359,9 @@ void GraphView::on_event(const void *data, size_t size) {
     size_t gap = body.rfind("  ");
     if (gap != std::string_view::npos)
       body = body.substr(0, gap);
+  } else if (call.is_return && probe.duration_offset && body.size() >= kEntryNotSeen.size() &&
+             body.substr(body.size() - kEntryNotSeen.size()) == kEntryNotSeen) {
+    body.remove_suffix(kEntryNotSeen.size()); // the tree says it its own way, or pairs the call
   }
   call.text = body;
   graph_.add(call, buffer_);

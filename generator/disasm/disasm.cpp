@@ -13,18 +13,49 @@ namespace {
 // through a register loaded from TLS in ABI0), then branches to the morestack call at the end of
 // the function with JBE (or JLS, the same opcode).
 // `guard` is the offset of g.stackguard0 (2 words into runtime.g: 16 on 64-bit, 8 on 386).
+// The compared register must be SP or hold SP minus the frame (`sp_derived`): a closure's bounds
+// check on its context (`CMPQ 16(DX), $0; JLS panic`, esbuild 0.25's css_parser func1) has the same
+// memory operand and branch, but the function has no stack check at all.
 bool is_stack_bound_compare(const ZydisDecodedInstruction &insn, const ZydisDecodedOperand *ops,
-                            int64_t guard) {
+                            int64_t guard, ZydisRegister sp, ZydisRegister sp_derived) {
   if (insn.mnemonic != ZYDIS_MNEMONIC_CMP || insn.operand_count_visible != 2)
     return false;
-  for (int i = 0; i < 2; ++i) {
-    const ZydisDecodedOperand &op = ops[i];
-    if (op.type == ZYDIS_OPERAND_TYPE_MEMORY && op.mem.disp.has_displacement &&
-        op.mem.disp.value == guard && op.mem.index == ZYDIS_REGISTER_NONE &&
-        op.mem.segment != ZYDIS_REGISTER_FS && op.mem.segment != ZYDIS_REGISTER_GS)
-      return true;
-  }
-  return false;
+  if (ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER ||
+      (ops[0].reg.value != sp && (sp_derived == ZYDIS_REGISTER_NONE || ops[0].reg.value != sp_derived)))
+    return false;
+  const ZydisDecodedOperand &op = ops[1];
+  return op.type == ZYDIS_OPERAND_TYPE_MEMORY && op.mem.disp.has_displacement && op.mem.disp.value == guard &&
+         op.mem.index == ZYDIS_REGISTER_NONE && op.mem.segment != ZYDIS_REGISTER_FS &&
+         op.mem.segment != ZYDIS_REGISTER_GS;
+}
+
+// `LEAQ -n(SP), R` or `MOVQ SP, R` (then `SUBQ $n, R`): R holds SP minus the frame for the compare.
+ZydisRegister sp_copy(const ZydisDecodedInstruction &insn, const ZydisDecodedOperand *ops, ZydisRegister sp) {
+  if (insn.operand_count_visible != 2 || ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER)
+    return ZYDIS_REGISTER_NONE;
+  if (insn.mnemonic == ZYDIS_MNEMONIC_LEA && ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[1].mem.base == sp &&
+      ops[1].mem.index == ZYDIS_REGISTER_NONE)
+    return ops[0].reg.value;
+  if (insn.mnemonic == ZYDIS_MNEMONIC_MOV && ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[1].reg.value == sp)
+    return ops[0].reg.value;
+  return ZYDIS_REGISTER_NONE;
+}
+
+// `MOVQ 16(reg), reg2` (MOVL 8(reg), reg2 on 386): g.stackguard0 loaded for Go 1.16's big-frame check.
+bool is_stackguard_load(const ZydisDecodedInstruction &insn, const ZydisDecodedOperand *ops, int64_t guard) {
+  return insn.mnemonic == ZYDIS_MNEMONIC_MOV && insn.operand_count_visible == 2 &&
+         ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+         ops[1].mem.disp.has_displacement && ops[1].mem.disp.value == guard &&
+         ops[1].mem.index == ZYDIS_REGISTER_NONE && ops[1].mem.segment != ZYDIS_REGISTER_FS &&
+         ops[1].mem.segment != ZYDIS_REGISTER_GS;
+}
+
+// `CMPQ reg, $StackPreempt`: StackPreempt is uintptrMask & -1314 (0xfffffade; sign-extended on amd64).
+bool is_preempt_compare(const ZydisDecodedInstruction &insn, const ZydisDecodedOperand *ops, ZydisRegister reg) {
+  return insn.mnemonic == ZYDIS_MNEMONIC_CMP && insn.operand_count_visible == 2 &&
+         ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[0].reg.value == reg &&
+         ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+         static_cast<int32_t>(static_cast<uint32_t>(ops[1].imm.value.u)) == -1314;
 }
 
 CodeFacts analyze_x86(const std::vector<uint8_t> &code, uint64_t vaddr, bool long_mode) {
@@ -35,11 +66,22 @@ CodeFacts analyze_x86(const std::vector<uint8_t> &code, uint64_t vaddr, bool lon
   else
     ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
   const int64_t guard = long_mode ? 16 : 8;
+  const ZydisRegister sp = long_mode ? ZYDIS_REGISTER_RSP : ZYDIS_REGISTER_ESP;
+  ZydisRegister sp_derived = ZYDIS_REGISTER_NONE;
   ZydisDecodedInstruction insn;
   ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
   size_t offset = 0;
   int index = 0;
   bool saw_compare = false;
+  // Go 1.16's check for frames over StackBig (4 KB) reads g.stackguard0 into a register, compares it
+  // with StackPreempt (JEQ morestack), then compares SP-relative arithmetic with the frame size
+  // (JLS morestack): `MOVQ 16(CX), SI; CMPQ SI, $-0x522; JEQ m; LEAQ n(SP), AX; SUBQ SI, AX;
+  // CMPQ AX, $size; JLS m` (go1.16 cmd/internal/obj/x86/obj6.go, stacksplit). The body starts after
+  // the second branch, which goes to the same morestack call as the first.
+  ZydisRegister guard_reg = ZYDIS_REGISTER_NONE;
+  bool saw_preempt_compare = false;
+  uint64_t morestack = 0; // target of the JEQ after the StackPreempt compare
+  bool saw_any_compare = false;
   // Go text holds no data between instructions (jump tables are separate symbols) and pads with
   // INT3, so a linear sweep from the entry to the end decodes every instruction.
   while (offset < code.size()) {
@@ -55,14 +97,33 @@ CodeFacts analyze_x86(const std::vector<uint8_t> &code, uint64_t vaddr, bool lon
       facts.returns.push_back(address);
     // The check is within the first few instructions: [LEAQ -n(SP), R12 | MOVQ SP, R12; SUBQ $n, R12;
     // JB ...] CMPQ ..., 16(R14); JBE.
-    if (index < 8) {
-      if (is_stack_bound_compare(insn, ops, guard))
+    if (index < 10) {
+      bool forward = insn.operand_count_visible == 1 && ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+                     ops[0].imm.value.s > 0; // to the morestack call after the body
+      uint64_t target = forward ? address + insn.length + static_cast<uint64_t>(ops[0].imm.value.s) : 0;
+      if (ZydisRegister copy = sp_copy(insn, ops, sp); copy != ZYDIS_REGISTER_NONE)
+        sp_derived = copy;
+      if (is_stack_bound_compare(insn, ops, guard, sp, sp_derived)) {
         saw_compare = true;
-      else if (saw_compare && !facts.after_stack_check) {
-        if (insn.mnemonic == ZYDIS_MNEMONIC_JBE && ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
-            ops[0].imm.value.s > 0) // forward, to the morestack call after the body
+      } else if (saw_compare && !facts.after_stack_check) {
+        if (insn.mnemonic == ZYDIS_MNEMONIC_JBE && forward)
           facts.after_stack_check = address + insn.length;
         saw_compare = false;
+      } else if (is_stackguard_load(insn, ops, guard)) {
+        guard_reg = ops[0].reg.value;
+      } else if (guard_reg != ZYDIS_REGISTER_NONE && is_preempt_compare(insn, ops, guard_reg)) {
+        saw_preempt_compare = true;
+      } else if (saw_preempt_compare && !morestack) {
+        if (insn.mnemonic == ZYDIS_MNEMONIC_JZ && forward)
+          morestack = target;
+        saw_preempt_compare = false;
+      } else if (morestack && !facts.after_stack_check) {
+        if (insn.mnemonic == ZYDIS_MNEMONIC_CMP)
+          saw_any_compare = true;
+        else if (saw_any_compare && insn.mnemonic == ZYDIS_MNEMONIC_JBE && target == morestack)
+          facts.after_stack_check = address + insn.length;
+        else
+          saw_any_compare = false;
       }
     }
     offset += insn.length;

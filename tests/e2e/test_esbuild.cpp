@@ -303,3 +303,89 @@ TEST_CASE("esbuild: declared ReadFile signatures that do not add up to .gopclnta
               "[{name: contents, type: string}, {name: err, type: error}, {name: originalError, type: error}]", 72);
   }
 }
+
+TEST_CASE("esbuild, Go 1.16 to 1.26: a failed ReadFile's error results are named from the type descriptors") {
+  // The project imports ./bad.js, a symlink to /proc/self/mem: esbuild lists it as a file, and
+  // reading it fails with EIO (esbuild: `Cannot read file "...mem": input/output error`). Its
+  // source: ReadFile returns the error unwrapped from its *fs.PathError (a syscall.Errno), and since
+  // 0.14 the original *fs.PathError as well.
+  // These binaries have no DWARF: the names come from moduledata.types, spelled as DWARF would.
+  e2e::require_bpf();
+  for (const Release &r : kReleases) {
+    std::string binary = fetch(r, "e2e-esbuild-errors");
+    const std::string release_name = r.spec;
+    CAPTURE(release_name);
+    std::string dir = e2e::temp_dir("esbuild-errors-" + safe_name(r.spec));
+    auto built = weave_build(e2e::source("tests/e2e/esbuild/" + std::string(r.probe_spec)), binary, dir + "/out");
+    INFO(built.err);
+    REQUIRE(built.status == 0);
+    fs::create_directories(dir + "/project");
+    std::ofstream(dir + "/project/entry.js") << "import x from './bad.js'; console.log(x)\n";
+    fs::create_symlink("/proc/self/mem", dir + "/project/bad.js");
+    auto traced = run_in(dir + "/project", {dir + "/out/tracer", "--format", "json", "--", binary, "entry.js",
+                                            "--bundle", "--outfile=out.js"});
+    INFO(traced.err);
+    CHECK(traced.status == 1); // esbuild's own status: the build failed
+    CHECK(traced.err.find("input/output error") != std::string::npos);
+    size_t failed = 0, succeeded = 0;
+    for (const json &e : e2e::json_lines(traced.out)) {
+      if (e["function"] != kReadFile || e["kind"] != "return")
+        continue;
+      const json &res = e["results"];
+      CAPTURE(res.dump());
+      if (res["err"].is_null()) {
+        ++succeeded; // entry.js
+        continue;
+      }
+      ++failed;
+      CHECK(res["contents"] == "");
+      CHECK(res["err"] == json{{"type", "syscall.Errno"}, {"value", 5}}); // EIO
+      if (std::string(r.abi) != "ABI0") {
+        REQUIRE(res["originalError"].is_object());
+        CHECK(res["originalError"]["type"] == "*io/fs.PathError");
+        CHECK(res["originalError"].contains("value")); // a pointer: its address
+      }
+    }
+    CHECK(failed == 1);
+    CHECK(succeeded >= 1);
+  }
+}
+
+TEST_CASE("esbuild 0.11.23 (Go 1.16): one entry per call of a function with a frame over 4 KB") {
+  // bundler.parseFile's 9.5 KB frame has Go 1.16's big-frame prologue (StackPreempt compare, JEQ,
+  // then the frame-size compare, JLS). It runs on fresh goroutines, whose stacks must grow first:
+  // a probe at its first instruction fires once before morestack and once after. weave places it
+  // after both branches (0x794091, where objdump shows the body start).
+  e2e::require_bpf();
+  const Release r{"esbuild-linux-64@0.11.23", "go1.16", "ABI0", 960, "", ""};
+  std::string binary = fetch(r, "e2e-esbuild-bigframe");
+  std::string dir = e2e::temp_dir("esbuild-bigframe");
+  std::string spec = dir + "/spec.yaml";
+  // The whole argument area as one opaque array: only the call's entry and return matter here.
+  std::ofstream(spec) << "probes:\n  - function: github.com/evanw/esbuild/internal/bundler.parseFile\n"
+                         "    params: [{name: args, type: {array: uint8, len: 960}}]\n    return: true\n";
+  auto built = weave_build(spec, binary, dir + "/out");
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  json manifest = json::parse(e2e::read_file(dir + "/out/probes.json"));
+  std::set<std::string> entries_at;
+  for (const auto &p : manifest["probes"])
+    for (const auto &a : p["attach"])
+      if (a["kind"] == "entry")
+        entries_at.insert(a["vaddr"].get<std::string>());
+  CHECK(entries_at == std::set<std::string>{"0x794091"});
+  std::string project = make_project(dir);
+  auto traced = run_in(project, {dir + "/out/tracer", "--format", "json", "--", binary, "entry.js", "--bundle",
+                                 "--outfile=out.js"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::map<long long, int> entries, returns;
+  for (const json &e : e2e::json_lines(traced.out)) {
+    CAPTURE(e.dump());
+    (e["kind"] == "entry" ? entries : returns)[e["goid"].get<long long>()]++;
+    if (e["kind"] == "return")
+      CHECK(e.contains("duration_ns"));
+  }
+  CHECK(entries.size() >= 4); // the project's four modules, each parsed on a goroutine of its own
+  CHECK(entries == returns);
+}

@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <csignal>
+#include <map>
 #include <set>
+#include <sstream>
 
 namespace {
 
@@ -97,4 +99,90 @@ TEST_CASE("without privileges the tracer says it cannot load BPF") {
   CAPTURE(r.err);
   CHECK(r.status != 0);
   CHECK(r.err.find("cannot load BPF programs") != std::string::npos);
+}
+
+namespace {
+
+// A tracer attached with --pid while main.Sleepy calls are in flight: goroutine i of
+// `-sleepers 60` calls Sleepy(10*(i+1) ms) twice, so the first calls of the slower goroutines began
+// before the probes were there. Their returns come without an entry, and every format says so.
+// Returns the tracer's stdout.
+std::string trace_mid_call(const std::string &dir, const std::vector<std::string> &format) {
+  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/latency.yaml"), e2e::fixture("fixture"), "-o",
+                         dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto target = e2e::spawn({e2e::fixture("fixture"), "-wait-signal", "-rounds", "0", "-sleepers", "60"}, dir);
+  REQUIRE(target.wait_for_err("ready"));
+  kill(target.pid, SIGUSR1); // the sleepers start now; the tracer attaches some 100 ms later
+  std::vector<std::string> argv = {dir + "/out/tracer", "--pid", std::to_string(target.pid), "--no-summary"};
+  argv.insert(argv.end(), format.begin(), format.end());
+  auto trace = e2e::spawn(argv, dir);
+  REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing"), trace.read_err());
+  CHECK(target.wait() == 0);
+  CHECK(trace.wait(20000) == 0);
+  return trace.read_out();
+}
+
+} // namespace
+
+TEST_CASE("a return whose entry came before the tracer attached says so, in text and JSON") {
+  e2e::require_bpf();
+  // JSON: such a return has "entry_seen": false and no duration_ns; every other one has both an
+  // entry and a duration. Each goroutine (goid) makes two calls one after the other, so at most one
+  // of them is cut by the attach.
+  std::string json_out = trace_mid_call(e2e::temp_dir("mode-midcall-json"), {"--format", "json"});
+  std::map<long long, int> entries, paired, unpaired;
+  for (const auto &e : e2e::json_lines(json_out)) {
+    if (e["function"] != "main.Sleepy")
+      continue;
+    long long goid = e["goid"].get<long long>();
+    if (e["kind"] == "entry") {
+      ++entries[goid];
+      continue;
+    }
+    CAPTURE(e.dump());
+    if (e.contains("duration_ns")) {
+      CHECK_FALSE(e.contains("entry_seen"));
+      CHECK(e["duration_ns"].get<long long>() >= e["results"]["~r0"].get<long long>() * 1000000);
+      ++paired[goid];
+    } else {
+      REQUIRE(e.contains("entry_seen"));
+      CHECK(e["entry_seen"] == false);
+      ++unpaired[goid];
+    }
+  }
+  CHECK(unpaired.size() >= 1); // the 600 ms calls, at least, were under way when it attached
+  CHECK(entries.size() >= 1);
+  size_t whole = 0;
+  for (auto [goid, n] : unpaired) {
+    CAPTURE(goid);
+    CHECK(n == 1); // at most one call of a goroutine was under way at the attach
+    CHECK(entries.count(goid) + n <= 2);
+  }
+  for (auto [goid, n] : entries) {
+    CAPTURE(goid);
+    CHECK(paired.count(goid) == 1);
+    CHECK(paired[goid] == n); // every call whose entry was seen returned with a duration
+    whole += static_cast<size_t>(n);
+  }
+  MESSAGE(unpaired.size() << " returns without their entry, " << whole << " whole calls");
+
+  // Text: the same marker the call tree uses, where the duration would be.
+  std::string text = trace_mid_call(e2e::temp_dir("mode-midcall-text"), {});
+  size_t marked = 0, returns = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\u2190 main.Sleepy(") == std::string::npos)
+      continue;
+    ++returns;
+    CAPTURE(line);
+    bool unseen = line.size() > 18 && line.substr(line.size() - 18) == "  (entry not seen)";
+    marked += unseen;
+    // Otherwise the line ends in a duration of at least 10ms ("10.1ms", "1.2s").
+    if (!unseen)
+      CHECK((line.substr(line.size() - 2) == "ms" || line.back() == 's'));
+  }
+  CHECK(marked >= 1);
+  CHECK(returns > marked);
 }

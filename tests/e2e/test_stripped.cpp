@@ -184,4 +184,51 @@ TEST_CASE("array lengths no Go value can have are refused where the spec says th
   CHECK(expr.status == 1);
   CHECK(expr.err.find("error[type-too-large]") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir2 + "/out"));
+
+TEST_CASE("interfaces and errors in stripped binaries are named from the runtime's type descriptors") {
+  // main.Check(err error, v any) error, declared: the dynamic types come from the binary's own
+  // moduledata.types (no DWARF, no symbols), and must be what the program says it passed, value for
+  // value, in a stripped executable and in a stripped PIE (descriptors at their load address).
+  e2e::require_bpf();
+  for (const char *binary : {"fixture_stripped", "fixture_pie_stripped"}) {
+    CAPTURE(binary);
+    std::string dir = e2e::temp_dir(std::string("stripped-iface-") + binary);
+    auto built = build(dir,
+                       "probes:\n"
+                       "  - function: main.Check\n"
+                       "    params: [{name: err, type: error}, {name: v, type: any}]\n"
+                       "    results: [{name: res, type: error}]\n"
+                       "    capture: [err, v]\n"
+                       "    return: true\n",
+                       binary);
+    INFO(built.err);
+    REQUIRE(built.status == 0);
+    auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture(binary), "-truth",
+                            dir + "/truth.jsonl", "-rounds", "6"});
+    INFO(traced.err);
+    REQUIRE(traced.status == 0);
+    std::vector<json> want_args, want_results, args, results;
+    for (auto &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"))) {
+      if (t["function"] == "main.Check")
+        want_args.push_back(t["args"]);
+      if (t["function"] == "main.Check:return")
+        want_results.push_back(json{{"res", t["args"]["~r0"]}});
+    }
+    for (auto &e : e2e::json_lines(traced.out)) {
+      if (e["function"] != "main.Check")
+        continue;
+      (e["kind"] == "entry" ? args : results).push_back(e["kind"] == "entry" ? e["args"] : e["results"]);
+    }
+    REQUIRE(want_args.size() == 6);
+    REQUIRE(args.size() == want_args.size());
+    REQUIRE(results.size() == want_results.size());
+    size_t named = 0;
+    for (size_t i = 0; i < args.size(); ++i) {
+      CHECK(args[i] == want_args[i]);
+      CHECK(results[i] == want_results[i]);
+      for (const json *v : {&args[i]["err"], &args[i]["v"], &results[i]["res"]})
+        named += v->is_object() && (*v)["type"].is_string();
+    }
+    CHECK(named == 14); // per 3 rounds: 2 errors, 3 values, 2 results; nil otherwise
+  }
 }

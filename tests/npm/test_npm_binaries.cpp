@@ -14,6 +14,7 @@
 #include "binary/binary.h"
 #include "binary/pclntab.h"
 #include "common/diag.h"
+#include "disasm/disasm.h"
 
 #include <Zydis/Zydis.h>
 #include <doctest/doctest.h>
@@ -24,6 +25,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -56,6 +59,9 @@ const Release kGo123{"@esbuild/linux-x64@0.25.0", "go1.23.5", 0xfffffff1, 24};
 // No .go.buildinfo at all (see buildinfo.cpp, recover_from_runtime_variables): the version comes
 // from runtime.buildVersion.
 const Release kGo126{"@esbuild/linux-x64@0.28.2", "go1.26.5", 0xfffffff1, 24};
+
+// Go 1.16 as well; its binary has 35 functions with frames over 4 KB (bundler.parseFile among them).
+const Release kGo116Big{"esbuild-linux-64@0.11.23", "go1.16", 0xfffffffa, 56};
 
 const char *kReadFile = "github.com/evanw/esbuild/internal/fs.(*realFS).ReadFile";
 
@@ -373,6 +379,95 @@ void check_release(const Release &release) {
                << tb_physical << " physical, " << tb_inlined << " inlined), all equal");
 }
 
+// Where the entry probe of every function goes, checked against GNU objdump's decoding of the whole
+// .text (binutils, a decoder independent of Zydis; `go tool objdump` refuses binaries without a
+// symbol table). In objdump's words, the body starts after the first forward `jbe` that follows
+// either `cmp REG,QWORD PTR [G+0x10]` (g.stackguard0: small and medium frames, every version) or,
+// for Go 1.16's frames over 4 KB, `mov REG,QWORD PTR [G+0x10]; cmp REG,0xfffffffffffffade;
+// je M; ...; jbe M` (StackPreempt first, then the frame size; both branches go to morestack).
+// Returns {functions compared, with a stack check, with the big-frame StackPreempt form}.
+struct PrologueCounts {
+  size_t functions = 0, checked = 0, big = 0, undecodable = 0;
+};
+PrologueCounts check_entry_placement(const Release &release) {
+  std::string path = fetch(release);
+  if (std::system("command -v objdump >/dev/null 2>&1") != 0) {
+    std::cout << "SKIPPED: binutils' objdump is not installed: it is the reference disassembler here"
+              << std::endl;
+    std::exit(77);
+  }
+  BinaryImage image = load_binary(path);
+  auto pcln = Pclntab::load(image);
+  REQUIRE(pcln);
+  // The first 10 instructions of each function, from one objdump run over .text.
+  std::map<uint64_t, std::vector<std::pair<uint64_t, std::string>>> heads;
+  for (const PclnFunction &fn : pcln->functions())
+    heads[fn.entry];
+  {
+    std::string cmd = "objdump -d -M intel --no-show-raw-insn -j .text '" + path + "'";
+    FILE *pipe = popen(cmd.c_str(), "r");
+    REQUIRE(pipe);
+    static const std::regex insn_line(R"(^\s*([0-9a-f]+):\s+(.*\S)\s*$)");
+    std::cmatch m;
+    char line[4096];
+    std::vector<std::pair<uint64_t, std::string>> *current = nullptr;
+    while (fgets(line, sizeof line, pipe)) {
+      if (!std::regex_search(line, m, insn_line))
+        continue;
+      uint64_t address = std::stoull(m[1], nullptr, 16);
+      auto it = heads.find(address);
+      if (it != heads.end())
+        current = &it->second;
+      if (current && current->size() < 10)
+        current->push_back({address, m[2]});
+    }
+    REQUIRE(pclose(pipe) == 0);
+  }
+  static const std::regex bound_compare(R"(^cmp\s+\w+,QWORD PTR \[\w+\+0x10\]$)");
+  static const std::regex guard_load(R"(^mov\s+(\w+),QWORD PTR \[\w+\+0x10\]$)");
+  static const std::regex branch(R"(^(jbe|je)\s+(?:0x)?([0-9a-f]+)\b)");
+  PrologueCounts counts;
+  for (const PclnFunction &fn : pcln->functions()) {
+    const auto &insns = heads[fn.entry];
+    std::optional<uint64_t> want;
+    bool big = false;
+    std::smatch m, b;
+    for (size_t i = 0; i + 1 < insns.size() && !want; ++i) {
+      const std::string &text = insns[i].second;
+      if (std::regex_match(text, bound_compare) && std::regex_search(insns[i + 1].second, b, branch) &&
+          b[1] == "jbe" && std::stoull(b[2], nullptr, 16) > insns[i + 1].first && i + 2 < insns.size())
+        want = insns[i + 2].first;
+      else if (std::regex_match(text, m, guard_load) && i + 2 < insns.size() &&
+               insns[i + 1].second == "cmp    " + m[1].str() + ",0xfffffffffffffade" &&
+               std::regex_search(insns[i + 2].second, b, branch) && b[1] == "je") {
+        std::string morestack = b[2];
+        for (size_t j = i + 3; j + 1 < insns.size() && !want; ++j)
+          if (std::regex_search(insns[j].second, b, branch) && b[1] == "jbe" && b[2] == morestack) {
+            want = insns[j + 1].first;
+            big = true;
+          }
+      }
+    }
+    CodeFacts facts = analyze_x86_64(read_bytes(image, fn.entry, fn.end - fn.entry), fn.entry);
+    CAPTURE(fn.name);
+    CAPTURE(hex(fn.entry));
+    if (!facts.error.empty()) {
+      // Not code (crypto/internal/boring/sig's markers are bytes in TEXT): weave refuses to probe it.
+      ++counts.undecodable;
+      continue;
+    }
+    CHECK(facts.after_stack_check == want);
+    ++counts.functions;
+    counts.checked += want.has_value();
+    counts.big += big;
+  }
+  MESSAGE(std::string(release.spec) << ": " << counts.functions << " functions, " << counts.checked
+                       << " stack checks (" << counts.big
+                       << " of the big-frame StackPreempt form) placed as objdump reads them; "
+                       << counts.undecodable << " not code");
+  return counts;
+}
+
 } // namespace
 
 TEST_CASE("esbuild 0.8.57: Go 1.16, magic 0xfffffffa, ABI0, pointer-format build info") {
@@ -417,4 +512,32 @@ TEST_CASE("fetch.sh reports an unreachable registry as skipped (77)") {
                             << " for an unreachable registry");
   }
   fs::remove_all(tmp);
+}
+
+TEST_CASE("Go 1.16 frames over 4 KB: the entry probe goes after the StackPreempt and frame-size checks") {
+  // esbuild 0.11.23: bundler.parseFile and 34 more have `mov rsi,[rcx+0x10]; cmp rsi,$-0x522; je;
+  // lea; sub; cmp; jbe`; a probe at their first instruction fires again on every stack growth.
+  PrologueCounts counts = check_entry_placement(kGo116Big);
+  CHECK(counts.big == 35);
+  // bundler.parseFile at 0x794060: the body starts at 0x794091, after `jbe 0x7995a0` (objdump).
+  BinaryImage image = load_binary(fetch(kGo116Big));
+  auto pcln = Pclntab::load(image);
+  REQUIRE(pcln);
+  const PclnFunction *parse = pcln->find("github.com/evanw/esbuild/internal/bundler.parseFile");
+  REQUIRE(parse);
+  CHECK(parse->entry == 0x794060);
+  CodeFacts facts = analyze_x86_64(read_bytes(image, parse->entry, parse->end - parse->entry), parse->entry);
+  CHECK(facts.after_stack_check == std::optional<uint64_t>(0x794091));
+  CHECK(counts.checked > counts.functions / 2);
+  PrologueCounts older = check_entry_placement(kGo116);
+  CHECK(older.big > 0);
+}
+
+TEST_CASE("entry placement agrees with objdump over every function, Go 1.17 to 1.26") {
+  for (const Release *release : {&kGo117, &kGo119, &kGo123, &kGo126}) {
+    PrologueCounts counts = check_entry_placement(*release);
+    CHECK(counts.big == 0); // Go 1.17 dropped the StackPreempt compare: big frames compare SP-n
+    CHECK(counts.checked > counts.functions / 2);
+    CHECK(counts.undecodable < 5);
+  }
 }

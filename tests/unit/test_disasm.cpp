@@ -149,3 +149,56 @@ TEST_CASE("hand-made code: RET forms, and bytes that only look like RET") {
   CHECK_FALSE(bad.error.empty());
   CHECK(bad.returns.empty());
 }
+
+TEST_CASE("386 and amd64: the stack check's end agrees with go tool objdump, all functions") {
+  // objdump's view: the body starts after the first JBE that follows the compare of SP, or of a
+  // register just computed from SP, with g.stackguard0 (0x8(CX) on 386, 0x10(R14) or 0x10(CX) on amd64).
+  struct Case {
+    std::string file;
+    bool i386;
+  };
+  for (const Case &c : {Case{"fixture_386", true}, Case{"fixture", false}}) {
+    std::string path = std::string(WEAVE_FIXTURE_DIR) + "/" + c.file;
+    CAPTURE(path);
+    BinaryImage image = load_binary(path);
+    auto listing = objdump(path, ".");
+    REQUIRE(listing.size() > 1000);
+    // Go's objdump has printed the operands in either order over the versions.
+    static const std::regex compare(R"(^CMP[LQ] (?:0x(8|10)\((?:CX|R14)\), (SP|[A-Z0-9]+)|(SP|[A-Z0-9]+), 0x(8|10)\((?:CX|R14)\))$)");
+    static const std::regex sp_copy(R"(^(LEA[LQ] -?0x[0-9a-f]+\(SP\)|MOV[LQ] SP), ([A-Z0-9]+)$)");
+    size_t compared = 0, checked = 0;
+    for (const ElfSymbol &fn : image.functions) {
+      auto it = listing.find(fn.name);
+      if (it == listing.end() || it->second.empty() || fn.size == 0)
+        continue;
+      const std::vector<Instruction> &insns = it->second;
+      std::optional<uint64_t> want;
+      std::string derived = "SP";
+      std::smatch m;
+      for (size_t i = 0; i + 2 < insns.size() && i < 8 && !want; ++i) {
+        if (std::regex_match(insns[i].text, m, sp_copy))
+          derived = m[2];
+        if (std::regex_match(insns[i].text, m, compare)) {
+          std::string guard = m[1].matched ? m[1].str() : m[4].str();
+          std::string reg = m[1].matched ? m[2].str() : m[3].str();
+          if (guard == (c.i386 ? "8" : "10") && (reg == "SP" || reg == derived) &&
+              insns[i + 1].text.rfind("JBE ", 0) == 0)
+            want = insns[i + 2].address;
+        }
+      }
+      std::vector<uint8_t> code = read_bytes(image, fn.address, fn.size);
+      CodeFacts facts = c.i386 ? analyze_i386(code, fn.address) : analyze_x86_64(code, fn.address);
+      if (!facts.error.empty())
+        continue;
+      CAPTURE(fn.name);
+      CAPTURE(want.value_or(0));
+      CAPTURE(facts.after_stack_check.value_or(0));
+      CHECK(facts.after_stack_check == want);
+      ++compared;
+      checked += want.has_value();
+    }
+    CHECK(compared > 1000);
+    CHECK(checked > compared / 2);
+    MESSAGE(c.file << ": " << compared << " functions, " << checked << " stack checks agree with go tool objdump");
+  }
+}

@@ -6,6 +6,7 @@
 #include "binary/binary.h"
 #include "binary/pclntab.h"
 #include "common/diag.h"
+#include "debuginfo/debuginfo.h"
 
 #include <doctest/doctest.h>
 
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -747,4 +749,90 @@ TEST_CASE("damaged tables never crash the reader") {
                              << " rejected at load");
   CHECK(loaded + rejected == 250);
   CHECK(rejected > 0);
+}
+
+TEST_CASE("runtime type descriptors name every type DWARF lists, as DWARF names it") {
+  // DWARF's go_runtime_type attributes are the oracle: for each, the descriptor read from the binary
+  // alone has DWARF's kind, size and name. The stripped and PIE builds of the same program are read
+  // at the same link addresses (the PIE through its relocations), with no DWARF to help.
+  struct Case {
+    std::string path, without_dwarf;
+  };
+  for (const Case &c : {Case{kFixture, kStripped}, Case{kFixture386, ""}, Case{kFixtureArm64, ""},
+                        Case{kFixtures + "/fixture_pie", ""}, Case{kInlinePie, ""}}) {
+    CAPTURE(c.path);
+    BinaryImage image = load_binary(c.path);
+    Pclntab table = load_table(c.path);
+    REQUIRE(image.types_base);
+    CHECK(table.types_start() == *image.types_base);
+    REQUIRE(table.types_end() > table.types_start());
+    auto debug = DebugInfo::open(c.path, image.ptr_size);
+    REQUIRE(debug);
+    std::optional<Pclntab> stripped;
+    if (!c.without_dwarf.empty())
+      stripped = load_table(c.without_dwarf);
+    size_t types = 0, same = 0;
+    std::map<uint64_t, size_t> differ; // by kind: unnamed structs, funcs, interfaces spell packages short
+    std::set<uint64_t> starts;
+    size_t absolute = 0;
+    for (const RuntimeType &t : debug->runtime_types()) {
+      uint64_t at = *image.types_base + t.address;
+      if (at >= table.types_end() && t.address >= table.types_start() && t.address < table.types_end()) {
+        // The linker's own base types (uintptr, unsafe.Pointer) carry an absolute address where
+        // every other type has an offset from runtime.types.
+        at = t.address;
+        ++absolute;
+      }
+      starts.insert(at);
+      CAPTURE(t.name);
+      CAPTURE(hex(at));
+      auto got = table.type_at(at);
+      REQUIRE(got);
+      CHECK((t.kind == 0 || got->kind == t.kind)); // the linker's own pointer types have no go_kind
+      CHECK((t.size == 0 || got->size == t.size)); // DWARF gives pointers no byte_size
+      ++types;
+      if (got->name == t.name) {
+        ++same;
+      } else {
+        // Only structs, funcs, interfaces and maps (and types made of them) may be spelled the
+        // runtime's way, with package names instead of paths; everything else is named as DWARF does.
+        bool composite = t.name.find("struct {") != std::string::npos || t.name.find("func(") != std::string::npos ||
+                         t.name.find("interface {") != std::string::npos || t.name.find("map[") != std::string::npos ||
+                         t.name.rfind("noalg.", 0) == 0; // map buckets: the compiler's own, never in an interface
+        CHECK_MESSAGE(composite, got->name << " != DWARF's " << t.name);
+        ++differ[t.kind];
+      }
+      if (stripped) {
+        auto s = stripped->type_at(at);
+        REQUIRE(s);
+        CHECK(s->name == got->name);
+        CHECK(s->kind == got->kind);
+      }
+    }
+    CHECK(types > 300);
+    CHECK(absolute <= 2);
+    CHECK(same * 10 > types * 9);
+    std::string by_kind;
+    for (auto [kind, n] : differ)
+      by_kind += " kind " + std::to_string(kind) + ": " + std::to_string(n);
+    MESSAGE(c.path << ": " << types << " descriptors, " << same << " named exactly as DWARF; spelled the "
+                   << "runtime's way:" << (by_kind.empty() ? " none" : by_kind));
+
+    // Addresses that are not where a descriptor starts are never named: inside one, before the
+    // types, at their end, a function's code.
+    size_t inside = 0;
+    for (uint64_t at : starts)
+      for (uint64_t delta : {uint64_t{1}, uint64_t{4}, uint64_t(image.ptr_size), uint64_t(2 * image.ptr_size),
+                             uint64_t(3 * image.ptr_size)})
+        if (!starts.count(at + delta)) {
+          CAPTURE(hex(at + delta));
+          CHECK_FALSE(table.type_at(at + delta));
+          ++inside;
+        }
+    CHECK(inside > 1000);
+    CHECK_FALSE(table.type_at(table.types_start() - static_cast<uint64_t>(image.ptr_size)));
+    CHECK_FALSE(table.type_at(table.types_end()));
+    CHECK_FALSE(table.type_at(table.functions().front().entry));
+    CHECK_FALSE(table.type_at(0));
+  }
 }

@@ -22,6 +22,8 @@
 #include "output.h"
 #include "payload.h"
 #include "stats.h"
+#include "symbolize.h"
+#include "binary/pclntab.h"
 
 #include "allocation_counter.h" // the hot-path tests below count allocations
 
@@ -663,4 +665,107 @@ TEST_CASE("stats: the table, and hits == events + lost") {
   report.run_time_known = true;
   report.programs[0].runs = 0;
   CHECK(format_stats(m, report)[1].substr(format_stats(m, report)[1].size() - 1) == "-");
+}
+
+namespace {
+
+// main.Check's return event in the stripped fixture: `res error` and the call's duration.
+json check_return_manifest() {
+  json field_type = {{"name", "type"}, {"kind", "uint"}, {"go_type", "*runtime._type"}, {"size", 8}, {"offset", 56}};
+  json field_data = {{"name", "data"}, {"kind", "pointer"}, {"go_type", "unsafe.Pointer"}, {"size", 8}, {"offset", 64}};
+  json field_value = {{"name", "value"}, {"kind", "uint"}, {"go_type", "uint64"}, {"size", 8}, {"offset", 72}};
+  json field_text = {{"name", "text"}, {"kind", "string"}, {"go_type", "string"}, {"size", 16},
+                     {"offset", 80},   {"max_len", 64}};
+  return {{"format", 1},
+          {"weave_version", "0.1.0"},
+          {"target",
+           {{"path", WEAVE_FIXTURE_DIR "/fixture_stripped"},
+            {"build_id", "x"},
+            {"go_version", "go1.19.8"},
+            {"arch", "amd64"},
+            {"pointer_size", 8}}},
+          {"event_header_size", 48},
+          {"probes",
+           {{{"id", 0},
+             {"name", "main.Check"},
+             {"function", "main.Check"},
+             {"kind", "return"},
+             {"abi", "ABIInternal"},
+             {"program", "probe_0_return"},
+             {"event_size", 152},
+             {"duration_offset", 48},
+             {"attach", {{{"kind", "return"}, {"vaddr", "0x4a44c0"}, {"file_offset", "0xa44c0"}, {"cookie", 0}}}},
+             {"captures",
+              {{{"expr", "res"},
+                {"type", "error"},
+                {"fault_bit", 0},
+                {"fields", {field_type, field_data, field_value, field_text}},
+                {"interfaces", {""}}}}}}}}};
+}
+
+} // namespace
+
+TEST_CASE("output: without DWARF an interface's type comes from the binary; an address that is none is marked") {
+  std::string stripped = WEAVE_FIXTURE_DIR "/fixture_stripped";
+  // The descriptor of *errors.errorString, found by its name among the stripped binary's own.
+  auto image = load_binary(stripped);
+  auto table = Pclntab::load(image);
+  REQUIRE(table);
+  uint64_t boom_type = 0;
+  for (uint64_t at = table->types_start(); at < table->types_end() && !boom_type; at += 8)
+    if (auto t = table->type_at(at); t && t->name == "*errors.errorString")
+      boom_type = at;
+  REQUIRE(boom_type != 0);
+  Manifest m = parse_ok(check_return_manifest());
+  Symbolizer symbolizer(stripped);
+  REQUIRE(symbolizer.error().empty());
+  EventPrinter text(m, OutputFormat::Text, kStart), json_printer(m, OutputFormat::Json, kStart);
+  text.set_symbolizer(&symbolizer);
+  json_printer.set_symbolizer(&symbolizer);
+  Event e(152);
+  e.header() = {kStart + 2'000'000, 1, 0, 0, 10, 11, 0, WEAVE_EVENT_RETURN};
+  e.u64(48, 1500); // duration
+  e.u64(56, boom_type).u64(64, 0xc000012345).str(80, "boom", 4, 64);
+  auto line = [&](EventPrinter &p) {
+    std::string out;
+    REQUIRE(p.format(e.bytes.data(), e.bytes.size(), out));
+    return out;
+  };
+  CHECK(line(text) == "0.002000 pid=10 tid=11 goid=1 \u2190 main.Check(res=*errors.errorString(\"boom\"))  1.5µs\n");
+  CHECK(json::parse(line(json_printer))["results"]["res"] == json{{"type", "*errors.errorString"}, {"error", "boom"}});
+  // Inside the descriptor, not where one starts: marked with its address, never named.
+  e.u64(56, boom_type + 8);
+  CHECK(line(text) == "0.002000 pid=10 tid=11 goid=1 \u2190 main.Check(res=<unknown type " + [&] {
+          std::string s;
+          append_hex(s, boom_type + 8);
+          return s;
+        }() + ">(0xc000012345))  1.5µs\n");
+  json j = json::parse(line(json_printer));
+  CHECK(j["results"]["res"]["type"].is_null());
+  CHECK(j["results"]["res"]["data"] == "0xc000012345");
+  // Without a symbolizer (no binary to read) the same: marked.
+  EventPrinter bare(m, OutputFormat::Text, kStart);
+  CHECK(line(bare).find("res=<unknown type ") != std::string::npos);
+}
+
+TEST_CASE("output: a return whose entry was not seen says so in text and JSON") {
+  Manifest m = parse_ok(check_return_manifest());
+  EventPrinter text(m, OutputFormat::Text, kStart), json_printer(m, OutputFormat::Json, kStart);
+  Event e(152);
+  e.header() = {kStart + 2'000'000, 1, 0, 0, 10, 11, 0, WEAVE_EVENT_RETURN};
+  auto line = [&](EventPrinter &p) {
+    std::string out;
+    REQUIRE(p.format(e.bytes.data(), e.bytes.size(), out));
+    return out;
+  };
+  // duration 0: the BPF side found no entry to pair the return with.
+  CHECK(line(text) == "0.002000 pid=10 tid=11 goid=1 \u2190 main.Check(res=nil)  (entry not seen)\n");
+  json j = json::parse(line(json_printer));
+  CHECK(j["entry_seen"] == false);
+  CHECK_FALSE(j.contains("duration_ns"));
+  e.u64(48, 2'500'000);
+  CHECK(line(text) == "0.002000 pid=10 tid=11 goid=1 \u2190 main.Check(res=nil)  2.5ms\n");
+  j = json::parse(line(json_printer));
+  CHECK_FALSE(j.contains("entry_seen"));
+  CHECK(j["duration_ns"] == 2'500'000);
 }
