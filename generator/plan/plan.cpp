@@ -266,10 +266,13 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
                                   "uintptr", "float32",   "float64",    "complex64", "complex128",
                                   "array",   "chan",      "func",       "interface", "map",    "ptr",
                                   "slice",   "string",    "struct",     "unsafe.Pointer"};
-    // DWARF's go_runtime_type is an offset from runtime.types (cmd/link dwarf.go, dwarfaddr).
-    for (const RuntimeType &t : debug->runtime_types())
-      plan.runtime_types.push_back({*image.types_base + t.address, t.name,
-                                    t.kind < 27 ? kinds[t.kind] : "invalid", t.size});
+    // DWARF's go_runtime_type is an offset from runtime.types (cmd/link dwarf.go, dwarfaddr), except
+    // for the few descriptors the linker itself makes (uintptr, unsafe.Pointer), which it gives as
+    // absolute addresses: an "offset" past runtime.types' own address is one of those.
+    for (const RuntimeType &t : debug->runtime_types()) {
+      uint64_t address = t.address >= *image.types_base ? t.address : *image.types_base + t.address;
+      plan.runtime_types.push_back({address, t.name, t.kind < 27 ? kinds[t.kind] : "invalid", t.size});
+    }
   }
   if (plan.probes.empty())
     throw UserError("no-probes", "every function the spec's wildcards matched was left out", SourceLoc{spec.path},
