@@ -86,6 +86,7 @@ private:
 struct Job {
   std::string name;                      // [a-z0-9-]+, names its files
   std::string tracer;                    // host path of the weave-built tracer
+  std::string fixture;                   // host path of the arm64 Go program it runs
   std::vector<std::string> fixture_args; // after `-truth /out/NAME.truth`
 };
 
@@ -101,14 +102,18 @@ struct VmRun {
   double wall_seconds = 0; // qemu, host wall clock
 };
 
+const char *const kArm64Loader = "/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1"; // libc6-arm64-cross
+
 std::string quote(const std::string &s) { return "'" + s + "'"; }
 
-VmRun run_in_vm(const std::string &dir, const std::string &fixture_path, const std::vector<Job> &jobs) {
+VmRun run_in_vm(const std::string &dir, const std::vector<Job> &jobs) {
   Cpio cpio;
-  for (const char *d : {"bin", "proc", "sys", "tmp", "out", "w"})
+  for (const char *d : {"bin", "lib", "proc", "sys", "tmp", "out", "w"})
     cpio.dir(d);
+  // A Go PIE asks for the dynamic loader (it needs no library): the cross toolchain's arm64 glibc has it.
+  if (fs::exists(kArm64Loader))
+    cpio.file("lib/ld-linux-aarch64.so.1", e2e::read_file(kArm64Loader));
   cpio.file("bin/busybox", e2e::read_file(arm64_cache() + "/busybox"));
-  cpio.file("w/fixture", e2e::read_file(fixture_path));
   // The init script runs each job, then prints every file it produced between markers, with its size
   // so the host can tell a complete transfer from a cut or garbled one.
   std::string init = "#!/bin/busybox sh\n"
@@ -120,7 +125,9 @@ VmRun run_in_vm(const std::string &dir, const std::string &fixture_path, const s
                      "cd /w\n";
   for (const auto &job : jobs) {
     cpio.file("w/tracer-" + job.name, e2e::read_file(job.tracer));
-    std::string cmd = "./tracer-" + job.name + " -v --format json -- ./fixture -truth /out/" + job.name + ".truth";
+    cpio.file("w/fixture-" + job.name, e2e::read_file(job.fixture));
+    std::string cmd = "./tracer-" + job.name +  " -v --format json -- ./fixture-" + job.name + " -truth /out/" +
+                      job.name + ".truth";
     for (const auto &arg : job.fixture_args)
       cmd += " " + quote(arg);
     init += "t0=$(cut -d' ' -f1 /proc/uptime)\n" + cmd + " > /out/" + job.name + ".out 2> /out/" + job.name +
@@ -279,41 +286,7 @@ size_t compare_values(const JobResult &r) {
   return compared;
 }
 
-} // namespace
-
-TEST_CASE("weave build picks the runtime by the binary's architecture, and says how to get a missing one") {
-  std::string dir = e2e::temp_dir("arm64-runtime-pick");
-  // A weave alone in a directory has no runtime next to it.
-  fs::copy_file(e2e::weave(), dir + "/weave");
-  auto missing = e2e::run({dir + "/weave", "build", e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture_arm64"),
-                           "-o", dir + "/out"});
-  CHECK(missing.status != 0);
-  CHECK(missing.err.find("runtime-missing") != std::string::npos);
-  CHECK(missing.err.find(dir + "/weave-tracer-arm64") != std::string::npos);
-  CHECK(missing.err.find("scripts/arm64-deps.sh") != std::string::npos);
-  CHECK(!fs::exists(dir + "/out"));
-  // An amd64 runtime named for an arm64 binary would never run where the binary runs: refused.
-  auto wrong = e2e::run({e2e::weave(), "build", e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture_arm64"),
-                         "-o", dir + "/out", "--runtime", std::string(WEAVE_BINARY_DIR) + "/weave-tracer"});
-  CHECK(wrong.status != 0);
-  CHECK(wrong.err.find("runtime-arch") != std::string::npos);
-  CHECK(wrong.err.find("built for amd64") != std::string::npos);
-  CHECK(!fs::exists(dir + "/out"));
-  if (fs::exists(tracer_runtime())) {
-    // And the other way round: the arm64 runtime for an amd64 binary.
-    auto reverse = e2e::run({e2e::weave(), "build", e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture"),
-                             "-o", dir + "/out", "--runtime", tracer_runtime()});
-    CHECK(reverse.status != 0);
-    CHECK(reverse.err.find("built for arm64") != std::string::npos);
-  }
-}
-
-TEST_CASE("arm64 in qemu: every captured value matches what the fixture passed (Go 1.19)") {
-  require_vm();
-  std::string dir = e2e::temp_dir("arm64-values");
-  std::string tracer = build_tracer(dir + "/out", "tests/e2e/fixture.yaml", e2e::fixture("fixture_arm64"));
-  VmRun vm = run_in_vm(dir, e2e::fixture("fixture_arm64"), {{"values", tracer, {"-rounds", "3"}}});
-  const JobResult &r = vm.jobs["values"];
+void check_values(const JobResult &r) {
   INFO(r.err);
   REQUIRE(r.status == 0);
   size_t compared = compare_values(r);
@@ -321,15 +294,8 @@ TEST_CASE("arm64 in qemu: every captured value matches what the fixture passed (
   CHECK(compared == 3 * (12 + 4 + 3 + 3 + 5 + 6 + 5 + 7 + 3));
 }
 
-TEST_CASE("arm64 in qemu: results at every RET, args: all, one entry per call while the stack grows") {
-  require_vm();
-  std::string dir = e2e::temp_dir("arm64-returns");
-  std::string tracer = build_tracer(dir + "/out", "tests/e2e/returns.yaml", e2e::fixture("fixture_arm64"));
-  const int depth = 1000; // ~2,000 hits at ~73 µs each under TCG
-  VmRun vm = run_in_vm(dir, e2e::fixture("fixture_arm64"),
-                       {{"divmod", tracer, {"-rounds", "3"}}, {"deep", tracer, {"-rounds", "0", "-deep", std::to_string(depth)}}});
+void check_returns(const JobResult &r) {
   {
-    const JobResult &r = vm.jobs["divmod"];
     INFO(r.err);
     REQUIRE(r.status == 0);
     auto events = e2e::json_lines(r.out);
@@ -380,8 +346,13 @@ TEST_CASE("arm64 in qemu: results at every RET, args: all, one entry per call wh
       CHECK(spill_returns[i]["results"]["~r0"] == sum);
     }
   }
+}
+
+const int kDepth = 1000; // ~2,000 hits at ~73 µs each under TCG
+
+void check_deep(const JobResult &r) {
+  const int depth = kDepth;
   {
-    const JobResult &r = vm.jobs["deep"];
     INFO(r.err);
     REQUIRE(r.status == 0);
     auto events = e2e::json_lines(r.out);
@@ -410,12 +381,7 @@ TEST_CASE("arm64 in qemu: results at every RET, args: all, one entry per call wh
   }
 }
 
-TEST_CASE("arm64 in qemu: goroutine ids from R28 and durations of concurrent calls") {
-  require_vm();
-  std::string dir = e2e::temp_dir("arm64-latency");
-  std::string tracer = build_tracer(dir + "/out", "tests/e2e/latency.yaml", e2e::fixture("fixture_arm64"));
-  VmRun vm = run_in_vm(dir, e2e::fixture("fixture_arm64"), {{"sleepers", tracer, {"-rounds", "0", "-sleepers", "4"}}});
-  const JobResult &r = vm.jobs["sleepers"];
+void check_sleepers(const JobResult &r) {
   INFO(r.err);
   REQUIRE(r.status == 0);
   std::map<uint64_t, int> entries_by_goid, returns_by_goid;
@@ -447,12 +413,7 @@ TEST_CASE("arm64 in qemu: goroutine ids from R28 and durations of concurrent cal
     CHECK(n == 2);
 }
 
-TEST_CASE("arm64 in qemu: stacks walked from LR and R29 match runtime.CallersFrames") {
-  require_vm();
-  std::string dir = e2e::temp_dir("arm64-stacks");
-  std::string tracer = build_tracer(dir + "/out", "tests/e2e/stacks.yaml", e2e::fixture("fixture_arm64"));
-  VmRun vm = run_in_vm(dir, e2e::fixture("fixture_arm64"), {{"stacks", tracer, {"-rounds", "2"}}});
-  const JobResult &r = vm.jobs["stacks"];
+void check_stacks(const JobResult &r) {
   INFO(r.err);
   REQUIRE(r.status == 0);
   std::vector<json> truth, events;
@@ -490,3 +451,174 @@ TEST_CASE("arm64 in qemu: stacks walked from LR and R29 match runtime.CallersFra
   }
   MESSAGE(frames << " frames equal to runtime.CallersFrames");
 }
+
+// Entries (and returns, when the spec has them) of `function` against the fixture's truth lines of
+// `function` (and `function:return`), every recorded expression.
+void check_against_truth(const JobResult &r, const std::string &function, size_t calls) {
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::vector<json> want_args, want_results;
+  for (auto &t : e2e::json_lines(r.truth)) {
+    if (t["function"] == function)
+      want_args.push_back(t["args"]);
+    if (t["function"] == function + ":return")
+      want_results.push_back(t["args"]);
+  }
+  auto events = e2e::json_lines(r.out);
+  auto entries = select(events, function, "entry");
+  auto returns = select(events, function, "return");
+  REQUIRE(want_args.size() == calls);
+  REQUIRE(entries.size() == calls);
+  REQUIRE(returns.size() == want_results.size());
+  size_t compared = 0;
+  for (size_t i = 0; i < calls; ++i) {
+    CAPTURE(i);
+    for (auto &[expr, expected] : want_args[i].items()) {
+      CAPTURE(expr);
+      CHECK(entries[i]["args"][expr] == expected);
+      ++compared;
+    }
+    if (i < want_results.size()) {
+      CHECK(returns[i]["results"] == want_results[i]);
+      compared += want_results[i].size();
+    }
+  }
+  MESSAGE(function << ": compared " << compared << " values");
+  CHECK(compared > 0);
+}
+
+// The jobs of one fixture build: the tracers weave builds for it (picking weave-tracer-arm64 itself)
+// and the runs the checks above read.
+std::vector<Job> jobs_for(const std::string &dir, const std::string &fixture) {
+  std::string values = build_tracer(dir + "/values", "tests/e2e/fixture.yaml", fixture);
+  std::string returns = build_tracer(dir + "/returns", "tests/e2e/returns.yaml", fixture);
+  std::string latency = build_tracer(dir + "/latency", "tests/e2e/latency.yaml", fixture);
+  std::string stacks = build_tracer(dir + "/stacks", "tests/e2e/stacks.yaml", fixture);
+  std::string types = build_tracer(dir + "/types", "tests/e2e/types.yaml", fixture);
+  std::string interfaces = build_tracer(dir + "/interfaces", "tests/e2e/interfaces.yaml", fixture);
+  return {{"values", values, fixture, {"-rounds", "3"}},
+          {"types", types, fixture, {"-rounds", "3"}},
+          {"interfaces", interfaces, fixture, {"-rounds", "3"}},
+          {"divmod", returns, fixture, {"-rounds", "3"}},
+          {"deep", returns, fixture, {"-rounds", "0", "-deep", std::to_string(kDepth)}},
+          {"sleepers", latency, fixture, {"-rounds", "0", "-sleepers", "4"}},
+          {"stacks", stacks, fixture, {"-rounds", "2"}}};
+}
+
+void check_all(VmRun &vm) {
+  {
+    INFO("job values");
+    check_values(vm.jobs["values"]);
+  }
+  {
+    INFO("job types"); // slices, an array, a map and a channel, floats and a complex128 behind pointers
+    check_against_truth(vm.jobs["types"], "main.Collections", 3);
+  }
+  {
+    INFO("job interfaces"); // dynamic types by name: type descriptors found in the arm64 binary
+    check_against_truth(vm.jobs["interfaces"], "main.Check", 3);
+  }
+  {
+    INFO("job divmod");
+    check_returns(vm.jobs["divmod"]);
+  }
+  {
+    INFO("job deep");
+    check_deep(vm.jobs["deep"]);
+  }
+  {
+    INFO("job sleepers");
+    check_sleepers(vm.jobs["sleepers"]);
+  }
+  {
+    INFO("job stacks");
+    check_stacks(vm.jobs["stacks"]);
+  }
+}
+
+} // namespace
+
+// One boot runs every job of a build (boots dominate under TCG); each check says which job it read.
+TEST_CASE("arm64 in qemu (Go 1.19 fixture): values, results at every RET, goroutine ids, durations, stacks") {
+  require_vm();
+  std::string dir = e2e::temp_dir("arm64-go1.19");
+  VmRun vm = run_in_vm(dir, jobs_for(dir, e2e::fixture("fixture_arm64")));
+  check_all(vm);
+}
+
+TEST_CASE("arm64 in qemu (Go 1.26 fixture): values, results at every RET, goroutine ids, durations, stacks") {
+  require_vm();
+  const std::string go = "/usr/local/go/bin/go";
+  if (!fs::exists(go))
+    skip(go + " (Go 1.26) is not installed");
+  std::string dir = e2e::temp_dir("arm64-go1.26");
+  std::string fixture = dir + "/fixture_arm64_go1.26";
+  auto built = e2e::run({"env", "-C", e2e::source("tests/e2e/fixture"), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOPROXY=off",
+                         "GOFLAGS=", go, "build", "-trimpath",
+                         "-buildvcs=false", "-o", fixture, "."},
+                        300000);
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto version = e2e::run({go, "version", fixture});
+  MESSAGE(version.out);
+  VmRun vm = run_in_vm(dir, jobs_for(dir, fixture));
+  check_all(vm);
+}
+
+TEST_CASE("arm64 in qemu (Go 1.19 PIE): probes by file offset, type descriptors and stacks less the load bias") {
+  require_vm();
+  if (!fs::exists(kArm64Loader))
+    skip(std::string(kArm64Loader) + " is missing (it comes with g++-aarch64-linux-gnu): a PIE cannot start");
+  std::string dir = e2e::temp_dir("arm64-pie");
+  std::string fixture = dir + "/fixture_arm64_pie";
+  auto built = e2e::run({"env", "-C", e2e::source("tests/e2e/fixture"), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOPROXY=off",
+                         "GOFLAGS=", WEAVE_GO, "build", "-trimpath",
+                         "-buildvcs=false", "-buildmode=pie", "-o", fixture, "."},
+                        300000);
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  VmRun vm = run_in_vm(dir, jobs_for(dir, fixture));
+  check_all(vm);
+}
+
+TEST_CASE("arm64: a float argument is refused naming its register as Go does, F0 (X0 is an integer register)") {
+  std::string dir = e2e::temp_dir("arm64-float");
+  std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Floats\n    capture: [f, n]\n";
+  auto r = e2e::run({e2e::weave(), "build", dir + "/spec.yaml", e2e::fixture("fixture_arm64"), "-o", dir + "/out"});
+  CHECK(r.status != 0);
+  CHECK(r.err.find("float-in-register") != std::string::npos);
+  CHECK(r.err.find("floating-point register F0") != std::string::npos);
+  CHECK(r.err.find("X0") == std::string::npos);
+  auto funcs = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture_arm64"), "main.Floats"});
+  INFO(funcs.out << funcs.err);
+  CHECK(funcs.out.find("F0") != std::string::npos);
+  CHECK(funcs.out.find("X0") == std::string::npos);
+}
+
+TEST_CASE("weave build picks the runtime by the binary's architecture, and says how to get a missing one") {
+  std::string dir = e2e::temp_dir("arm64-runtime-pick");
+  // A weave alone in a directory has no runtime next to it.
+  fs::copy_file(e2e::weave(), dir + "/weave");
+  auto missing = e2e::run({dir + "/weave", "build", e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture_arm64"),
+                           "-o", dir + "/out"});
+  CHECK(missing.status != 0);
+  CHECK(missing.err.find("runtime-missing") != std::string::npos);
+  CHECK(missing.err.find(dir + "/weave-tracer-arm64") != std::string::npos);
+  CHECK(missing.err.find("scripts/arm64-deps.sh") != std::string::npos);
+  CHECK(!fs::exists(dir + "/out"));
+  // An amd64 runtime named for an arm64 binary would never run where the binary runs: refused.
+  auto wrong = e2e::run({e2e::weave(), "build", e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture_arm64"),
+                         "-o", dir + "/out", "--runtime", std::string(WEAVE_BINARY_DIR) + "/weave-tracer"});
+  CHECK(wrong.status != 0);
+  CHECK(wrong.err.find("runtime-arch") != std::string::npos);
+  CHECK(wrong.err.find("built for amd64") != std::string::npos);
+  CHECK(!fs::exists(dir + "/out"));
+  if (fs::exists(tracer_runtime())) {
+    // And the other way round: the arm64 runtime for an amd64 binary.
+    auto reverse = e2e::run({e2e::weave(), "build", e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture"),
+                             "-o", dir + "/out", "--runtime", tracer_runtime()});
+    CHECK(reverse.status != 0);
+    CHECK(reverse.err.find("built for arm64") != std::string::npos);
+  }
+}
+
