@@ -209,8 +209,7 @@ VmRun run_in_vm(const std::string &dir, const std::vector<Job> &jobs) {
 // runtime by itself.
 std::string build_tracer(const std::string &dir, const std::string &spec, const std::string &binary) {
   auto built = e2e::run({e2e::weave(), "build", e2e::source(spec), binary, "-o", dir});
-  INFO(built.err);
-  REQUIRE(built.status == 0);
+  REQUIRE_MESSAGE(built.status == 0, built.err);
   std::string tracer = dir + "/tracer";
   std::string head = e2e::read_file(tracer).substr(0, 20);
   REQUIRE(head.size() == 20);
@@ -488,6 +487,40 @@ void check_against_truth(const JobResult &r, const std::string &function, size_t
   CHECK(compared > 0);
 }
 
+// The stripped build (-ldflags=-s -w): no DWARF, parameters declared by tests/e2e/stripped.yaml,
+// placed by the arm64 ABI model, the goroutine id's offset from the Go version table.
+void check_stripped(const JobResult &r) {
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::vector<json> spill_truth, nested_truth, spill, spill_ret, nested;
+  for (auto &t : e2e::json_lines(r.truth)) {
+    if (t["function"] == "main.SpillOver")
+      spill_truth.push_back(t["args"]);
+    if (t["function"] == "main.Nested")
+      nested_truth.push_back(t["args"]);
+  }
+  for (auto &e : e2e::json_lines(r.out)) {
+    if (e["function"] == "main.SpillOver")
+      (e["kind"] == "entry" ? spill : spill_ret).push_back(e);
+    if (e["function"] == "main.Nested")
+      nested.push_back(e["args"]);
+  }
+  REQUIRE(spill_truth.size() == 2);
+  REQUIRE(nested_truth.size() == 2);
+  REQUIRE(spill.size() == 2);
+  REQUIRE(spill_ret.size() == 2);
+  REQUIRE(nested.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(spill[i]["args"] == spill_truth[i]);
+    CHECK(spill[i]["goid"] == 1);
+    CHECK(spill_ret[i]["results"]["sum"] == 1 + 2 + 3 + 4 + 5 + 6 + 7 + (8 + static_cast<int>(i)) + 7 +
+                                                (100 + static_cast<int>(i)));
+    CHECK(nested[i]["r.Path"] == nested_truth[i]["r.Path"]);
+    CHECK(nested[i]["r.Header.Port"] == nested_truth[i]["r.Header.Port"]);
+    CHECK(nested[i]["r.Hdr.Host"] == nested_truth[i]["r.Hdr.Host"]);
+  }
+}
+
 // The jobs of one fixture build: the tracers weave builds for it (picking weave-tracer-arm64 itself)
 // and the runs the checks above read.
 std::vector<Job> jobs_for(const std::string &dir, const std::string &fixture) {
@@ -543,8 +576,33 @@ void check_all(VmRun &vm) {
 TEST_CASE("arm64 in qemu (Go 1.19 fixture): values, results at every RET, goroutine ids, durations, stacks") {
   require_vm();
   std::string dir = e2e::temp_dir("arm64-go1.19");
-  VmRun vm = run_in_vm(dir, jobs_for(dir, e2e::fixture("fixture_arm64")));
+  std::vector<Job> jobs = jobs_for(dir, e2e::fixture("fixture_arm64"));
+  // The same program stripped rides along in this boot: parameters declared in the spec, stacks
+  // symbolized from .gopclntab alone.
+  std::string stripped = dir + "/fixture_arm64_stripped";
+  auto built = e2e::run({"env", "-C", e2e::source("tests/e2e/fixture"), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=0",
+                         "GOTOOLCHAIN=local", "GOPROXY=off", "GOCACHE=" WEAVE_GOCACHE, "GOFLAGS=", WEAVE_GO, "build",
+                         "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", stripped, "."},
+                        300000);
+  REQUIRE_MESSAGE(built.status == 0, built.err);
+  std::ofstream(dir + "/stripped-stacks.yaml")
+      << "probes:\n  - function: main.Leaf\n    params: [{name: n, type: int}]\n"
+         "    results: [{name: r, type: int}]\n    capture: [n]\n    stack: 10\n";
+  auto spec_built = e2e::run({e2e::weave(), "build", dir + "/stripped-stacks.yaml", stripped, "-o", dir + "/sstacks"});
+  REQUIRE_MESSAGE(spec_built.status == 0, spec_built.err);
+  jobs.push_back({"stripped", build_tracer(dir + "/stripped", "tests/e2e/stripped.yaml", stripped), stripped,
+                  {"-rounds", "2"}});
+  jobs.push_back({"stripped-stacks", dir + "/sstacks/tracer", stripped, {"-rounds", "2"}});
+  VmRun vm = run_in_vm(dir, jobs);
   check_all(vm);
+  {
+    INFO("job stripped");
+    check_stripped(vm.jobs["stripped"]);
+  }
+  {
+    INFO("job stripped-stacks");
+    check_stacks(vm.jobs["stripped-stacks"]);
+  }
 }
 
 TEST_CASE("arm64 in qemu (Go 1.26 fixture): values, results at every RET, goroutine ids, durations, stacks") {
@@ -559,8 +617,7 @@ TEST_CASE("arm64 in qemu (Go 1.26 fixture): values, results at every RET, gorout
                          "GOTOOLCHAIN=local", "GOPROXY=off", "GOCACHE=" WEAVE_GOCACHE, "GOFLAGS=", go, "build", "-trimpath",
                          "-buildvcs=false", "-o", fixture, "."},
                         300000);
-  INFO(built.err);
-  REQUIRE(built.status == 0);
+  REQUIRE_MESSAGE(built.status == 0, built.err);
   auto version = e2e::run({go, "version", fixture});
   MESSAGE(version.out);
   VmRun vm = run_in_vm(dir, jobs_for(dir, fixture));
@@ -577,8 +634,7 @@ TEST_CASE("arm64 in qemu (Go 1.19 PIE): probes by file offset, type descriptors 
                          "GOTOOLCHAIN=local", "GOPROXY=off", "GOCACHE=" WEAVE_GOCACHE, "GOFLAGS=", WEAVE_GO, "build", "-trimpath",
                          "-buildvcs=false", "-buildmode=pie", "-o", fixture, "."},
                         300000);
-  INFO(built.err);
-  REQUIRE(built.status == 0);
+  REQUIRE_MESSAGE(built.status == 0, built.err);
   VmRun vm = run_in_vm(dir, jobs_for(dir, fixture));
   check_all(vm);
 }
