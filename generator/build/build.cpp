@@ -164,14 +164,14 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
       throw UserError("runtime-missing", fmt::format("the tracer runtime {} is missing", runtime), {},
                       "build weave fully (it installs weave-tracer next to weave), or set WEAVE_RUNTIME");
     std::string upper = arch == "arm64" ? "ARM64" : "AMD64";
+    std::string how = arch == "arm64" ? "weave builds weave-tracer-arm64 next to itself when the arm64 cross "
+                                        "compiler and sysroot are installed (scripts/arm64-deps.sh as root, "
+                                        "then rebuild weave), or name one"
+                                      : "name the " + arch + " tracer runtime";
     throw UserError("runtime-missing",
                     fmt::format("{} is an {} binary, and the {} tracer runtime {} is missing",
                                 plan.target.path, plan.target.arch, arch, runtime),
-                    {},
-                    fmt::format("weave builds weave-tracer-{0} next to itself when the {0} cross compiler "
-                                "and sysroot are installed (scripts/{0}-deps.sh as root, then rebuild "
-                                "weave), or name one with --runtime or WEAVE_RUNTIME_{1}",
-                                arch, upper));
+                    {}, fmt::format("{} with --runtime or WEAVE_RUNTIME_{}", how, upper));
   }
   if (std::string got = elf_arch(runtime); got != arch)
     throw UserError("runtime-arch",
