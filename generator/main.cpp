@@ -106,7 +106,8 @@ int build(const BuildArgs &args) {
   std::optional<Generated> out = generate_outputs(args.spec_path, args.binary_path, args.dump, t);
   if (!out)
     return 0;
-  weave::build_output(out->plan, out->files, {args.out_dir, args.clang, runtime_path(args.runtime)}, t);
+  // An empty runtime path lets build_output pick the runtime by the binary's architecture.
+  weave::build_output(out->plan, out->files, {args.out_dir, args.clang, args.runtime}, t);
   if (t)
     for (const std::string &line : timings.report())
       std::cerr << "weave: " << line << "\n";

@@ -34,3 +34,10 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# arm64 under emulation: qemu, the cross compiler, and a cache of Debian's arm64 static libraries,
+# kernel and busybox (scripts/arm64-deps.sh). Optional: without them weave-tracer-arm64 is not built
+# and the arm64 VM tests skip (exit 77) saying what is missing.
+if ! "$(dirname "$0")/arm64-deps.sh"; then
+  echo "install-deps: the arm64 packages could not be fetched; the arm64 tests will be skipped" >&2
+fi

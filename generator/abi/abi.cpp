@@ -177,6 +177,7 @@ ArchRegisters arm64_registers() {
   regs.sp = "sp";
   regs.g = "regs[28]";
   regs.g_name = "R28";
+  regs.float_arg_prefix = "F"; // not "X": on arm64 X0 reads as the integer register
   regs.stack_args_offset = 8; // FixedFrameSize: 0(RSP) is the caller's saved LR slot
   return regs;
 }

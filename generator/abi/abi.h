@@ -62,6 +62,7 @@ FunctionLayout assign_locations(const TypeTable &types, const std::vector<TypeId
 struct ArchRegisters {
   std::vector<std::string> int_args;       // pt_regs field of integer argument register i
   std::vector<std::string> int_arg_names;  // assembler name of the same, for comments: "RAX"
+  std::string float_arg_prefix = "X";      // Go assembler name of float register i: X0 amd64, F0 arm64
   std::string sp;                          // pt_regs field holding the stack pointer
   std::string g;                           // register holding the current g in ABIInternal
   std::string g_name;

@@ -95,13 +95,52 @@ int run_command(const std::vector<std::string> &argv, const std::string &cwd, st
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-std::string default_runtime_path() {
+std::string host_arch() {
+#if defined(__aarch64__)
+  return "arm64";
+#else
+  return "amd64";
+#endif
+}
+
+std::string runtime_arch(const std::string &go_arch) {
+  // A 386 program runs, and is traced, on an amd64 kernel.
+  return go_arch == "arm64" ? "arm64" : "amd64";
+}
+
+std::string default_runtime_path(const std::string &go_arch) {
+  std::string arch = runtime_arch(go_arch.empty() ? host_arch() : go_arch);
+  std::string upper = arch;
+  for (char &c : upper)
+    c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+  if (const char *env = getenv(("WEAVE_RUNTIME_" + upper).c_str()); env && *env)
+    return env;
   if (const char *env = getenv("WEAVE_RUNTIME"); env && *env)
     return env;
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return (self.parent_path() / "weave-tracer").string();
+  return (self.parent_path() / (arch == host_arch() ? "weave-tracer" : "weave-tracer-" + arch)).string();
 }
+
+namespace {
+
+// The architecture of an ELF executable from its e_machine, "" when it is not one weave knows.
+std::string elf_arch(const std::string &path) {
+  unsigned char header[20] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char *>(header), sizeof header);
+  if (in.gcount() != sizeof header || memcmp(header, "\x7f" "ELF", 4) != 0 || header[5] != 1 /* LSB */)
+    return "";
+  unsigned machine = header[18] | (header[19] << 8);
+  switch (machine) {
+  case 62: return "amd64";  // EM_X86_64
+  case 183: return "arm64"; // EM_AARCH64
+  case 3: return "386";     // EM_386
+  default: return fmt::format("e_machine {}", machine);
+  }
+}
+
+} // namespace
 
 void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
                   const BuildOptions &options, Timings *timings) {
@@ -116,10 +155,33 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
                                   out.string()),
                       {}, "choose another directory with -o, or remove it");
   }
-  if (!fs::exists(options.runtime_path, ec))
+  // The tracer runs where the traced program runs: its runtime must be of the target's architecture.
+  std::string arch = runtime_arch(plan.target.arch);
+  std::string runtime = options.runtime_path.empty() ? default_runtime_path(plan.target.arch)
+                                                     : options.runtime_path;
+  if (!fs::exists(runtime, ec)) {
+    if (arch == host_arch())
+      throw UserError("runtime-missing", fmt::format("the tracer runtime {} is missing", runtime), {},
+                      "build weave fully (it installs weave-tracer next to weave), or set WEAVE_RUNTIME");
+    std::string upper = arch == "arm64" ? "ARM64" : "AMD64";
+    std::string how = arch == "arm64" ? "weave builds weave-tracer-arm64 next to itself when the arm64 cross "
+                                        "compiler and sysroot are installed (scripts/arm64-deps.sh as root, "
+                                        "then rebuild weave), or name one"
+                                      : "name the " + arch + " tracer runtime";
     throw UserError("runtime-missing",
-                    fmt::format("the tracer runtime {} is missing", options.runtime_path), {},
-                    "build weave fully (it installs weave-tracer next to weave), or set WEAVE_RUNTIME");
+                    fmt::format("{} is an {} binary, and the {} tracer runtime {} is missing",
+                                plan.target.path, plan.target.arch, arch, runtime),
+                    {}, fmt::format("{} with --runtime or WEAVE_RUNTIME_{}", how, upper));
+  }
+  if (std::string got = elf_arch(runtime); got != arch)
+    throw UserError("runtime-arch",
+                    fmt::format("the tracer runtime {} is {}, but {} is an {} binary whose tracer must run "
+                                "on {}",
+                                runtime, got.empty() ? "not an ELF executable" : "built for " + got,
+                                plan.target.path, plan.target.arch, arch),
+                    {},
+                    fmt::format("use weave-tracer{} (--runtime, or WEAVE_RUNTIME_{})",
+                                arch == host_arch() ? "" : "-" + arch, arch == "arm64" ? "ARM64" : "AMD64"));
 
   fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
   TempDir tmp;
@@ -148,7 +210,7 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
   std::string object = read_file(tmp.path / "probes.bpf.o");
   std::string manifest = render_manifest(plan);
   std::string error;
-  if (!append_payload(options.runtime_path, object, manifest, (tmp.path / "tracer").string(), error))
+  if (!append_payload(runtime, object, manifest, (tmp.path / "tracer").string(), error))
     throw UserError("write-failed", "cannot assemble the tracer: " + error);
 
   fs::path old = parent / fmt::format(".{}.weave-old-{}", out.filename().string(), getpid());

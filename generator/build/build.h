@@ -15,17 +15,22 @@ class Timings;
 struct BuildOptions {
   std::string out_dir;      // replaced as a whole on success
   std::string clang;        // clang executable (name or path)
-  std::string runtime_path; // the weave-tracer runtime to embed the probes into
+  std::string runtime_path; // the weave-tracer runtime to embed the probes into; "" picks it by the
+                            // target's architecture (default_runtime_path)
 };
 
 // Throws UserError: [output-exists] (out_dir is something weave did not write), [clang-missing],
-// [clang-failed] (with clang's own message), [runtime-missing], [write-failed].
+// [clang-failed] (with clang's own message), [runtime-missing], [runtime-arch] (the runtime is not of
+// the architecture the target binary runs on), [write-failed].
 // Marks the stages "write", "clang" and "assemble" on `timings` when given.
 void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
                   const BuildOptions &options, Timings *timings = nullptr);
 
-// Where the tracer runtime is: $WEAVE_RUNTIME, else weave-tracer next to the running weave.
-std::string default_runtime_path();
+// Where the tracer runtime for a Go binary of `go_arch` ("" = this host's) is: $WEAVE_RUNTIME_ARM64 or
+// $WEAVE_RUNTIME_AMD64 for that architecture, else $WEAVE_RUNTIME, else next to the running weave:
+// weave-tracer for the host's architecture, weave-tracer-arm64 (say) for another one. A 386 binary
+// runs on amd64 and takes the amd64 runtime.
+std::string default_runtime_path(const std::string &go_arch = "");
 
 // Runs argv (no shell) in `cwd`; returns the exit status (-1 when it could not start, with errno
 // text in `output`) and everything it wrote to stdout and stderr.

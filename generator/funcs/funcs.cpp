@@ -23,7 +23,7 @@ std::string describe(const ParamLocation &loc, const ArchRegisters &regs, bool a
   for (const RegPiece &piece : loc.pieces) {
     if (!text.empty())
       text += ",";
-    text += piece.cls == RegClass::Float ? fmt::format("X{}", piece.index)
+    text += piece.cls == RegClass::Float ? fmt::format("{}{}", regs.float_arg_prefix, piece.index)
                                          : regs.int_arg_names.at(static_cast<size_t>(piece.index));
   }
   if (!at_return && loc.spill_offset >= 0)

@@ -61,7 +61,7 @@ public:
       p.size = piece.size;
       p.is_float = piece.cls == RegClass::Float;
       if (p.is_float) {
-        p.name = "X" + std::to_string(piece.index);
+        p.name = regs_.float_arg_prefix + std::to_string(piece.index);
       } else {
         p.reg = regs_.int_args.at(static_cast<size_t>(piece.index));
         p.name = regs_.int_arg_names.at(static_cast<size_t>(piece.index));

@@ -1,0 +1,682 @@
+// arm64 for real, under emulation: `weave build` on this amd64 host turns the arm64 Go fixture into an
+// arm64 tracer (weave picks weave-tracer-arm64, the runtime cross-built against Debian's arm64 static
+// libraries), and qemu-system-aarch64 (TCG, -M virt, cortex-a72) boots Debian's own arm64 kernel with
+// an initramfs of busybox-static:arm64, the tracers and the fixture. Inside the VM the tracer runs the
+// fixture; its events and the fixture's own record of what it passed come back over the serial console
+// and are compared here value for value, as the amd64 tests do. That kernel (6.1) has no
+// uprobe_multi, so the tracer attaches one perf-event uprobe per probe point there.
+//
+// Without qemu, the kernel and busybox (scripts/arm64-deps.sh) or weave-tracer-arm64, each case exits
+// 77 (skipped) and says which is missing.
+#include "harness.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string arm64_cache() {
+  const char *env = getenv("WEAVE_ARM64_CACHE");
+  return env && *env ? env : WEAVE_ARM64_CACHE_DEFAULT;
+}
+
+std::string tracer_runtime() { return std::string(WEAVE_BINARY_DIR) + "/weave-tracer-arm64"; }
+
+[[noreturn]] void skip(const std::string &why) {
+  std::cout << "SKIPPED: " << why << std::endl;
+  std::exit(77);
+}
+
+void require_vm() {
+  auto qemu = e2e::run({"qemu-system-aarch64", "--version"});
+  if (qemu.status != 0)
+    skip("qemu-system-aarch64 is not installed (scripts/arm64-deps.sh installs qemu-system-arm)");
+  for (const char *file : {"vmlinuz", "busybox"})
+    if (!fs::exists(arm64_cache() + "/" + file))
+      skip(arm64_cache() + "/" + file + " is missing: run scripts/arm64-deps.sh as root (Debian's arm64 "
+           "kernel and busybox-static:arm64), or point WEAVE_ARM64_CACHE at its cache");
+  if (!fs::exists(tracer_runtime()))
+    skip(tracer_runtime() + " was not built: it needs g++-aarch64-linux-gnu and the arm64 sysroot of "
+         "scripts/arm64-deps.sh when CMake configures");
+}
+
+// An initramfs is a cpio archive in the "newc" format: a 110-byte ASCII header per entry, name and
+// data each padded to 4 bytes. Written here so the test needs no cpio tool.
+class Cpio {
+public:
+  void dir(const std::string &name) { entry(name, 040755, ""); }
+  void file(const std::string &name, const std::string &data, unsigned mode = 0755) {
+    entry(name, 0100000 | mode, data);
+  }
+  std::string finish() {
+    entry("TRAILER!!!", 0, "");
+    return out_;
+  }
+
+private:
+  void pad() { out_.append((4 - out_.size() % 4) % 4, '\0'); }
+  void entry(const std::string &name, unsigned mode, const std::string &data) {
+    char header[111];
+    snprintf(header, sizeof header, "070701%08X%08X%08X%08X%08X%08X%08zX%08X%08X%08X%08X%08zX%08X", ino_++,
+             mode, 0u, 0u, 1u, 0u, data.size(), 0u, 0u, 0u, 0u, name.size() + 1, 0u);
+    out_.append(header, 110);
+    out_ += name;
+    out_ += '\0';
+    pad();
+    out_ += data;
+    pad();
+  }
+  std::string out_;
+  unsigned ino_ = 1;
+};
+
+// One run of a tracer on the fixture inside the VM.
+struct Job {
+  std::string name;                      // [a-z0-9-]+, names its files
+  std::string tracer;                    // host path of the weave-built tracer
+  std::string fixture;                   // host path of the arm64 Go program it runs
+  std::vector<std::string> fixture_args; // after `-truth /out/NAME.truth`
+};
+
+struct JobResult {
+  int status = -1;
+  std::string out, err, truth;
+  double seconds = 0; // inside the VM, from /proc/uptime
+};
+
+struct VmRun {
+  std::map<std::string, JobResult> jobs;
+  double boot_seconds = 0; // guest uptime when init started
+  double wall_seconds = 0; // qemu, host wall clock
+};
+
+const char *const kArm64Loader = "/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1"; // libc6-arm64-cross
+
+std::string quote(const std::string &s) { return "'" + s + "'"; }
+
+VmRun run_in_vm(const std::string &dir, const std::vector<Job> &jobs) {
+  Cpio cpio;
+  for (const char *d : {"bin", "lib", "proc", "sys", "tmp", "out", "w"})
+    cpio.dir(d);
+  // A Go PIE asks for the dynamic loader (it needs no library): the cross toolchain's arm64 glibc has it.
+  if (fs::exists(kArm64Loader))
+    cpio.file("lib/ld-linux-aarch64.so.1", e2e::read_file(kArm64Loader));
+  cpio.file("bin/busybox", e2e::read_file(arm64_cache() + "/busybox"));
+  // The init script runs each job, then prints every file it produced between markers, with its size
+  // so the host can tell a complete transfer from a cut or garbled one.
+  std::string init = "#!/bin/busybox sh\n"
+                     "/bin/busybox --install -s /bin\n"
+                     "export PATH=/bin\n"
+                     "mount -t proc proc /proc\n"
+                     "mount -t sysfs sysfs /sys\n"
+                     "echo \"@@WEAVE-UP $(cut -d' ' -f1 /proc/uptime)\"\n"
+                     "cd /w\n";
+  for (const auto &job : jobs) {
+    cpio.file("w/tracer-" + job.name, e2e::read_file(job.tracer));
+    cpio.file("w/fixture-" + job.name, e2e::read_file(job.fixture));
+    // A job that hangs is killed after 60 s and reported by its exit status; the others still run.
+    std::string cmd = "timeout -s KILL 60 ./tracer-" + job.name + " -v --format json -- ./fixture-" + job.name + " -truth /out/" +
+                      job.name + ".truth";
+    for (const auto &arg : job.fixture_args)
+      cmd += " " + quote(arg);
+    init += "t0=$(cut -d' ' -f1 /proc/uptime)\n" + cmd + " > /out/" + job.name + ".out 2> /out/" + job.name +
+            ".err\necho $? > /out/" + job.name + ".rc\n" + "t1=$(cut -d' ' -f1 /proc/uptime)\n" +
+            "echo \"$t0 $t1\" > /out/" + job.name + ".time\n";
+  }
+  init += "for f in /out/*; do echo \"@@WEAVE-FILE ${f#/out/} $(wc -c < $f)\"; cat $f; echo; done\n"
+          "echo @@WEAVE-DONE\n"
+          "poweroff -f\n";
+  cpio.file("init", init);
+  std::ofstream(dir + "/initramfs.cpio", std::ios::binary) << cpio.finish();
+
+  std::string serial = dir + "/serial.log";
+  fs::remove(serial);
+  auto start = std::chrono::steady_clock::now();
+  // TCG on a shared 2-core machine: a boot takes 2-3 s idle, much longer under load; bounded.
+  auto qemu = e2e::run({"qemu-system-aarch64", "-accel", "tcg", "-M", "virt", "-cpu", "cortex-a72", "-m", "1024",
+                        "-display", "none", "-monitor", "none", "-nic", "none", "-no-reboot", "-serial",
+                        "file:" + serial, "-kernel", arm64_cache() + "/vmlinuz", "-initrd", dir + "/initramfs.cpio",
+                        "-append", "console=ttyAMA0 panic=-1 quiet loglevel=1"},
+                       240000);
+  VmRun run;
+  run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string log = e2e::read_file(serial);
+  // The console turns each \n into \r\n.
+  std::string text;
+  for (size_t i = 0; i < log.size(); ++i)
+    if (!(log[i] == '\r' && i + 1 < log.size() && log[i + 1] == '\n'))
+      text += log[i];
+  std::vector<std::string> messages;
+  { // The console shows on failure only.
+  INFO("qemu exit " << qemu.status << ": " << qemu.err << "\nserial console (last 3000 bytes):\n"
+                    << text.substr(text.size() > 3000 ? text.size() - 3000 : 0));
+  REQUIRE(qemu.status == 0);
+  REQUIRE(text.find("@@WEAVE-DONE") != std::string::npos);
+  size_t up = text.find("@@WEAVE-UP ");
+  REQUIRE(up != std::string::npos);
+  run.boot_seconds = std::stod(text.substr(up + 11));
+  std::map<std::string, std::string> files;
+  for (size_t pos = text.find("@@WEAVE-FILE "); pos != std::string::npos; pos = text.find("@@WEAVE-FILE ", pos)) {
+    size_t eol = text.find('\n', pos);
+    REQUIRE(eol != std::string::npos);
+    std::istringstream header(text.substr(pos + 13, eol - pos - 13));
+    std::string name;
+    size_t size = 0;
+    header >> name >> size;
+    REQUIRE(eol + 1 + size + 1 <= text.size());
+    files[name] = text.substr(eol + 1, size);
+    // Exactly the size announced, then the newline the script adds: nothing lost or inserted.
+    REQUIRE(text[eol + 1 + size] == '\n');
+    pos = eol + 1 + size + 1;
+  }
+  for (const auto &job : jobs) {
+    JobResult &r = run.jobs[job.name];
+    REQUIRE(files.count(job.name + ".rc"));
+    r.status = std::stoi(files[job.name + ".rc"]);
+    r.out = files[job.name + ".out"];
+    r.err = files[job.name + ".err"];
+    r.truth = files[job.name + ".truth"];
+    std::istringstream t(files[job.name + ".time"]);
+    double t0 = 0, t1 = 0;
+    t >> t0 >> t1;
+    r.seconds = t1 - t0;
+    // Debian 12's kernel is 6.1: no uprobe_multi (6.6), so each probe point is a perf-event uprobe.
+    CHECK(r.err.find("perf-event link") != std::string::npos);
+    CHECK(r.err.find("no uprobe_multi") != std::string::npos);
+    messages.push_back(job.name + ": exit " + std::to_string(r.status) + ", " + std::to_string(r.seconds) +
+                       " s in the VM");
+  }
+  }
+  for (const auto &m : messages)
+    MESSAGE(m);
+  MESSAGE("VM: kernel up to init " << run.boot_seconds << " s; qemu wall " << run.wall_seconds << " s");
+  return run;
+}
+
+// weave build for an arm64 binary on this amd64 host, with no --runtime: weave must pick the arm64
+// runtime by itself.
+std::string build_tracer(const std::string &dir, const std::string &spec, const std::string &binary) {
+  auto built = e2e::run({e2e::weave(), "build", e2e::source(spec), binary, "-o", dir});
+  REQUIRE_MESSAGE(built.status == 0, built.err);
+  std::string tracer = dir + "/tracer";
+  std::string head = e2e::read_file(tracer).substr(0, 20);
+  REQUIRE(head.size() == 20);
+  CHECK((static_cast<unsigned char>(head[18]) | static_cast<unsigned char>(head[19]) << 8) == 183); // EM_AARCH64
+  return tracer;
+}
+
+std::vector<json> select(const std::vector<json> &events, const std::string &function, const std::string &kind) {
+  std::vector<json> out;
+  for (const auto &e : events)
+    if (e["function"] == function && e["kind"] == kind)
+      out.push_back(e);
+  return out;
+}
+
+// As tests/e2e/test_trace.cpp: the fixture's invalid string, given as hex, as the tracer renders it.
+std::string expected_bytes(const std::string &hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    int byte = std::stoi(hex.substr(i, 2), nullptr, 16);
+    out += byte < 0x80 ? std::string(1, static_cast<char>(byte)) : "<0x" + hex.substr(i, 2) + ">";
+  }
+  return out;
+}
+
+// Every value of tests/e2e/fixture.yaml against the fixture's truth, as test_trace.cpp does on amd64.
+size_t compare_values(const JobResult &r) {
+  static const std::set<std::string> probed = {
+      "main.Ints",    "main.SpillOver", "main.Strings",          "main.Pointers",
+      "main.ByValue", "main.Nested",    "main.(*Server).Handle", "main.Server.Describe"};
+  std::vector<json> events = e2e::json_lines(r.out), truth;
+  for (auto &line : e2e::json_lines(r.truth))
+    if (probed.count(line["function"]))
+      truth.push_back(line);
+  REQUIRE(truth.size() == 3 * 9);
+  std::map<std::string, std::vector<json>> by_function;
+  for (const auto &e : events) {
+    CHECK(e["kind"] == "entry");
+    CHECK(e["goid"].get<uint64_t>() == 1); // the main goroutine, g read from R28
+    CHECK(e["ts_ns"].get<uint64_t>() > 0);
+    by_function[e["function"]].push_back(e);
+  }
+  std::map<std::string, size_t> seen;
+  size_t compared = 0;
+  for (const auto &t : truth) {
+    std::string function = t["function"];
+    CAPTURE(function);
+    auto &fevents = by_function[function];
+    size_t index = seen[function]++;
+    REQUIRE(index < fevents.size());
+    const json &event = fevents[index];
+    for (auto &[expr, expected] : t["args"].items()) {
+      CAPTURE(expr);
+      REQUIRE(event["args"].contains(expr));
+      const json &actual = event["args"][expr];
+      if (expected.is_null()) {
+        CHECK(actual.is_null());
+        REQUIRE(event.contains("faults"));
+        CHECK(std::find(event["faults"].begin(), event["faults"].end(), expr) != event["faults"].end());
+      } else if (expected.is_object() && expected.contains("hex")) {
+        CHECK(actual.get<std::string>() == expected_bytes(expected["hex"]));
+      } else if (expected.is_string() && expected.get<std::string>().size() > 64) {
+        CHECK(actual.get<std::string>() == expected.get<std::string>().substr(0, 64));
+        REQUIRE(event.contains("truncated"));
+      } else {
+        CHECK(actual == expected);
+      }
+      ++compared;
+    }
+  }
+  for (auto &[function, fevents] : by_function)
+    CHECK_MESSAGE(fevents.size() == seen[function], function);
+  CHECK(events.size() == truth.size());
+  return compared;
+}
+
+void check_values(const JobResult &r) {
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  size_t compared = compare_values(r);
+  MESSAGE("compared " << compared << " values");
+  CHECK(compared == 3 * (12 + 4 + 3 + 3 + 5 + 6 + 5 + 7 + 3));
+}
+
+void check_returns(const JobResult &r) {
+  {
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    auto events = e2e::json_lines(r.out);
+    auto truth = e2e::json_lines(r.truth);
+    std::vector<json> want_args, want_results;
+    for (const auto &t : truth) {
+      if (t["function"] == "main.Divmod")
+        want_args.push_back(t["args"]);
+      if (t["function"] == "main.Divmod:return")
+        want_results.push_back(t["args"]);
+    }
+    auto entries = select(events, "main.Divmod", "entry");
+    auto returns = select(events, "main.Divmod", "return");
+    REQUIRE(want_args.size() == 3);
+    REQUIRE(want_results.size() == 3);
+    REQUIRE(entries.size() == 3);
+    REQUIRE(returns.size() == 3);
+    for (size_t i = 0; i < 3; ++i) {
+      CHECK(entries[i]["args"] == want_args[i]);
+      CHECK(returns[i]["results"] == want_results[i]); // q, r and desc (a string) from R0, R1, R2/R3
+      CHECK(entries[i]["goid"] == 1);
+      CHECK(returns[i]["goid"] == 1);
+      CHECK(returns[i]["ts_ns"].get<uint64_t>() >= entries[i]["ts_ns"].get<uint64_t>());
+    }
+    // SpillOver(a..h int, s string, y int): all ten in registers on arm64, the result in R0.
+    auto spill_entries = select(events, "main.SpillOver", "entry");
+    auto spill_returns = select(events, "main.SpillOver", "return");
+    std::vector<json> spill_truth;
+    for (const auto &t : truth)
+      if (t["function"] == "main.SpillOver")
+        spill_truth.push_back(t["args"]);
+    REQUIRE(spill_truth.size() == 3);
+    REQUIRE(spill_entries.size() == 3);
+    REQUIRE(spill_returns.size() == 3);
+    for (size_t i = 0; i < 3; ++i) {
+      const json &args = spill_entries[i]["args"];
+      CHECK(args.size() == 10);
+      for (auto &[name, value] : spill_truth[i].items()) {
+        CAPTURE(name);
+        CHECK(args[name] == value);
+      }
+      // The fixture passes 2..7 for b..g and records only a, h, s and y.
+      for (int k = 2; k <= 7; ++k)
+        CHECK(args[std::string(1, static_cast<char>('a' + k - 1))] == k);
+      int64_t sum = 1 + 2 + 3 + 4 + 5 + 6 + 7 + spill_truth[i]["h"].get<int64_t>() +
+                    static_cast<int64_t>(spill_truth[i]["s"].get<std::string>().size()) +
+                    spill_truth[i]["y"].get<int64_t>();
+      CHECK(spill_returns[i]["results"]["~r0"] == sum);
+    }
+  }
+}
+
+const int kDepth = 1000; // ~2,000 hits at ~73 µs each under TCG
+
+void check_deep(const JobResult &r) {
+  const int depth = kDepth;
+  {
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    auto events = e2e::json_lines(r.out);
+    auto entries = select(events, "main.Deep", "entry");
+    auto returns = select(events, "main.Deep", "return");
+    CHECK(entries.size() == depth + 1);
+    CHECK(returns.size() == depth + 1);
+    bool in_order = entries.size() == depth + 1;
+    for (size_t i = 0; in_order && i < entries.size(); ++i)
+      in_order = entries[i]["args"]["n"] == depth - static_cast<int>(i);
+    CHECK(in_order);
+    uint64_t goid = entries.empty() ? 0 : entries[0]["goid"].get<uint64_t>();
+    CHECK(goid > 1); // Deep runs on a goroutine of its own
+    size_t other = 0;
+    for (const auto &e : events)
+      other += e["function"] == "main.Deep" && e["goid"] != goid;
+    CHECK(other == 0);
+    // Deep(n) returns the sum of byte(k) for k = 1..n: the innermost first, the outermost last.
+    int64_t want = 0;
+    for (int k = 1; k <= depth; ++k)
+      want += static_cast<uint8_t>(k);
+    if (!returns.empty()) {
+      CHECK(returns.front()["results"]["~r0"] == 0);
+      CHECK(returns.back()["results"]["~r0"] == want);
+    }
+  }
+}
+
+void check_sleepers(const JobResult &r) {
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::map<uint64_t, int> entries_by_goid, returns_by_goid;
+  int returns = 0;
+  for (const auto &e : e2e::json_lines(r.out)) {
+    if (e["function"] != "main.Sleepy")
+      continue;
+    uint64_t goid = e["goid"];
+    CHECK(goid > 1);
+    if (e["kind"] == "entry") {
+      entries_by_goid[goid]++;
+      continue;
+    }
+    ++returns;
+    returns_by_goid[goid]++;
+    int ms = e["results"]["~r0"];
+    REQUIRE(e.contains("duration_ns"));
+    uint64_t ns = e["duration_ns"];
+    CAPTURE(ms);
+    CAPTURE(ns);
+    CHECK(ns >= static_cast<uint64_t>(ms) * 1000000);
+    // An emulated CPU on a shared host oversleeps more than a real one, never by half a second.
+    CHECK(ns < static_cast<uint64_t>(ms) * 1000000 + 500000000);
+  }
+  CHECK(returns == 8);
+  CHECK(entries_by_goid.size() == 4); // four goroutines, four distinct ids
+  CHECK(returns_by_goid == entries_by_goid);
+  for (auto &[goid, n] : entries_by_goid)
+    CHECK(n == 2);
+}
+
+void check_stacks(const JobResult &r) {
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::vector<json> truth, events;
+  for (auto &t : e2e::json_lines(r.truth))
+    if (t["function"] == "main.Leaf")
+      truth.push_back(t["args"]);
+  for (auto &e : e2e::json_lines(r.out))
+    if (e["function"] == "main.Leaf")
+      events.push_back(e);
+  REQUIRE(truth.size() == 2);
+  REQUIRE(events.size() == 2);
+  size_t frames = 0;
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(events[i]["args"]["n"] == truth[i]["n"]);
+    const json &want = truth[i]["stack"];
+    const json &got = events[i]["stack"];
+    INFO(got.dump());
+    INFO(want.dump());
+    REQUIRE(got.is_array());
+    REQUIRE(got.size() >= 4);
+    CHECK(got[0]["function"] == "main.inlineMe2");
+    CHECK(got[0]["inlined"] == true);
+    CHECK(got[1]["function"] == "main.inlineMe1");
+    CHECK(got[1]["inlined"] == true);
+    CHECK(got[2]["function"] == "main.CallChain");
+    CHECK(got[2]["inlined"] == false);
+    size_t n = std::min(got.size(), want.size());
+    for (size_t f = 0; f < n; ++f) {
+      CAPTURE(f);
+      CHECK(got[f]["function"] == want[f]["function"]);
+      CHECK(got[f]["file"] == want[f]["file"]);
+      CHECK(got[f]["line"] == want[f]["line"]);
+    }
+    frames += n;
+  }
+  MESSAGE(frames << " frames equal to runtime.CallersFrames");
+}
+
+// Entries (and returns, when the spec has them) of `function` against the fixture's truth lines of
+// `function` (and `function:return`), every recorded expression.
+void check_against_truth(const JobResult &r, const std::string &function, size_t calls) {
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::vector<json> want_args, want_results;
+  for (auto &t : e2e::json_lines(r.truth)) {
+    if (t["function"] == function)
+      want_args.push_back(t["args"]);
+    if (t["function"] == function + ":return")
+      want_results.push_back(t["args"]);
+  }
+  auto events = e2e::json_lines(r.out);
+  auto entries = select(events, function, "entry");
+  auto returns = select(events, function, "return");
+  REQUIRE(want_args.size() == calls);
+  REQUIRE(entries.size() == calls);
+  REQUIRE(returns.size() == want_results.size());
+  size_t compared = 0;
+  for (size_t i = 0; i < calls; ++i) {
+    CAPTURE(i);
+    for (auto &[expr, expected] : want_args[i].items()) {
+      CAPTURE(expr);
+      CHECK(entries[i]["args"][expr] == expected);
+      ++compared;
+    }
+    if (i < want_results.size()) {
+      CHECK(returns[i]["results"] == want_results[i]);
+      compared += want_results[i].size();
+    }
+  }
+  MESSAGE(function << ": compared " << compared << " values");
+  CHECK(compared > 0);
+}
+
+// The stripped build (-ldflags=-s -w): no DWARF, parameters declared by tests/e2e/stripped.yaml,
+// placed by the arm64 ABI model, the goroutine id's offset from the Go version table.
+void check_stripped(const JobResult &r) {
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::vector<json> spill_truth, nested_truth, spill, spill_ret, nested;
+  for (auto &t : e2e::json_lines(r.truth)) {
+    if (t["function"] == "main.SpillOver")
+      spill_truth.push_back(t["args"]);
+    if (t["function"] == "main.Nested")
+      nested_truth.push_back(t["args"]);
+  }
+  for (auto &e : e2e::json_lines(r.out)) {
+    if (e["function"] == "main.SpillOver")
+      (e["kind"] == "entry" ? spill : spill_ret).push_back(e);
+    if (e["function"] == "main.Nested")
+      nested.push_back(e["args"]);
+  }
+  REQUIRE(spill_truth.size() == 2);
+  REQUIRE(nested_truth.size() == 2);
+  REQUIRE(spill.size() == 2);
+  REQUIRE(spill_ret.size() == 2);
+  REQUIRE(nested.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(spill[i]["args"] == spill_truth[i]);
+    CHECK(spill[i]["goid"] == 1);
+    CHECK(spill_ret[i]["results"]["sum"] == 1 + 2 + 3 + 4 + 5 + 6 + 7 + (8 + static_cast<int>(i)) + 7 +
+                                                (100 + static_cast<int>(i)));
+    CHECK(nested[i]["r.Path"] == nested_truth[i]["r.Path"]);
+    CHECK(nested[i]["r.Header.Port"] == nested_truth[i]["r.Header.Port"]);
+    CHECK(nested[i]["r.Hdr.Host"] == nested_truth[i]["r.Hdr.Host"]);
+  }
+}
+
+// The jobs of one fixture build: the tracers weave builds for it (picking weave-tracer-arm64 itself)
+// and the runs the checks above read.
+std::vector<Job> jobs_for(const std::string &dir, const std::string &fixture) {
+  std::string values = build_tracer(dir + "/values", "tests/e2e/fixture.yaml", fixture);
+  std::string returns = build_tracer(dir + "/returns", "tests/e2e/returns.yaml", fixture);
+  std::string latency = build_tracer(dir + "/latency", "tests/e2e/latency.yaml", fixture);
+  std::string stacks = build_tracer(dir + "/stacks", "tests/e2e/stacks.yaml", fixture);
+  std::string types = build_tracer(dir + "/types", "tests/e2e/types.yaml", fixture);
+  std::string interfaces = build_tracer(dir + "/interfaces", "tests/e2e/interfaces.yaml", fixture);
+  return {{"values", values, fixture, {"-rounds", "3"}},
+          {"types", types, fixture, {"-rounds", "3"}},
+          {"interfaces", interfaces, fixture, {"-rounds", "3"}},
+          {"divmod", returns, fixture, {"-rounds", "3"}},
+          {"deep", returns, fixture, {"-rounds", "0", "-deep", std::to_string(kDepth)}},
+          {"sleepers", latency, fixture, {"-rounds", "0", "-sleepers", "4"}},
+          {"stacks", stacks, fixture, {"-rounds", "2"}}};
+}
+
+void check_all(VmRun &vm) {
+  {
+    INFO("job values");
+    check_values(vm.jobs["values"]);
+  }
+  {
+    INFO("job types"); // slices, an array, a map and a channel, floats and a complex128 behind pointers
+    check_against_truth(vm.jobs["types"], "main.Collections", 3);
+  }
+  {
+    INFO("job interfaces"); // dynamic types by name: type descriptors found in the arm64 binary
+    check_against_truth(vm.jobs["interfaces"], "main.Check", 3);
+  }
+  {
+    INFO("job divmod");
+    check_returns(vm.jobs["divmod"]);
+  }
+  {
+    INFO("job deep");
+    check_deep(vm.jobs["deep"]);
+  }
+  {
+    INFO("job sleepers");
+    check_sleepers(vm.jobs["sleepers"]);
+  }
+  {
+    INFO("job stacks");
+    check_stacks(vm.jobs["stacks"]);
+  }
+}
+
+} // namespace
+
+// One boot runs every job of a build (boots dominate under TCG); each check says which job it read.
+TEST_CASE("arm64 in qemu (Go 1.19 fixture): values, results at every RET, goroutine ids, durations, stacks") {
+  require_vm();
+  std::string dir = e2e::temp_dir("arm64-go1.19");
+  std::vector<Job> jobs = jobs_for(dir, e2e::fixture("fixture_arm64"));
+  // The same program stripped rides along in this boot: parameters declared in the spec, stacks
+  // symbolized from .gopclntab alone.
+  std::string stripped = dir + "/fixture_arm64_stripped";
+  auto built = e2e::run({"env", "-C", e2e::source("tests/e2e/fixture"), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=0",
+                         "GOTOOLCHAIN=local", "GOPROXY=off", "GOCACHE=" WEAVE_GOCACHE, "GOFLAGS=", WEAVE_GO, "build",
+                         "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", stripped, "."},
+                        300000);
+  REQUIRE_MESSAGE(built.status == 0, built.err);
+  std::ofstream(dir + "/stripped-stacks.yaml")
+      << "probes:\n  - function: main.Leaf\n    params: [{name: n, type: int}]\n"
+         "    results: [{name: r, type: int}]\n    capture: [n]\n    stack: 10\n";
+  auto spec_built = e2e::run({e2e::weave(), "build", dir + "/stripped-stacks.yaml", stripped, "-o", dir + "/sstacks"});
+  REQUIRE_MESSAGE(spec_built.status == 0, spec_built.err);
+  jobs.push_back({"stripped", build_tracer(dir + "/stripped", "tests/e2e/stripped.yaml", stripped), stripped,
+                  {"-rounds", "2"}});
+  jobs.push_back({"stripped-stacks", dir + "/sstacks/tracer", stripped, {"-rounds", "2"}});
+  VmRun vm = run_in_vm(dir, jobs);
+  check_all(vm);
+  {
+    INFO("job stripped");
+    check_stripped(vm.jobs["stripped"]);
+  }
+  {
+    INFO("job stripped-stacks");
+    check_stacks(vm.jobs["stripped-stacks"]);
+  }
+}
+
+TEST_CASE("arm64 in qemu (Go 1.26 fixture): values, results at every RET, goroutine ids, durations, stacks") {
+  require_vm();
+  const std::string go = "/usr/local/go/bin/go";
+  if (!fs::exists(go))
+    skip(go + " (Go 1.26) is not installed");
+  std::string dir = e2e::temp_dir("arm64-go1.26");
+  std::string fixture = dir + "/fixture_arm64_go1.26";
+  // The fixtures' shared Go cache: Go 1.26 compiles its arm64 standard library once.
+  auto built = e2e::run({"env", "-C", e2e::source("tests/e2e/fixture"), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=0",
+                         "GOTOOLCHAIN=local", "GOPROXY=off", "GOCACHE=" WEAVE_GOCACHE, "GOFLAGS=", go, "build", "-trimpath",
+                         "-buildvcs=false", "-o", fixture, "."},
+                        300000);
+  REQUIRE_MESSAGE(built.status == 0, built.err);
+  auto version = e2e::run({go, "version", fixture});
+  MESSAGE(version.out);
+  VmRun vm = run_in_vm(dir, jobs_for(dir, fixture));
+  check_all(vm);
+}
+
+TEST_CASE("arm64 in qemu (Go 1.19 PIE): probes by file offset, type descriptors and stacks less the load bias") {
+  require_vm();
+  if (!fs::exists(kArm64Loader))
+    skip(std::string(kArm64Loader) + " is missing (it comes with g++-aarch64-linux-gnu): a PIE cannot start");
+  std::string dir = e2e::temp_dir("arm64-pie");
+  std::string fixture = dir + "/fixture_arm64_pie";
+  auto built = e2e::run({"env", "-C", e2e::source("tests/e2e/fixture"), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=0",
+                         "GOTOOLCHAIN=local", "GOPROXY=off", "GOCACHE=" WEAVE_GOCACHE, "GOFLAGS=", WEAVE_GO, "build", "-trimpath",
+                         "-buildvcs=false", "-buildmode=pie", "-o", fixture, "."},
+                        300000);
+  REQUIRE_MESSAGE(built.status == 0, built.err);
+  VmRun vm = run_in_vm(dir, jobs_for(dir, fixture));
+  check_all(vm);
+}
+
+TEST_CASE("arm64: a float argument is refused naming its register as Go does, F0 (X0 is an integer register)") {
+  std::string dir = e2e::temp_dir("arm64-float");
+  std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Floats\n    capture: [f, n]\n";
+  auto r = e2e::run({e2e::weave(), "build", dir + "/spec.yaml", e2e::fixture("fixture_arm64"), "-o", dir + "/out"});
+  CHECK(r.status != 0);
+  CHECK(r.err.find("float-in-register") != std::string::npos);
+  CHECK(r.err.find("floating-point register F0") != std::string::npos);
+  CHECK(r.err.find("X0") == std::string::npos);
+  auto funcs = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture_arm64"), "main.Floats"});
+  INFO(funcs.out << funcs.err);
+  CHECK(funcs.out.find("F0") != std::string::npos);
+  CHECK(funcs.out.find("X0") == std::string::npos);
+}
+
+TEST_CASE("weave build picks the runtime by the binary's architecture, and says how to get a missing one") {
+  std::string dir = e2e::temp_dir("arm64-runtime-pick");
+  // A weave alone in a directory has no runtime next to it.
+  fs::copy_file(e2e::weave(), dir + "/weave");
+  auto missing = e2e::run({dir + "/weave", "build", e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture_arm64"),
+                           "-o", dir + "/out"});
+  CHECK(missing.status != 0);
+  CHECK(missing.err.find("runtime-missing") != std::string::npos);
+  CHECK(missing.err.find(dir + "/weave-tracer-arm64") != std::string::npos);
+  CHECK(missing.err.find("scripts/arm64-deps.sh") != std::string::npos);
+  CHECK(!fs::exists(dir + "/out"));
+  // An amd64 runtime named for an arm64 binary would never run where the binary runs: refused.
+  auto wrong = e2e::run({e2e::weave(), "build", e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture_arm64"),
+                         "-o", dir + "/out", "--runtime", std::string(WEAVE_BINARY_DIR) + "/weave-tracer"});
+  CHECK(wrong.status != 0);
+  CHECK(wrong.err.find("runtime-arch") != std::string::npos);
+  CHECK(wrong.err.find("built for amd64") != std::string::npos);
+  CHECK(!fs::exists(dir + "/out"));
+  if (fs::exists(tracer_runtime())) {
+    // And the other way round: the arm64 runtime for an amd64 binary.
+    auto reverse = e2e::run({e2e::weave(), "build", e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture"),
+                             "-o", dir + "/out", "--runtime", tracer_runtime()});
+    CHECK(reverse.status != 0);
+    CHECK(reverse.err.find("built for arm64") != std::string::npos);
+  }
+}
+
