@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace weave {
@@ -151,7 +152,8 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
                                           probe_spec.capture_return, probe_spec.loc);
     std::vector<CaptureSpec> all_args, entry_captures = probe_spec.captures;
     // A generic shape instance's hidden dictionary is read to name the instantiation, never shown.
-    const bool dictionary = !inputs.empty() && inputs.front().name == kDictionaryParam;
+    const bool dictionary =
+        std::any_of(inputs.begin(), inputs.end(), [](const NamedValue &in) { return in.name == kDictionaryParam; });
     if (dictionary)
       entry_captures.push_back({kDictionaryParam, probe_spec.loc});
     if (probe_spec.all_args)

@@ -13,8 +13,12 @@
 
 using namespace weave;
 
+namespace {
+constexpr GoVersion kGo119{1, 19}, kGo126{1, 26};
+}
+
 TEST_CASE("which functions take a hidden dictionary") {
-  // Shape instances, Go 1.19 and Go 1.21+ spellings, and .gopclntab's "[...]" (stripped binaries).
+  // Shape instances, Go 1.19 and Go 1.20+ spellings, and .gopclntab's "[...]" (stripped binaries).
   for (const char *name : {"main.Sum[go.shape.int_0]", "main.Sum[go.shape.int]", "main.Sum[...]",
                            "main.(*Set[go.shape.int_0]).Add", "main.Set[go.shape.string_0].Size",
                            "main.(*Set[...]).Add", "main.Pair[go.shape.string_0,go.shape.int_1].Swap",
@@ -43,10 +47,10 @@ TEST_CASE("the dictionary goes first, ahead of the receiver, and takes the first
   // Sum[T](xs []T, scale T) T, as objdump shows it on amd64 (Go 1.19 and 1.26): dictionary in
   // RAX, xs in RBX, RCX, RDI, scale in RSI; .gopclntab args = 40 (five spill words).
   std::vector<GoParam> params = {{"xs", slice, false}, {"scale", integer, false}, {"~r0", integer, true}};
-  add_dictionary_param("main.Sum[go.shape.int_0]", false, params, types, 8);
+  add_dictionary_param("main.Sum[go.shape.int_0]", false, kGo119, params, types, 8);
   REQUIRE(params.size() == 4);
   CHECK(params[0].name == kDictionaryParam);
-  add_dictionary_param("main.Sum[go.shape.int_0]", false, params, types, 8); // never twice
+  add_dictionary_param("main.Sum[go.shape.int_0]", false, kGo119, params, types, 8); // never twice
   CHECK(params.size() == 4);
   FunctionLayout layout = assign_locations(types, {params[0].type, slice, integer}, {integer}, abi_internal_amd64());
   CHECK(layout.inputs[0].pieces.at(0).index == 0);
@@ -57,14 +61,35 @@ TEST_CASE("the dictionary goes first, ahead of the receiver, and takes the first
   CHECK(layout.arg_width == 40);
   // ABI0 (386): the first stack word.
   std::vector<GoParam> stack = {{"x", types.add({TypeKind::Int, "int", 4, 4}), false}};
-  add_dictionary_param("main.F[go.shape.int_0]", false, stack, types, 4);
+  add_dictionary_param("main.F[go.shape.int_0]", false, kGo119, stack, types, 4);
   FunctionLayout l386 = assign_locations(types, {stack[0].type, stack[1].type}, {}, abi0(4));
   CHECK(l386.inputs[0].stack_offset == 0);
   CHECK(l386.inputs[1].stack_offset == 4);
   // A closure keeps its parameters where they are.
   std::vector<GoParam> closure = {{"d", integer, false}};
-  add_dictionary_param("main.Counter[go.shape.int_0].func1", false, closure, types, 8);
+  add_dictionary_param("main.Counter[go.shape.int_0].func1", false, kGo119, closure, types, 8);
   CHECK(closure.size() == 1);
+}
+
+TEST_CASE("a method's dictionary: ahead of the receiver in Go 1.18-1.19, after it from Go 1.20") {
+  // objdump, main.(*Set[T]).Add(v T, tag string): Go 1.19 passes the dictionary in RAX and s in
+  // RBX; Go 1.26 calls it with LEAQ s, AX; LEAQ main..dict.Set[int], BX.
+  CHECK(dictionary_position("main.(*Set[go.shape.int_0]).Add", kGo119) == 0);
+  CHECK(dictionary_position("main.(*Set[go.shape.int_0]).Add", GoVersion{1, 18}) == 0);
+  CHECK(dictionary_position("main.(*Set[go.shape.int]).Add", kGo126) == 1);
+  CHECK(dictionary_position("main.Set[go.shape.string].Size", GoVersion{1, 20}) == 1);
+  CHECK(dictionary_position("main.(*Set[...]).Add", GoVersion{}) == 1); // unknown version: the newest rule
+  CHECK(dictionary_position("main.Sum[go.shape.int]", kGo126) == 0);   // functions: always first
+  TypeTable types;
+  TypeId integer = types.add({TypeKind::Int, "int", 8, 8});
+  TypeId pointer = types.add({TypeKind::Pointer, "*main.Set[int]", 8, 8});
+  std::vector<GoParam> params = {{"s", pointer, false}, {"v", integer, false}, {"~r0", integer, true}};
+  add_dictionary_param("main.(*Set[go.shape.int]).Add", false, kGo126, params, types, 8);
+  REQUIRE(params.size() == 4);
+  CHECK(params[0].name == "s");
+  CHECK(params[1].name == kDictionaryParam);
+  add_dictionary_param("main.(*Set[go.shape.int]).Add", false, kGo126, params, types, 8); // never twice
+  CHECK(params.size() == 4);
 }
 
 TEST_CASE("shape types read as the Go types they stand for") {
@@ -89,7 +114,7 @@ TEST_CASE("a dictionary names the instantiation, in both of Go's naming schemes"
         "main.(*Set[int]).Add");
   CHECK(instantiation_name("main.Pair[go.shape.string_0,go.shape.int_1].Swap", "main..dict.Pair[string,int].Swap") ==
         "main.Pair[string,int].Swap");
-  // Go 1.21+: a method's dictionary is its type's.
+  // Go 1.20+: a method's dictionary is its type's.
   CHECK(instantiation_name("main.(*Set[go.shape.int]).Add", "main..dict.Set[int]") == "main.(*Set[int]).Add");
   CHECK(instantiation_name("main.Set[go.shape.string].Size", "main..dict.Set[string]") == "main.Set[string].Size");
   // Nested brackets in type arguments, and package paths with dots.
@@ -134,8 +159,10 @@ TEST_CASE("the real fixture: every shape instance's signature adds up to what th
     REQUIRE(sig.pcln_args >= 0); // found in .gopclntab by its entry
     CHECK(layout.arg_width == static_cast<uint64_t>(sig.pcln_args));
     CHECK_NOTHROW(check_argument_width(probe, sig, layout, sources));
-    for (const GoParam &p : sig.params) // no ".param0", no "go.shape."
+    for (const GoParam &p : sig.params) { // no ".param0", no "go.shape."
       CHECK(debug->types().at(p.type).name.find("shape") == std::string::npos);
+      CHECK(debug->types().at(p.type).name.find(".param") == std::string::npos);
+    }
   }
   // The instantiations of Sum, from .symtab.
   auto sums = instantiations_of("main.Sum[go.shape.int_0]", dictionary_symbols(path));
