@@ -397,6 +397,23 @@ ManifestProbe parse_probe(const json &p, size_t index, uint32_t header_size) {
       fail(cpath + ".expr", "\"" + capture.expr + "\" is captured twice");
     probe.captures.push_back(std::move(capture));
   }
+  if (p.contains("dictionary")) {
+    // A generic shape instance: its dictionary pointer, captured as a one-word pointer, names
+    // the instantiation the caller wrote.
+    const json &dict = object_at(p, path, "dictionary");
+    std::string dpath = path + ".dictionary";
+    uint32_t index = u32_at(dict, dpath, "capture", kMaxEventSize);
+    if (index >= probe.captures.size() || probe.captures[index].fields.size() != 1 ||
+        probe.captures[index].fields[0].kind != FieldKind::Pointer)
+      fail(dpath + ".capture", "not the index of a capture of one pointer");
+    probe.dict_capture = static_cast<int32_t>(index);
+    const json &names = object_at(dict, dpath, "instantiations");
+    for (const auto &[address, name] : names.items()) {
+      if (!name.is_string())
+        fail(dpath + ".instantiations." + address, "expected a string, found " + describe(name));
+      probe.instantiations.emplace(u64_value(json(address), dpath + ".instantiations"), name.get<std::string>());
+    }
+  }
   return probe;
 }
 

@@ -100,6 +100,11 @@ struct ManifestProbe {
   uint32_t stack_depth = 0;     // ... and how many slots (0-terminated when shorter)
   std::vector<ManifestAttach> attach;
   std::vector<ManifestCapture> captures;
+  // Generic shape instances (entry events): the capture holding the hidden dictionary pointer,
+  // not printed, and the instantiation ("main.Sum[int]") each dictionary's link-time address
+  // stands for. -1 and empty otherwise; empty for stripped binaries.
+  int32_t dict_capture = -1;
+  std::map<uint64_t, std::string> instantiations;
 };
 
 struct Manifest {

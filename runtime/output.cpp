@@ -409,6 +409,16 @@ void EventPrinter::append_capture(std::string &out, const ManifestCapture &captu
   }
 }
 
+// The instantiation a generic shape instance was called as, found by its dictionary's link-time
+// address (the load bias taken off in a PIE); nullptr when unknown (stripped, or not a shape).
+static const std::string *instantiation(const ManifestProbe &probe, const uint8_t *event, uint64_t bias) {
+  if (probe.dict_capture < 0 || probe.instantiations.empty())
+    return nullptr;
+  const ManifestField &field = probe.captures[static_cast<size_t>(probe.dict_capture)].fields[0];
+  auto it = probe.instantiations.find(load_u64(event + field.offset) - bias);
+  return it == probe.instantiations.end() ? nullptr : &it->second;
+}
+
 void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t *event,
                                std::string &out) {
   const ManifestProbe &probe = manifest_.probes[h.probe_id];
@@ -423,12 +433,20 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
   append_u64(out, h.goid);
   out += h.kind == WEAVE_EVENT_RETURN ? " \u2190 " : " "; // ← marks a return, as in DESIGN.md
   out += probe.function;
+  if (const std::string *name = instantiation(probe, event, bias)) {
+    out += " as ";
+    out += *name;
+  }
   out += '(';
+  bool first = true;
   for (size_t c = 0; c < probe.captures.size(); ++c) {
     const ManifestCapture &capture = probe.captures[c];
     const PreparedCapture &pc = pp.captures[c];
-    if (c > 0)
+    if (static_cast<int32_t>(c) == probe.dict_capture)
+      continue;
+    if (!first)
       out += ", ";
+    first = false;
     out += pc.text_key;
     if (h.faults >> capture.fault_bit & 1) {
       out += "<fault>";
@@ -461,7 +479,12 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
   truncated_.clear();
   out += pp.json_prefix;
   out += kind_name(h.kind);
-  out += "\",\"pid\":";
+  out += '"';
+  if (const std::string *name = instantiation(probe, event, bias)) {
+    out += ",\"instantiation\":";
+    append_json_string(out, *name);
+  }
+  out += ",\"pid\":";
   append_u64(out, h.pid);
   out += ",\"tid\":";
   append_u64(out, h.tid);
@@ -471,11 +494,15 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
   append_u64(out, h.ts_ns);
   // A return event carries the function's results; an entry event its arguments.
   out += h.kind == WEAVE_EVENT_RETURN ? ",\"results\":{" : ",\"args\":{";
+  bool first = true;
   for (size_t c = 0; c < probe.captures.size(); ++c) {
     const ManifestCapture &capture = probe.captures[c];
     const PreparedCapture &pc = pp.captures[c];
-    if (c > 0)
+    if (static_cast<int32_t>(c) == probe.dict_capture)
+      continue;
+    if (!first)
       out += ',';
+    first = false;
     out += pc.json_key;
     if (h.faults >> capture.fault_bit & 1) {
       out += "null";

@@ -388,6 +388,14 @@ std::string render_manifest(const Plan &plan) {
         p["stack"] = {{"offset", event->stack_offset}, {"depth", event->stack_depth}};
       if (!probe.skipped.empty())
         p["skipped"] = probe.skipped;
+      // A generic shape instance: which capture holds its dictionary, and the instantiation each
+      // dictionary address stands for.
+      if (event == &probe.entry && probe.dict_capture >= 0) {
+        json names = json::object();
+        for (const auto &[address, name] : probe.instantiations)
+          names[hex(address)] = name;
+        p["dictionary"] = {{"capture", probe.dict_capture}, {"instantiations", names}};
+      }
       probes.push_back(p);
     }
   }

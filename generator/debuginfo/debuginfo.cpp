@@ -470,6 +470,9 @@ GoType DwarfDebugInfo::build(Dwarf_Die *die) {
   Dwarf_Die under = *die;
   Dwarf_Die kind_die = *die;
   uint64_t go_kind = 0;
+  // A generic shape instance types its parameters with ".param0"-style typedefs (carrying
+  // DW_AT_go_dict_index) of a shape ("go.shape.int_0"): the user sees the type the shape stands for.
+  const bool dict_typedef = outer_name.starts_with(".param") && dwarf_tag(die) == DW_TAG_typedef;
   for (int hops = 0;; ++hops) {
     if (go_kind == 0) {
       if (auto kind = attr_udata(&under, kAttrGoKind); kind && *kind != 0) {
@@ -485,9 +488,12 @@ GoType DwarfDebugInfo::build(Dwarf_Die *die) {
       return type; // Unsupported
     }
     under = target;
+    if (hops == 0 && dict_typedef)
+      outer_name = die_name(&under);
   }
+  outer_name = go_shape_spelling(outer_name);
   int tag = dwarf_tag(&under);
-  std::string under_name = die_name(&under);
+  std::string under_name = go_shape_spelling(die_name(&under));
   type.name = outer_name.empty() ? under_name : outer_name;
   uint64_t byte_size = attr_udata(&under, DW_AT_byte_size).value_or(0);
 

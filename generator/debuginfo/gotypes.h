@@ -34,6 +34,11 @@ enum class TypeKind {
 
 const char *kind_name(TypeKind kind);
 
+// A type name as the user writes it, with each generic shape ("go.shape.int_0", Go 1.20+
+// "go.shape.int"; "go.shape.interface { Error() string }_0") spelled as the underlying type it
+// stands for: "[]go.shape.int_0" -> "[]int". Other names are returned unchanged.
+std::string go_shape_spelling(const std::string &name);
+
 using TypeId = int32_t;
 constexpr TypeId kNoType = -1;
 

@@ -8,6 +8,7 @@
 #include "binary/binary.h"
 #include "binary/pclntab.h"
 #include "debuginfo/debuginfo.h"
+#include "debuginfo/dictionaries.h"
 #include "plan/attach.h"
 #include "plan/captures.h"
 #include "plan/sharing.h"
@@ -17,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace weave {
@@ -141,6 +143,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   plan.slice_max = spec.options.slice_max;
 
   SignatureSources sources{image, debug, pcln, types};
+  const std::vector<ElfSymbol> dictionaries = dictionary_symbols(image.path);
   CaptureContext captures{types, regs, image.ptr_size, spec.options.string_max, spec.options.slice_max,
                           runtime_layout};
   auto plan_probe = [&](const ProbeSpec &probe_spec, size_t index) -> ProbePlan {
@@ -194,12 +197,22 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
 
     probe.attach = function_attach_points(image, fn->name, fn->low_pc, fn->high_pc,
                                           probe_spec.capture_return, probe_spec.loc);
-    std::vector<CaptureSpec> all_args;
+    std::vector<CaptureSpec> all_args, entry_captures = probe_spec.captures;
+    // A generic shape instance's hidden dictionary is read to name the instantiation, never shown;
+    // only from a signature that adds up, like every other value.
+    const bool dictionary = untrusted.empty() && std::any_of(inputs.begin(), inputs.end(), [](const NamedValue &in) {
+                              return in.name == kDictionaryParam;
+                            });
+    if (dictionary)
+      entry_captures.push_back({kDictionaryParam, probe_spec.loc});
     if (probe_spec.all_args && untrusted.empty())
       for (const auto &in : inputs)
-        all_args.push_back({in.name, probe_spec.all_args_loc});
-    probe.entry = make_event("entry", probe.id, probe_spec.captures, all_args, inputs, fn->name,
+        if (in.name != kDictionaryParam)
+          all_args.push_back({in.name, probe_spec.all_args_loc});
+    probe.entry = make_event("entry", probe.id, entry_captures, all_args, inputs, fn->name,
                              "parameter", captures, probe.skipped);
+    if (dictionary)
+      name_instantiations(probe, fn->name, dictionaries);
     if (probe_spec.stack > 0) {
       // Go keeps frame pointers on amd64 and arm64; the walk starts from the return address (at SP,
       // or in LR) and the caller's frame pointer, since the entry probe runs before the function

@@ -126,6 +126,11 @@ struct ProbePlan {
   EventPlan entry;
   std::optional<EventPlan> ret; // "return: true"
   std::vector<std::string> skipped; // values "args: all" / "return: true" left out, and why
+  // A shape instance of a generic function: the entry event's capture `dict_capture` reads the
+  // hidden dictionary pointer, whose address names the instantiation the caller wrote (from the
+  // ..dict. symbols of .symtab: none when stripped). -1 otherwise.
+  int dict_capture = -1;
+  std::vector<std::pair<uint64_t, std::string>> instantiations; // dictionary address, "main.Sum[int]"
 };
 
 // ProgramPlan: one BPF program, shared by every event whose program would be the same code: same

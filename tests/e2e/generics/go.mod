@@ -1,0 +1,3 @@
+module weave.test/generics
+
+go 1.19
