@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fnmatch.h>
 
 namespace weave {
@@ -69,7 +70,9 @@ std::vector<ExpandedProbe> expand_wildcards(const Spec &spec, const std::vector<
                                             std::vector<std::string> &warnings) {
   std::vector<ExpandedProbe> out;
   for (const ProbeSpec &probe : spec.probes) {
-    if (!is_glob(probe.function)) {
+    // A generic instance's name has brackets ("main.Sum[go.shape.int_0]"), which fnmatch reads
+    // as a character class: a name that is exactly some function's is that function.
+    if (!is_glob(probe.function) || std::find(names.begin(), names.end(), probe.function) != names.end()) {
       out.push_back({probe, false, ""});
       continue;
     }
