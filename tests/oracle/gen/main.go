@@ -26,10 +26,10 @@ import (
 // Options of the tracer spec the test builds with; values are generated to fit, so every value the
 // tracer shows is complete (a truncated one is a mismatch).
 const (
-	stringMax = 256
-	sliceMax  = 16
+	stringMax = 64
+	sliceMax  = 8
 	maxStr    = 40 // longest generated string
-	maxMany   = 12 // longest generated "many" slice or array
+	maxMany   = 6  // longest generated "many" slice or array
 )
 
 type kind int
@@ -203,7 +203,7 @@ func mk(k kind, name string, elem *typ) *typ { return &typ{k: k, name: name, ele
 // sliceOf: []uint8 is []byte, whichever way it is spelled.
 func sliceOf(e *typ) *typ {
 	if e.k == kBasic && e.name == "uint8" {
-		return mk(kBytes, "[]uint8", nil)
+		return mk(kBytes, "[]uint8", e)
 	}
 	return mk(kSlice, "[]"+e.name, e)
 }
@@ -260,7 +260,7 @@ func (g *gen) randType(depth, maxLevel int) *typ {
 		case 2:
 			return mk(kString, "string", nil)
 		case 3:
-			return mk(kBytes, "[]byte", nil)
+			return mk(kBytes, "[]byte", &typ{k: kBasic, name: "byte", bits: 8})
 		case 4:
 			if g.r.Intn(2) == 0 {
 				return ptrOf(g.structOf(maxLevel))
@@ -1276,6 +1276,12 @@ func (w *xwr) float(x float64, bits int) {
 		w.s("\"+Inf\"")
 	case math.IsInf(x, -1):
 		w.s("\"-Inf\"")
+	case bits == 32:
+		// A float32 is shown in its own shortest form, which read as a float64 is another
+		// number: the marker tells the comparator to read both sides as float32.
+		w.s("\"\\u0000f32:")
+		w.b = strconv.AppendFloat(w.b, x, 'g', -1, 32)
+		w.s("\"")
 	default:
 		w.b = strconv.AppendFloat(w.b, x, 'g', -1, bits)
 	}
