@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -88,14 +89,13 @@ var leftOutRe = regexp.MustCompile(`^weave: warning: (.*) \(matched by .*\) left
 var moreRe = regexp.MustCompile(`^weave: warning: \.\.\. and (\d+) more`)
 
 func main() {
-	truthPath := flag.String("truth", "", "what the program wrote (JSON lines)")
-	eventsPath := flag.String("events", "", "the tracer's --format json output")
-	manifestPath := flag.String("manifest", "", "weave's probes.json")
-	weaveErr := flag.String("weave-stderr", "", "weave build's stderr (warnings)")
 	metaPath := flag.String("meta", "", "the generator's meta.json")
 	repro := flag.String("repro", "", "the command that reproduces this run")
 	maxShown := flag.Int("show", 25, "mismatches to print in full")
 	flag.Parse()
+	if flag.NArg() == 0 {
+		fatal(fmt.Errorf("usage: compare -meta META.json [flags] CHUNK_DIR... (each with prefix, truth.jsonl, events.jsonl, weave.err, out/probes.json)"))
+	}
 
 	// Categories of each function, to count by.
 	var meta struct {
@@ -114,82 +114,8 @@ func main() {
 		tags[f.Key] = f.Tags
 	}
 
-	// What weave left out: values per probe (probes.json "skipped"), and whole functions (warnings).
-	var manifest struct {
-		Probes []struct {
-			Function string   `json:"function"`
-			Skipped  []string `json:"skipped"`
-		} `json:"probes"`
-	}
-	data, err = os.ReadFile(*manifestPath)
-	if err != nil {
-		fatal(err)
-	}
-	if err := json.Unmarshal(data, &manifest); err != nil {
-		fatal(err)
-	}
-	probed := map[string]bool{}               // normalized name
-	skipped := map[string]map[string]string{} // full function -> expression -> reason id
-	for _, p := range manifest.Probes {
-		probed[normalize(p.Function)] = true
-		for _, s := range p.Skipped {
-			m := skipRe.FindStringSubmatch(s)
-			if m == nil {
-				fatal(fmt.Errorf("probes.json: %s: cannot read skipped note %q", p.Function, s))
-			}
-			if skipped[p.Function] == nil {
-				skipped[p.Function] = map[string]string{}
-			}
-			skipped[p.Function][m[2]] = m[4]
-		}
-	}
-	leftOut := map[string]string{} // normalized function -> reason id
-	unlisted := 0                  // warnings weave did not print (it prints the first 10)
-	for _, line := range readLines(*weaveErr) {
-		if m := leftOutRe.FindStringSubmatch(line); m != nil {
-			leftOut[normalize(m[1])] = m[2]
-		} else if m := moreRe.FindStringSubmatch(line); m != nil {
-			fmt.Sscan(m[1], &unlisted)
-		}
-	}
-
-	// The program's records and the tracer's events, per function and kind, in call order.
-	var truth []*record
-	for i, line := range readLines(*truthPath) {
-		v, err := parseJSON(line)
-		if err != nil {
-			fatal(fmt.Errorf("%s:%d: %v", *truthPath, i+1, err))
-		}
-		r := &record{fn: v.obj["fn"].s, kind: v.obj["kind"].s, line: i + 1, raw: v}
-		if r.kind == "entry" {
-			r.values = v.obj["args"]
-		} else {
-			r.values = v.obj["results"]
-		}
-		truth = append(truth, r)
-	}
-	queues := map[string][]*record{}
-	nEvents := 0
-	for i, line := range readLines(*eventsPath) {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		v, err := parseJSON(line)
-		if err != nil {
-			fatal(fmt.Errorf("%s:%d: %v", *eventsPath, i+1, err))
-		}
-		nEvents++
-		r := &record{full: v.obj["function"].s, kind: v.obj["kind"].s, line: i + 1, raw: v}
-		r.fn = normalize(r.full)
-		if r.kind == "entry" {
-			r.values = v.obj["args"]
-		} else {
-			r.values = v.obj["results"]
-		}
-		queues[r.fn+" "+r.kind] = append(queues[r.fn+" "+r.kind], r)
-	}
-
 	functions := map[string]bool{}
+	nEvents := 0
 	compared, leaves, calls := 0, 0, 0
 	comparedBy := counter{}
 	refused := counter{}
@@ -197,6 +123,7 @@ func main() {
 	mismatchReason := counter{}
 	var shown []string
 	nMismatch := 0
+	chunk := "" // the chunk being compared
 	category := func(fn string) string {
 		t := tags[fn]
 		if len(t) == 0 {
@@ -209,81 +136,170 @@ func main() {
 		mismatchBy[category(fn)]++
 		mismatchReason[reason]++
 		if len(shown) < *maxShown {
-			shown = append(shown, fmt.Sprintf("%s [%s] %s: %s", fn, category(fn), reason, detail))
+			shown = append(shown, fmt.Sprintf("%s [%s] %s: %s (chunk %s)", fn, category(fn), reason, detail, chunk))
 		}
 	}
-	for _, t := range truth {
-		if _, ok := tags[t.fn]; !ok {
-			fatal(fmt.Errorf("truth line %d: %s is not in meta.json", t.line, t.fn))
+	for _, dir := range flag.Args() {
+		data, err := os.ReadFile(filepath.Join(dir, "prefix"))
+		if err != nil {
+			fatal(err)
 		}
-		functions[t.fn] = true
-		if t.kind == "entry" {
-			calls++
+		prefix := strings.TrimSpace(string(data))
+		chunk = prefix
+		manifestPath := filepath.Join(dir, "out", "probes.json")
+		weaveErr := filepath.Join(dir, "weave.err")
+		truthPath := filepath.Join(dir, "truth.jsonl")
+		eventsPath := filepath.Join(dir, "events.jsonl")
+		// What weave left out: values per probe (probes.json "skipped"), and whole functions (warnings).
+		var manifest struct {
+			Probes []struct {
+				Function string   `json:"function"`
+				Skipped  []string `json:"skipped"`
+			} `json:"probes"`
 		}
-		n := len(t.values.keys)
-		q := queues[t.fn+" "+t.kind]
-		if len(q) == 0 {
-			switch {
-			case leftOut[t.fn] != "":
-				refused["function left out ["+leftOut[t.fn]+"]"] += n
-			case !probed[t.fn] && unlisted > 0:
-				refused["function left out (warning past the first 10)"] += n
-			case !probed[t.fn]:
-				mismatch(t.fn, "not probed, and weave gave no reason", fmt.Sprintf("truth line %d", t.line))
-			default:
-				mismatch(t.fn, "no "+t.kind+" event", fmt.Sprintf("truth line %d: %s", t.line, t.values))
+		data, err = os.ReadFile(manifestPath)
+		if err != nil {
+			fatal(err)
+		}
+		if err := json.Unmarshal(data, &manifest); err != nil {
+			fatal(err)
+		}
+		probed := map[string]bool{}               // normalized name
+		skipped := map[string]map[string]string{} // full function -> expression -> reason id
+		for _, p := range manifest.Probes {
+			probed[normalize(p.Function)] = true
+			for _, s := range p.Skipped {
+				m := skipRe.FindStringSubmatch(s)
+				if m == nil {
+					fatal(fmt.Errorf("probes.json: %s: cannot read skipped note %q", p.Function, s))
+				}
+				if skipped[p.Function] == nil {
+					skipped[p.Function] = map[string]string{}
+				}
+				skipped[p.Function][m[2]] = m[4]
 			}
-			continue
 		}
-		e := q[0]
-		queues[t.fn+" "+t.kind] = q[1:]
-		faults := map[string]bool{}
-		if f := e.raw.obj["faults"]; f != nil {
-			for _, x := range f.arr {
-				faults[x.s] = true
+		leftOut := map[string]string{} // normalized function -> reason id
+		unlisted := 0                  // warnings weave did not print (it prints the first 10)
+		for _, line := range readLines(weaveErr) {
+			if m := leftOutRe.FindStringSubmatch(line); m != nil {
+				leftOut[normalize(m[1])] = m[2]
+			} else if m := moreRe.FindStringSubmatch(line); m != nil {
+				fmt.Sscan(m[1], &unlisted)
 			}
 		}
-		if tr := e.raw.obj["truncated"]; tr != nil && len(tr.arr) > 0 {
-			mismatch(t.fn, "truncated", fmt.Sprintf("event line %d: %s (string_max/slice_max too small?)", e.line, tr))
+
+		// The program's records and the tracer's events, per function and kind, in call order.
+		var truth []*record
+		for i, line := range readLines(truthPath) {
+			v, err := parseJSON(line)
+			if err != nil {
+				fatal(fmt.Errorf("%s:%d: %v", truthPath, i+1, err))
+			}
+			r := &record{fn: v.obj["fn"].s, kind: v.obj["kind"].s, line: i + 1, raw: v}
+			if r.kind == "entry" {
+				r.values = v.obj["args"]
+			} else {
+				r.values = v.obj["results"]
+			}
+			truth = append(truth, r)
 		}
-		for _, k := range t.values.keys {
-			want := t.values.obj[k]
-			got, ok := e.values.obj[k]
-			if !ok {
-				if id := skipped[e.full][k]; id != "" {
-					refused["value left out ["+id+"]"]++
-				} else {
-					mismatch(t.fn, "value missing without a reason", fmt.Sprintf("%s %s: want %s (event line %d, truth line %d)", t.kind, k, want, e.line, t.line))
+		queues := map[string][]*record{}
+		for i, line := range readLines(eventsPath) {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			v, err := parseJSON(line)
+			if err != nil {
+				fatal(fmt.Errorf("%s:%d: %v", eventsPath, i+1, err))
+			}
+			nEvents++
+			r := &record{full: v.obj["function"].s, kind: v.obj["kind"].s, line: i + 1, raw: v}
+			r.fn = normalize(r.full)
+			if r.kind == "entry" {
+				r.values = v.obj["args"]
+			} else {
+				r.values = v.obj["results"]
+			}
+			queues[r.fn+" "+r.kind] = append(queues[r.fn+" "+r.kind], r)
+		}
+
+		for _, t := range truth {
+			if _, ok := tags[t.fn]; !ok {
+				fatal(fmt.Errorf("truth line %d: %s is not in meta.json", t.line, t.fn))
+			}
+			if chunkOf(t.fn) != prefix { // traced by another chunk's tracer
+				continue
+			}
+			functions[t.fn] = true
+			if t.kind == "entry" {
+				calls++
+			}
+			n := len(t.values.keys)
+			q := queues[t.fn+" "+t.kind]
+			if len(q) == 0 {
+				switch {
+				case leftOut[t.fn] != "":
+					refused["function left out ["+leftOut[t.fn]+"]"] += n
+				case !probed[t.fn] && unlisted > 0:
+					refused["function left out (warning past the first 10)"] += n
+				case !probed[t.fn]:
+					mismatch(t.fn, "not probed, and weave gave no reason", fmt.Sprintf("truth line %d", t.line))
+				default:
+					mismatch(t.fn, "no "+t.kind+" event", fmt.Sprintf("truth line %d: %s", t.line, t.values))
 				}
 				continue
 			}
-			compared++
-			comparedBy[category(t.fn)]++
-			leaves += countLeaves(want)
-			if faults[k] {
-				mismatch(t.fn, "fault", fmt.Sprintf("%s %s: want %s, got a fault (event line %d)", t.kind, k, want, e.line))
-				continue
+			e := q[0]
+			queues[t.fn+" "+t.kind] = q[1:]
+			faults := map[string]bool{}
+			if f := e.raw.obj["faults"]; f != nil {
+				for _, x := range f.arr {
+					faults[x.s] = true
+				}
 			}
-			if d := diff(want, got, k); d != "" {
-				mismatch(t.fn, "wrong value", fmt.Sprintf("%s %s (event line %d, truth line %d)", t.kind, d, e.line, t.line))
+			if tr := e.raw.obj["truncated"]; tr != nil && len(tr.arr) > 0 {
+				mismatch(t.fn, "truncated", fmt.Sprintf("event line %d: %s (string_max/slice_max too small?)", e.line, tr))
+			}
+			for _, k := range t.values.keys {
+				want := t.values.obj[k]
+				got, ok := e.values.obj[k]
+				if !ok {
+					if id := skipped[e.full][k]; id != "" {
+						refused["value left out ["+id+"]"]++
+					} else {
+						mismatch(t.fn, "value missing without a reason", fmt.Sprintf("%s %s: want %s (event line %d, truth line %d)", t.kind, k, want, e.line, t.line))
+					}
+					continue
+				}
+				compared++
+				comparedBy[category(t.fn)]++
+				leaves += countLeaves(want)
+				if faults[k] {
+					mismatch(t.fn, "fault", fmt.Sprintf("%s %s: want %s, got a fault (event line %d)", t.kind, k, want, e.line))
+					continue
+				}
+				if d := diff(want, got, k); d != "" {
+					mismatch(t.fn, "wrong value", fmt.Sprintf("%s %s (event line %d, truth line %d)", t.kind, d, e.line, t.line))
+				}
+			}
+			for _, k := range e.values.keys {
+				if _, ok := t.values.obj[k]; !ok {
+					mismatch(t.fn, "value the program did not pass", fmt.Sprintf("%s %s=%s (event line %d)", t.kind, k, e.values.obj[k], e.line))
+				}
 			}
 		}
-		for _, k := range e.values.keys {
-			if _, ok := t.values.obj[k]; !ok {
-				mismatch(t.fn, "value the program did not pass", fmt.Sprintf("%s %s=%s (event line %d)", t.kind, k, e.values.obj[k], e.line))
+		var rest []string
+		for k, q := range queues {
+			if len(q) > 0 {
+				rest = append(rest, k)
 			}
 		}
-	}
-	var rest []string
-	for k, q := range queues {
-		if len(q) > 0 {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	for _, k := range rest {
-		for _, e := range queues[k] {
-			mismatch(e.fn, "event without a call", fmt.Sprintf("event line %d: %s %s", e.line, e.full, e.kind))
+		sort.Strings(rest)
+		for _, k := range rest {
+			for _, e := range queues[k] {
+				mismatch(e.fn, "event without a call", fmt.Sprintf("%s line %d: %s %s", eventsPath, e.line, e.full, e.kind))
+			}
 		}
 	}
 	for _, f := range meta.Functions {
@@ -321,6 +337,18 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+var idRe = regexp.MustCompile(`^main\.\(?\*?(?:F|G|T|GT)(\d\d)\d\d\b`)
+
+// chunkOf is the chunk that traces a function: the first two digits of its number (run.sh builds
+// one tracer per hundred functions; clang takes much longer on one large file than on many small).
+func chunkOf(fn string) string {
+	m := idRe.FindStringSubmatch(fn)
+	if m == nil {
+		fatal(fmt.Errorf("%s: not a generated function's name", fn))
+	}
+	return m[1]
 }
 
 func countLeaves(v *value) int {

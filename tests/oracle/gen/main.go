@@ -18,6 +18,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -158,6 +159,8 @@ type gen struct {
 	printerTypes []*typ
 	dynTypes     map[string]*typ // concrete types printed from generic code (through xdyn)
 	calls        []string        // statements of main, in order
+	reuse        int             // percent of concrete signatures that repeat an earlier one
+	sigPool      [2][]sig        // earlier concrete signatures: not variadic, variadic
 	meta         []funcMeta
 	nextID       int
 }
@@ -706,6 +709,26 @@ type sig struct {
 	variadic bool // the last param is ...elem (its type is the slice)
 }
 
+// concreteSig is a signature of concrete types; reuse percent of them repeat an earlier one. weave
+// compiles one BPF program per distinct event layout, so repeats bound the time clang takes (most
+// of a run's time) while every function is still called with values of its own.
+func (g *gen) concreteSig(variadic bool) sig {
+	pool := &g.sigPool[boolIndex(variadic)]
+	if len(*pool) > 0 && g.r.Intn(100) < g.reuse {
+		return (*pool)[g.r.Intn(len(*pool))]
+	}
+	s := g.randSig(variadic, g.concreteType)
+	*pool = append(*pool, s)
+	return s
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func (g *gen) randSig(allowVariadic bool, mkType func() *typ) sig {
 	var s sig
 	np := g.pick(1, 3, 4, 4, 3, 3, 2, 2, 2, 1, 1, 1, 1)
@@ -873,7 +896,7 @@ func (g *gen) record(key string, tags []string) {
 
 func (g *gen) plain(id int, variadic bool) []string {
 	name := fmt.Sprintf("F%04d", id)
-	s := g.randSig(variadic, g.concreteType)
+	s := g.concreteSig(variadic)
 	key := "main." + name
 	fmt.Fprintf(&g.out, "//go:noinline\nfunc %s(%s)%s {\n%s}\n\n", name, s.declParams(), s.declResults(),
 		g.body(key, nil, s, nil, func(t *typ) string { return g.lit(t, 3) }))
@@ -892,7 +915,7 @@ func (g *gen) plain(id int, variadic bool) []string {
 // closure: a factory F returns a closure main.F.func1 that captures the factory's argument.
 func (g *gen) closure(id int) []string {
 	name := fmt.Sprintf("F%04d", id)
-	s := g.randSig(false, g.concreteType)
+	s := g.concreteSig(false)
 	inner := "main." + name + ".func1"
 	fnType := "func(" + s.declParams() + ")" + s.declResults()
 	var b strings.Builder
@@ -933,7 +956,7 @@ func (g *gen) method(id int, pointer bool) []string {
 	}
 	t := &typ{k: kNamed, name: tname, elem: under}
 	fmt.Fprintf(&g.out, "type %s %s\n\n", tname, under.name)
-	s := g.randSig(false, g.concreteType)
+	s := g.concreteSig(false)
 	recv := param{"rcv", t}
 	key := "main." + tname + ".M"
 	recvDecl := "rcv " + tname
@@ -1456,6 +1479,7 @@ func main() {
 	count := flag.Int("count", 100, "how many functions")
 	arch := flag.String("arch", "amd64", "GOARCH of the program (sizes of int, uint, uintptr): amd64, 386, arm64")
 	out := flag.String("o", "", "output directory (main.go, go.mod, meta.json)")
+	reuse := flag.Int("reuse", 50, "percent of signatures that repeat an earlier one (fewer BPF programs to compile)")
 	omitList := flag.String("omit", "", "comma-separated categories to leave out, for debugging: generic, zerosize, float")
 	flag.Parse()
 	if *out == "" {
@@ -1463,7 +1487,7 @@ func main() {
 		os.Exit(2)
 	}
 	g := &gen{r: rand.New(rand.NewSource(*seed)), ptrBits: 64, omit: map[string]bool{},
-		printers: map[string]int{}, dynTypes: map[string]*typ{}}
+		printers: map[string]int{}, dynTypes: map[string]*typ{}, reuse: *reuse}
 	if *arch == "386" || *arch == "arm" {
 		g.ptrBits = 32
 	}
@@ -1473,6 +1497,9 @@ func main() {
 			g.omit[c] = true
 		}
 		omitNote = ", omit " + *omitList
+	}
+	if *reuse != 50 {
+		omitNote += fmt.Sprintf(", reuse %d", *reuse)
 	}
 	fmt.Fprintf(&g.out, prelude, *seed, *count, *arch, omitNote)
 	g.makeStructs(20 + *count/25)
@@ -1586,7 +1613,23 @@ func main() {
 		"omit": *omitList, "functions": g.meta}, "", " ")
 	must(err)
 	must(os.WriteFile(filepath.Join(*out, "meta.json"), append(meta, '\n'), 0o644))
+	// chunks.txt: "PP PATTERN" lines, the globs that match the functions numbered PP00-PP99 (the
+	// test builds one tracer per hundred functions; a glob that matches nothing is an error).
+	seen := map[string]bool{}
+	var chunks []string
+	for _, f := range g.meta {
+		m := chunkRe.FindStringSubmatch(f.Key)
+		line := m[3] + " " + m[1] + m[2] + m[3] + "*"
+		if !seen[line] {
+			seen[line] = true
+			chunks = append(chunks, line)
+		}
+	}
+	sort.Strings(chunks)
+	must(os.WriteFile(filepath.Join(*out, "chunks.txt"), []byte(strings.Join(chunks, "\n")+"\n"), 0o644))
 }
+
+var chunkRe = regexp.MustCompile(`^(main\.(?:\(\*)?)(F|G|T|GT)(\d\d)\d\d`)
 
 func must(err error) {
 	if err != nil {
