@@ -49,6 +49,7 @@ done
 work=${work:-$build/oracle}
 export GOCACHE=${WEAVE_GOCACHE:-${GOCACHE:-$build/gocache}} GOFLAGS=-mod=mod GOTOOLCHAIN=local GOPROXY=off CGO_ENABLED=0
 mkdir -p "$work"
+work=$(cd "$work" && pwd) # the builds below run in other directories
 
 # The generator and the comparator run on this machine, whatever the target.
 (cd "$here" && GOARCH= "$go" build -o "$work/gen" ./gen)
@@ -90,7 +91,7 @@ one() {
   done
   for p in "${pids[@]}"; do wait "$p" || failed=1; done
   if [ $failed != 0 ]; then
-    echo "oracle: seed $seed: a chunk failed (above); reproduce with: $repro"
+    echo "oracle: seed $seed: the test itself failed (above); reproduce with: $repro"
     return 1
   fi
   echo "oracle: seed $seed: ${#chunks[@]} chunks built and traced in $(elapsed "$t") s"
@@ -115,16 +116,16 @@ chunk() {
     done
     echo "options: {string_max: 64, slice_max: 8, max_functions: 100000}"
   } >"$d/spec.yaml"
+  # A chunk that cannot be traced is written down in "failed", and compare counts each of its
+  # functions as a mismatch; the other chunks are still compared.
   if ! WEAVE_RUNTIME=$build/weave-tracer "$weave" build "$d/spec.yaml" "$dir/prog" -o "$d/out" 2>"$d/weave.err"; then
-    cat "$d/weave.err"
-    echo "oracle: chunk $c: weave build failed"
-    return 1
+    echo "weave build failed: $(grep -m1 error "$d/weave.err" || tail -1 "$d/weave.err")" >"$d/failed"
+    return 0
   fi
   "$d/out/tracer" --format json --no-summary -- "$dir/prog" "$d/truth.jsonl" >"$d/events.jsonl" 2>"$d/tracer.err" || status=$?
   if [ "$status" != 0 ]; then
-    tail -5 "$d/tracer.err"
-    echo "oracle: chunk $c: the tracer or the program failed (exit $status)"
-    return 1
+    echo "the tracer or the program failed (exit $status): $(grep -m1 -v ' events, ' "$d/tracer.err")" >"$d/failed"
+    return 0
   fi
   # Lost events show up as calls without events; say where they went.
   grep 'lost' "$d/tracer.err" | grep -v ', 0 lost' || true

@@ -125,10 +125,11 @@ func main() {
 	nMismatch := 0
 	chunk := "" // the chunk being compared
 	category := func(fn string) string {
-		t := tags[fn]
+		t := append([]string{}, tags[fn]...)
 		if len(t) == 0 {
 			return "unknown"
 		}
+		sort.Strings(t[1:]) // the kind of function, then its traits in a fixed order
 		return strings.Join(t, "+")
 	}
 	mismatch := func(fn, reason, detail string) {
@@ -146,6 +147,15 @@ func main() {
 		}
 		prefix := strings.TrimSpace(string(data))
 		chunk = prefix
+		if why, err := os.ReadFile(filepath.Join(dir, "failed")); err == nil {
+			for _, f := range meta.Functions {
+				if chunkOf(f.Key) == prefix {
+					functions[f.Key] = true
+					mismatch(f.Key, "chunk not traced", strings.TrimSpace(string(why)))
+				}
+			}
+			continue
+		}
 		manifestPath := filepath.Join(dir, "out", "probes.json")
 		weaveErr := filepath.Join(dir, "weave.err")
 		truthPath := filepath.Join(dir, "truth.jsonl")
