@@ -191,6 +191,7 @@ func main() {
 		}
 		leftOut := map[string]string{} // normalized function -> reason id
 		unlisted := 0                  // warnings weave did not print (it prints the first 10)
+		unlistedFns := map[string]bool{}
 		for _, line := range readLines(weaveErr) {
 			if m := leftOutRe.FindStringSubmatch(line); m != nil {
 				leftOut[normalize(m[1])] = m[2]
@@ -251,7 +252,10 @@ func main() {
 				switch {
 				case leftOut[t.fn] != "":
 					refused["function left out ["+leftOut[t.fn]+"]"] += n
-				case !probed[t.fn] && unlisted > 0:
+				case !probed[t.fn] && (unlistedFns[t.fn] || len(unlistedFns) < unlisted):
+					// weave said how many more notes it did not print: no more functions than
+					// that can hide behind them.
+					unlistedFns[t.fn] = true
 					refused["function left out (warning past the first 10)"] += n
 				case !probed[t.fn]:
 					mismatch(t.fn, "not probed, and weave gave no reason", fmt.Sprintf("truth line %d", t.line))
