@@ -1,0 +1,3 @@
+module weave.test/oracle
+
+go 1.19

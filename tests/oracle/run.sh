@@ -1,0 +1,142 @@
+#!/bin/bash
+# The random-signature oracle: generate a Go program of COUNT functions with random signatures
+# (tests/oracle/gen), build it, trace every function with args: all and return: true, and compare
+# every value the tracer shows with what the program wrote it passed and returned
+# (tests/oracle/compare). Exit 0: no mismatch; 1: mismatches (the seed and this command are
+# printed); 77: cannot run here (not root: BPF and uprobes need it), which ctest reports as skipped.
+#
+#   tests/oracle/run.sh --seed 1 --count 2000 --arch amd64
+#   tests/oracle/run.sh --seeds 1-5 --count 5000 --arch 386        # the longer run: several seeds
+#
+# Options: --build DIR (weave's build tree; default build/ beside this checkout), --go GO (default
+# Debian's Go 1.19, the pinned toolchain), --omit generic,zerosize,float (leave a category out, for
+# debugging only), --work DIR (where the program, tracer and outputs go).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+seeds=1
+count=2000
+arch=amd64
+omit=
+build=$root/build
+go=/usr/lib/go-1.19/bin/go
+work=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --seed | --seeds) seeds=$2; shift 2 ;;
+    --count) count=$2; shift 2 ;;
+    --arch) arch=$2; shift 2 ;;
+    --omit) omit=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --go) go=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+case $arch in
+  amd64 | 386) ;;
+  *) echo "run.sh: --arch amd64 or 386 (the architectures this machine runs)" >&2; exit 2 ;;
+esac
+if [ "$(id -u)" != 0 ]; then
+  echo "run.sh: skipped: tracing needs root (BPF, uprobes)"
+  exit 77
+fi
+weave=$build/weave
+for f in "$weave" "$build/weave-tracer" "$go"; do
+  [ -x "$f" ] || { echo "run.sh: $f is missing: build weave and weave-tracer first" >&2; exit 2; }
+done
+work=${work:-$build/oracle}
+export GOCACHE=${WEAVE_GOCACHE:-${GOCACHE:-$build/gocache}} GOFLAGS=-mod=mod GOTOOLCHAIN=local GOPROXY=off CGO_ENABLED=0
+mkdir -p "$work"
+work=$(cd "$work" && pwd) # the builds below run in other directories
+
+# The generator and the comparator run on this machine, whatever the target.
+(cd "$here" && GOARCH= "$go" build -o "$work/gen" ./gen)
+(cd "$here" && GOARCH= "$go" build -o "$work/compare" ./compare)
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# One seed: 0 on success, 1 on a mismatch or a failure of any stage.
+one() {
+  local seed=$1 dir t
+  dir=$work/$arch-$seed-$count${omit:+-omit-$omit}
+  local repro
+  repro="tests/oracle/run.sh --seed $seed --count $count --arch $arch${omit:+ --omit $omit}"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  t=$(now)
+  if ! "$work/gen" -seed "$seed" -count "$count" -arch "$arch" ${omit:+-omit "$omit"} -o "$dir/src"; then
+    echo "oracle: seed $seed: the generator failed; reproduce with: $repro"
+    return 1
+  fi
+  if ! (cd "$dir/src" && GOARCH=$arch "$go" build -trimpath -buildvcs=false -o "$dir/prog" .); then
+    echo "oracle: seed $seed: the generated program does not build (a generator bug); reproduce with: $repro"
+    return 1
+  fi
+  echo "oracle: seed $seed: generated and built $count functions for $arch in $(elapsed "$t") s"
+  # One tracer per hundred functions (F0100-F0199, ...): clang takes far longer on one large file
+  # than on many small ones, and two chunks build at once.
+  local chunks=() c pids=() failed=0
+  for c in $(cut -d' ' -f1 "$dir/src/chunks.txt" | sort -u); do chunks+=("$c"); done
+  t=$(now)
+  for c in "${chunks[@]}"; do
+    if [ ${#pids[@]} -ge 2 ]; then
+      wait "${pids[0]}" || failed=1
+      pids=("${pids[@]:1}")
+    fi
+    chunk "$dir" "$c" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || failed=1; done
+  if [ $failed != 0 ]; then
+    echo "oracle: seed $seed: the test itself failed (above); reproduce with: $repro"
+    return 1
+  fi
+  echo "oracle: seed $seed: ${#chunks[@]} chunks built and traced in $(elapsed "$t") s"
+  local dirs=()
+  for c in "${chunks[@]}"; do dirs+=("$dir/c$c"); done
+  "$work/compare" -meta "$dir/src/meta.json" -repro "$repro" "${dirs[@]}" || return 1
+}
+
+# chunk DIR PP: build the tracer of the functions numbered PP00-PP99 and trace one run of the program.
+chunk() {
+  local dir=$1 c=$2 status=0 p
+  local d=$dir/c$c
+  mkdir -p "$d"
+  echo "$c" >"$d/prefix"
+  {
+    echo "# The generated functions numbered ${c}00-${c}99: all arguments at entry, all results at every"
+    echo "# RET. The limits are above what the generator makes (strings of at most 40 bytes, at most 6"
+    echo "# elements), so values are whole."
+    echo "probes:"
+    for p in $(grep "^$c " "$dir/src/chunks.txt" | cut -d' ' -f2); do
+      echo "  - {function: '$p', args: all, return: true}"
+    done
+    echo "options: {string_max: 64, slice_max: 8, max_functions: 100000}"
+  } >"$d/spec.yaml"
+  # A chunk that cannot be traced is written down in "failed", and compare counts each of its
+  # functions as a mismatch; the other chunks are still compared.
+  if ! WEAVE_RUNTIME=$build/weave-tracer "$weave" build "$d/spec.yaml" "$dir/prog" -o "$d/out" 2>"$d/weave.err"; then
+    echo "weave build failed: $(grep -m1 error "$d/weave.err" || tail -1 "$d/weave.err")" >"$d/failed"
+    return 0
+  fi
+  "$d/out/tracer" --format json --no-summary -- "$dir/prog" "$d/truth.jsonl" >"$d/events.jsonl" 2>"$d/tracer.err" || status=$?
+  if [ "$status" != 0 ]; then
+    echo "the tracer or the program failed (exit $status): $(grep -m1 -v ' events, ' "$d/tracer.err")" >"$d/failed"
+    return 0
+  fi
+  # Lost events show up as calls without events; say where they went.
+  grep 'lost' "$d/tracer.err" | grep -v ', 0 lost' || true
+}
+
+case $seeds in
+  *-*) list=$(seq "${seeds%-*}" "${seeds#*-}") ;;
+  *) list=${seeds//,/ } ;;
+esac
+failed=0
+for s in $list; do
+  one "$s" || failed=1
+done
+exit $failed
