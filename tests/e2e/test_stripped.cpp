@@ -184,6 +184,7 @@ TEST_CASE("array lengths no Go value can have are refused where the spec says th
   CHECK(expr.status == 1);
   CHECK(expr.err.find("error[type-too-large]") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir2 + "/out"));
+}
 
 TEST_CASE("interfaces and errors in stripped binaries are named from the runtime's type descriptors") {
   // main.Check(err error, v any) error, declared: the dynamic types come from the binary's own
