@@ -51,16 +51,23 @@ using Hits = std::map<std::pair<std::string, long long>, std::vector<nlohmann::j
 Hits run_delve(const std::string &binary, const std::vector<std::string> &functions, const Options &options,
                Counts &counts);
 
+// Parameters weave leaves out of `args: all` by design, from its manifest: function -> parameter ->
+// the warning's tag ("[float-in-register]"). Each is counted under its tag instead of compared.
+using LeftOut = std::map<std::string, std::map<std::string, std::string>>;
+LeftOut left_out_from_manifest(const nlohmann::json &manifest);
+// The functions of the manifest's entry probes, each once.
+std::vector<std::string> functions_from_manifest(const nlohmann::json &manifest);
+
 // Compares the hits with the tracer's entry events of the same function, goroutine and call number.
 void compare_hits(const Hits &hits, const std::vector<std::string> &functions,
-                  const std::vector<nlohmann::json> &events, Counts &counts);
+                  const std::vector<nlohmann::json> &events, Counts &counts, const LeftOut &left_out = {});
 
 // run_delve then compare_hits.
 // Runs `binary` under Delve with a breakpoint at each of `functions` and compares the arguments Delve
 // reads at every hit with the tracer's entry events (`events`, as parsed by parse_events) of the same
 // function, goroutine and call number.
 Counts compare(const std::string &binary, const std::vector<std::string> &functions,
-               const std::vector<nlohmann::json> &events, const Options &options);
+               const std::vector<nlohmann::json> &events, const Options &options, const LeftOut &left_out = {});
 
 // Compares one call: the `args` object of a tracer event with Delve's argument variables (api.Variable
 // as JSON). Exposed for tests and for callers that drive Delve themselves.

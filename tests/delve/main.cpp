@@ -68,14 +68,10 @@ int main(int argc, char **argv) {
     options.work_dir = work.empty() ? std::filesystem::temp_directory_path().string() : work;
     std::filesystem::create_directories(options.work_dir);
     auto m = nlohmann::json::parse(read_file(manifest));
-    std::set<std::string> seen;
-    std::vector<std::string> functions;
-    for (auto &p : m["probes"])
-      if (p.value("kind", "") == "entry" && seen.insert(p["function"].get<std::string>()).second)
-        functions.push_back(p["function"]);
+    auto functions = delve_oracle::functions_from_manifest(m);
     auto events = delve_oracle::parse_events(read_file(events_path));
-    auto counts = delve_oracle::compare(binary, functions, events, options);
-    std::cout << delve_oracle::report(counts, 100);
+    auto counts = delve_oracle::compare(binary, functions, events, options, delve_oracle::left_out_from_manifest(m));
+    std::cout << delve_oracle::report(counts, 100000);
     if (!counts.error.empty())
       return 2;
     return counts.mismatches.empty() ? 0 : 1;
