@@ -9,6 +9,9 @@
 // (DWARF names one register twice, DWARF stack locations that overlap, a value Delve cannot read,
 // a parameter DWARF leaves out, a value weave refuses by design). Anything else that differs is a
 // mismatch.
+//
+// WEAVE_DELVE_LOG=1 in the environment writes every request and reply to WORK_DIR/rpc.log and prints
+// the path of each overlapping or left-out value, to tell why a value was skipped.
 #pragma once
 
 #include <nlohmann/json.hpp>
