@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libyaml-cpp-dev libkainjow-mustache-dev libcli11-dev libfmt-dev libzydis-dev
   doctest-dev                                         # unit tests
   golang-1.19                                         # the pinned toolchain of fixtures and goldens
+  delve                                               # dlv: the second oracle (tests/delve), reads DWARF location lists
   util-linux                                          # setpriv, for the unprivileged-load test
 )
 
