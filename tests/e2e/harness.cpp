@@ -1,6 +1,7 @@
 #include "harness.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -144,7 +145,49 @@ int Background::wait(int timeout_ms) {
 }
 
 std::string weave() { return std::string(WEAVE_BINARY_DIR) + "/weave"; }
-std::string fixture(const std::string &name) { return std::string(WEAVE_FIXTURE_DIR) + "/" + name; }
+namespace {
+
+const char *matrix_dir() {
+  const char *dir = std::getenv("WEAVE_MATRIX_FIXTURES");
+  return dir && *dir ? dir : nullptr;
+}
+
+// A matrix test whose toolchain could not be fetched skips, with the reason build.sh wrote, before
+// any test case runs: never a silent pass, never a failure the machine's network caused.
+const bool matrix_checked = [] {
+  const char *dir = matrix_dir();
+  if (!dir)
+    return true;
+  std::string skip = read_file(std::string(dir) + "/SKIP");
+  if (!skip.empty()) {
+    std::cout << skip << std::flush;
+    std::exit(77);
+  }
+  if (!fs::exists(std::string(dir) + "/fixture")) {
+    std::cerr << "WEAVE_MATRIX_FIXTURES=" << dir << " has no fixtures: tests/matrix/build.sh builds them\n";
+    std::exit(1);
+  }
+  return true;
+}();
+
+} // namespace
+
+std::string fixture(const std::string &name) {
+  return std::string(matrix_dir() ? matrix_dir() : WEAVE_FIXTURE_DIR) + "/" + name;
+}
+
+std::vector<std::string> objdump() {
+  if (matrix_dir())
+    return {std::string(matrix_dir()) + "/objdump"};
+  return {WEAVE_GO, "tool", "objdump"};
+}
+
+std::string matrix_version() {
+  if (!matrix_dir())
+    return "";
+  std::string dir = fs::path(matrix_dir()).filename().string(); // "go1.24.13"
+  return dir.rfind("go", 0) == 0 ? dir.substr(2) : dir;
+}
 std::string source(const std::string &relative) { return std::string(WEAVE_SOURCE_DIR) + "/" + relative; }
 
 std::string temp_dir(const std::string &name) {

@@ -42,7 +42,14 @@ struct Background {
 Background spawn(const std::vector<std::string> &argv, const std::string &dir);
 
 std::string weave();          // the weave executable under test
+// A fixture by name: the pinned Go 1.19 build, or, when the version matrix runs a test
+// (WEAVE_MATRIX_FIXTURES names one toolchain's directory, tests/matrix/build.sh), that toolchain's.
 std::string fixture(const std::string &name);
+// `go tool objdump` of the toolchain that built the fixtures, as argv. Go 1.25+ ships no prebuilt objdump (`go tool` builds
+// it on demand), so the matrix builds it once beside the fixtures.
+std::vector<std::string> objdump();
+// The matrix toolchain's version ("1.24.13"), or "" for the pinned fixtures.
+std::string matrix_version();
 std::string source(const std::string &relative);
 std::string temp_dir(const std::string &name); // fresh, empty, under the build tree
 std::string read_file(const std::string &path);

@@ -19,7 +19,9 @@ TEST_CASE("cgo binary: values traced, and g's TLS offset matches the runtime's o
   REQUIRE(std::regex_search(plan.out, m, std::regex(R"(g in ABI0 code at FS-(0x[0-9a-f]+))")));
   long weave_offset = -std::stol(m[1].str(), nullptr, 16);
   // The runtime's ABI0 wrappers reload g into R14 from TLS: that displacement is ground truth.
-  auto objdump = e2e::run({WEAVE_GO, "tool", "objdump", "-s", "^runtime.goexit1.abi0$", e2e::fixture("cgo")});
+  std::vector<std::string> argv = e2e::objdump();
+  argv.insert(argv.end(), {"-s", "^runtime.goexit1.abi0$", e2e::fixture("cgo")});
+  auto objdump = e2e::run(argv);
   REQUIRE(objdump.status == 0);
   std::smatch d;
   REQUIRE(std::regex_search(objdump.out, d, std::regex(R"(MOVQ FS:(0x[0-9a-f]+), R14)")));

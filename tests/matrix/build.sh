@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Builds the version matrix's fixtures with one Go toolchain: tests/matrix/build.sh VERSION OUTDIR
+# (VERSION like 1.24.13). The toolchain comes once from the module proxy (GOTOOLCHAIN=goVERSION, the
+# golang.org/toolchain module) into a cache outside the build tree, $WEAVE_CACHE or ~/.cache/weave,
+# that later runs and fresh clones on this machine reuse; so do the Go build cache and the compiled
+# cmd/compile. A toolchain that cannot be fetched writes OUTDIR/SKIP with the reason and exits 77
+# (ctest: skipped), and the matrix tests of that toolchain then skip with the same reason.
+#
+# What is built (each as its own file in OUTDIR, named as the pinned 1.19 build names it):
+#   fixture fixture_stripped fixture_pie fixture_386 fixture_386_stripped cgo   tests/e2e/*
+#   newgo newgo_386 newgo_pgo                                                   tests/matrix/newgo
+#   compile_amd64 compile_arm64 (only with --compile)                           cmd/compile
+# and OUTDIR/go, a link to the toolchain's go command, OUTDIR/objdump (cmd/objdump), OUTDIR/GOROOT.
+set -euo pipefail
+version=$1
+out=$(realpath -m "$2")
+shift 2
+with_compile=0
+[[ ${1:-} == --compile ]] && with_compile=1
+src=$(cd "$(dirname "$0")/../.." && pwd)
+cache=${WEAVE_CACHE:-$HOME/.cache/weave}
+export GOMODCACHE=$cache/gomod GOCACHE=$cache/gocache GOPATH=$cache/gopath
+mkdir -p "$out" "$cache"
+rm -f "$out/SKIP"
+
+skip() {
+  echo "SKIPPED: go$version: $*" | tee "$out/SKIP"
+  exit 77
+}
+
+goroot=$GOMODCACHE/golang.org/toolchain@v0.0.1-go$version.linux-amd64
+if [[ ! -x $goroot/bin/go ]]; then
+  # Any go from 1.21 on can fetch another toolchain; Debian's 1.19 cannot.
+  boot=""
+  for candidate in "${WEAVE_BOOTSTRAP_GO:-}" /usr/local/go/bin/go "$(command -v go || true)"; do
+    [[ -n $candidate && -x $candidate ]] || continue
+    if GOTOOLCHAIN=local "$candidate" env GOTOOLCHAIN >/dev/null 2>&1 &&
+       [[ $(GOTOOLCHAIN=local "$candidate" env GOVERSION) =~ ^go1\.(2[1-9]|[3-9][0-9]) ]]; then
+      boot=$candidate
+      break
+    fi
+  done
+  [[ -n $boot ]] || skip "no go 1.21 or newer to fetch the toolchain with (install Go to /usr/local/go)"
+  echo "fetching go$version into $GOMODCACHE"
+  if ! log=$(cd "$cache" && GOTOOLCHAIN=go$version GOFLAGS= timeout 600 "$boot" version 2>&1); then
+    skip "cannot fetch the toolchain through the module proxy: $(echo "$log" | tail -3 | tr '\n' ' ')"
+  fi
+  [[ -x $goroot/bin/go ]] || skip "fetched, but $goroot/bin/go is not there: $log"
+fi
+go=$goroot/bin/go
+ln -sfn "$go" "$out/go"
+echo "$goroot" >"$out/GOROOT" # test_abi_crosscheck reads the compiler's sources there
+export GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod
+got=$("$go" env GOVERSION)
+[[ $got == go$version ]] || { echo "go$version: $go says $got" >&2; exit 1; }
+
+# -trimpath and -buildvcs=false as for the pinned fixtures: paths and git state stay out.
+build() { # name dir [env...] -- [flags...]
+  local name=$1 dir=$2
+  shift 2
+  local envs=()
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  (cd "$dir" && env CGO_ENABLED=0 GOARCH=amd64 "${envs[@]}" "$go" build -trimpath -buildvcs=false "$@" -o "$out/$name" .)
+}
+# test_cgo reads the runtime's code with the toolchain's objdump (not prebuilt from Go 1.25 on).
+(cd "$cache" && CGO_ENABLED=0 "$go" build -o "$out/objdump" cmd/objdump)
+e2e=$src/tests/e2e/fixture
+build fixture "$e2e" --
+build fixture_stripped "$e2e" -- -ldflags='-s -w'
+build fixture_pie "$e2e" -- -buildmode=pie
+build fixture_386 "$e2e" GOARCH=386 --
+build fixture_386_stripped "$e2e" GOARCH=386 -- -ldflags='-s -w'
+build cgo "$src/tests/e2e/cgo" CGO_ENABLED=1 --
+newgo=$src/tests/matrix/newgo
+build newgo "$newgo" --
+build newgo_386 "$newgo" GOARCH=386 --
+# PGO: a CPU profile the program makes of itself (-cpuprofile), then a build that uses it. The
+# profile is cut once per toolchain and kept, so the PGO build is the same on every warm run.
+if [[ ! -s $out/newgo.pprof ]]; then
+  "$out/newgo" -truth /dev/null -hot 1500 -cpuprofile "$out/newgo.pprof.tmp" >/dev/null 2>&1
+  mv "$out/newgo.pprof.tmp" "$out/newgo.pprof"
+fi
+build newgo_pgo "$newgo" -- -pgo="$out/newgo.pprof"
+if ((with_compile)); then
+  # The compilers live in the cache, not the build tree: about a minute each cold on 2 cores, then
+  # a no-op (go build leaves an up-to-date binary alone).
+  mkdir -p "$cache/compile/go$version"
+  for arch in amd64 arm64; do
+    (cd "$cache" && CGO_ENABLED=0 GOARCH=$arch "$go" build -trimpath \
+      -o "$cache/compile/go$version/compile_$arch" cmd/compile)
+    ln -sfn "$cache/compile/go$version/compile_$arch" "$out/compile_$arch"
+  done
+fi
+echo "go$version: fixtures in $out"

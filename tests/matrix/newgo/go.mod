@@ -1,0 +1,3 @@
+module weave.test/newgo
+
+go 1.21
