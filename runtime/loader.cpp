@@ -338,12 +338,26 @@ bool Loader::attach(const std::string &binary_path, const std::string &display,
   std::string path = binary_path.find('/') == std::string::npos ? "./" + binary_path : binary_path;
   double start = monotonic_seconds();
   bool ok = true;
-  if (method_ == AttachMethod::Multi)
-    for (size_t i = 0; ok && i < programs_.size(); ++i)
-      ok = attach_multi(i, path, display, error);
-  else
-    for (size_t i = 0; ok && i < manifest_.probes.size(); ++i)
-      ok = attach_perf(i, path, display, error);
+  // Returns first, entries last. A function that is a single RET has its entry point and a return
+  // point at one address, and the kernel runs the handlers of one address newest first (the
+  // consumer list is prepended to: kernel/events/uprobes.c, consumer_add): this way such a call's
+  // entry event comes before its return, which then finds the entry it pairs with.
+  // e2e test_zerosize's main.Same checks the order on the kernel it runs on.
+  auto is_return = [&](size_t probe_id) {
+    const auto &attach = manifest_.probes[probe_id].attach;
+    return !attach.empty() && attach.front().kind == AttachKind::Return;
+  };
+  for (bool returns : {true, false}) {
+    if (method_ == AttachMethod::Multi) {
+      for (size_t i = 0; ok && i < programs_.size(); ++i)
+        if (!probes_of_program_[i].empty() && is_return(probes_of_program_[i].front()) == returns)
+          ok = attach_multi(i, path, display, error);
+    } else {
+      for (size_t i = 0; ok && i < manifest_.probes.size(); ++i)
+        if (is_return(i) == returns)
+          ok = attach_perf(i, path, display, error);
+    }
+  }
   attach_seconds_ = monotonic_seconds() - start;
   return ok;
 }

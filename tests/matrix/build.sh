@@ -69,9 +69,17 @@ e2e=$src/tests/e2e/fixture
 build fixture "$e2e" --
 build fixture_stripped "$e2e" -- -ldflags='-s -w'
 build fixture_pie "$e2e" -- -buildmode=pie
+build fixture_pie_stripped "$e2e" -- -buildmode=pie -ldflags='-s -w'
 build fixture_386 "$e2e" GOARCH=386 --
 build fixture_386_stripped "$e2e" GOARCH=386 -- -ldflags='-s -w'
 build cgo "$src/tests/e2e/cgo" CGO_ENABLED=1 --
+build zerosize "$src/tests/e2e/zerosize" --
+build zerosize_386 "$src/tests/e2e/zerosize" GOARCH=386 --
+generics=$src/tests/e2e/generics
+build generics "$generics" --
+build generics_stripped "$generics" -- -ldflags='-s -w'
+build generics_pie "$generics" -- -buildmode=pie
+build generics_386 "$generics" GOARCH=386 --
 newgo=$src/tests/matrix/newgo
 build newgo "$newgo" --
 build newgo_386 "$newgo" GOARCH=386 --

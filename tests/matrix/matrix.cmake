@@ -13,8 +13,8 @@ set(WEAVE_MATRIX_TOOLCHAINS 1.21.13 1.22.12 1.23.12 1.24.13 1.25.14 1.26.11 CACH
 # The newest toolchain also builds cmd/compile for test_abi_crosscheck (about a minute, once).
 set(WEAVE_MATRIX_COMPILE_TOOLCHAIN 1.26.11 CACHE STRING "Toolchain whose cmd/compile the ABI cross-check reads")
 
-add_executable(e2e_test_newgo ${CMAKE_CURRENT_SOURCE_DIR}/matrix/test_newgo.cpp e2e/harness.cpp)
-target_link_libraries(e2e_test_newgo PRIVATE doctest_main nlohmann_json::nlohmann_json fmt::fmt)
+add_executable(e2e_test_newgo ${CMAKE_CURRENT_SOURCE_DIR}/matrix/test_newgo.cpp)
+target_link_libraries(e2e_test_newgo PRIVATE e2e_harness doctest_main nlohmann_json::nlohmann_json fmt::fmt)
 target_include_directories(e2e_test_newgo PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/e2e)
 target_compile_definitions(e2e_test_newgo PRIVATE
   WEAVE_SOURCE_DIR="${CMAKE_SOURCE_DIR}" WEAVE_FIXTURE_DIR="${FIXTURE_DIR}"
@@ -22,7 +22,7 @@ target_compile_definitions(e2e_test_newgo PRIVATE
 add_dependencies(e2e_test_newgo weave weave-tracer)
 
 set(WEAVE_MATRIX_TESTS e2e_test_trace e2e_test_types e2e_test_returns e2e_test_latency e2e_test_stacks
-    e2e_test_cgo e2e_test_stripped e2e_test_newgo)
+    e2e_test_cgo e2e_test_stripped e2e_test_newgo e2e_test_zerosize e2e_test_generics)
 add_custom_target(matrix DEPENDS weave weave-tracer ${WEAVE_MATRIX_TESTS} test_abi_crosscheck)
 
 foreach(version IN LISTS WEAVE_MATRIX_TOOLCHAINS)

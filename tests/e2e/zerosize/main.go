@@ -43,10 +43,17 @@ func Hold(h Holder, tail [0]int64, last uint16) (r [0]int32, sum int) {
 }
 
 //go:noinline
-func (Empty) Method(x int) struct{} {
+func (e Empty) Method(x int) struct{} {
 	record("main.Empty.Method", "return", map[string]any{"~r0": map[string]any{}})
 	return struct{}{}
 }
+
+// Same is a single RET on amd64 (x arrives in RAX and leaves in RAX): its entry probe and its return
+// probe sit at one address, and the entry must still come first. It records nothing itself, which
+// would add code; main records both events.
+//
+//go:noinline
+func Same(x int) int { return x }
 
 func main() {
 	truthPath := flag.String("truth", "", "file to write the ground truth to, one JSON line per value set")
@@ -65,7 +72,10 @@ func main() {
 		record("main.Hold", "entry", map[string]any{"h": map[string]any{"A": h.A, "Z": map[string]any{}, "B": h.B,
 			"N": []any{}, "C": h.C}, "tail": []any{}, "last": 65535 - r})
 		Hold(h, [0]int64{}, uint16(65535-r))
-		record("main.Empty.Method", "entry", map[string]any{"x": 42 + r})
+		record("main.Empty.Method", "entry", map[string]any{"e": map[string]any{}, "x": 42 + r})
 		Empty{}.Method(42 + r)
+		record("main.Same", "entry", map[string]any{"x": -9 - r})
+		record("main.Same", "return", map[string]any{"~r0": -9 - r})
+		Same(-9 - r)
 	}
 }
