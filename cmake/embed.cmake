@@ -1,5 +1,5 @@
 # Writes resources.cpp: each file of FILES (relative to ROOT) as a byte array, looked up by its path.
-set(body "#include \"common/resources.h\"\n#include <map>\n#include <string>\nnamespace weave {\nnamespace {\n")
+set(body "#include \"support/resources.h\"\n#include <map>\n#include <string>\nnamespace weave {\nnamespace {\n")
 set(table "")
 set(i 0)
 string(REPLACE "," ";" FILES "${FILES}")

@@ -8,15 +8,15 @@
 //
 // The driver reads top to bottom, one pipeline stage per line (DESIGN.md "Pipeline"); all three
 // commands share that one pipeline (generate_outputs) and differ only in what they do with its files.
-#include "binary/binary.h"
+#include "gobinary/binary.h"
 #include "build/build.h"
-#include "common/timings.h"
+#include "support/timings.h"
 #include "check/check.h"
 #include "codegen/codegen.h"
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
 #include "funcs/funcs.h"
-#include "binary/pclntab.h"
+#include "gobinary/pclntab.h"
 #include "plan/plan.h"
 #include "run/run.h"
 #include "spec/spec.h"

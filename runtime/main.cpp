@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/elf_notes.h"
+#include "gobinary/elf_notes.h"
 #include "loader.h"
 #include "manifest.h"
 #include "output.h"

@@ -3,8 +3,8 @@
 // weave uses, so it works on stripped binaries, and no debug info needs to be on the traced host.
 #pragma once
 
-#include "binary/binary.h"
-#include "binary/pclntab.h"
+#include "gobinary/binary.h"
+#include "gobinary/pclntab.h"
 
 #include <cstdint>
 #include <optional>

@@ -1,7 +1,7 @@
 #include "build/build.h"
 
 #include "common/diag.h"
-#include "common/timings.h"
+#include "support/timings.h"
 #include "payload.h"
 #include "plan/plan.h"
 

@@ -1,6 +1,6 @@
 #include "codegen/codegen.h"
 
-#include "common/resources.h"
+#include "support/resources.h"
 #include "plan/plan.h"
 
 #include <fmt/format.h>

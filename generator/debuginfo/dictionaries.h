@@ -3,7 +3,7 @@
 // argument. Their names are the instantiations the user wrote; stripped binaries have none.
 #pragma once
 
-#include "binary/binary.h"
+#include "gobinary/binary.h"
 
 #include <cstdint>
 #include <string>

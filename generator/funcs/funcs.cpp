@@ -1,8 +1,8 @@
 #include "funcs/funcs.h"
 
 #include "abi/abi.h"
-#include "binary/binary.h"
-#include "binary/pclntab.h"
+#include "gobinary/binary.h"
+#include "gobinary/pclntab.h"
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
 #include "plan/signature.h"

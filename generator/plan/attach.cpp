@@ -1,6 +1,6 @@
 #include "plan/attach.h"
 
-#include "binary/binary.h"
+#include "gobinary/binary.h"
 #include "disasm/disasm.h"
 
 #include <fmt/format.h>

@@ -5,8 +5,8 @@
 #include "plan/plan.h"
 
 #include "abi/abi.h"
-#include "binary/binary.h"
-#include "binary/pclntab.h"
+#include "gobinary/binary.h"
+#include "gobinary/pclntab.h"
 #include "debuginfo/debuginfo.h"
 #include "debuginfo/dictionaries.h"
 #include "plan/attach.h"

@@ -1,7 +1,7 @@
 #include "plan/signature.h"
 
-#include "binary/binary.h"
-#include "binary/pclntab.h"
+#include "gobinary/binary.h"
+#include "gobinary/pclntab.h"
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
 #include "debuginfo/dictionaries.h"

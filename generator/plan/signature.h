@@ -5,7 +5,7 @@
 #pragma once
 
 #include "abi/abi.h"
-#include "binary/binary.h"
+#include "gobinary/binary.h"
 #include "debuginfo/debuginfo.h"
 #include "plan/plan.h"
 #include "spec/spec.h"

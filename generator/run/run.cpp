@@ -1,7 +1,7 @@
 #include "run/run.h"
 
 #include "common/diag.h"
-#include "common/elf_notes.h"
+#include "gobinary/elf_notes.h"
 
 #include <fmt/format.h>
 

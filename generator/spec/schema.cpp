@@ -7,7 +7,7 @@
 // any other (check_supported), so a keyword added to the schema cannot be silently ignored.
 #include "spec/schema.h"
 
-#include "common/resources.h"
+#include "support/resources.h"
 
 #include <algorithm>
 #include <charconv>

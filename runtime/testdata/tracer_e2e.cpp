@@ -27,7 +27,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "common/elf_notes.h"
+#include "gobinary/elf_notes.h"
 #include "payload.h"
 
 namespace fs = std::filesystem;

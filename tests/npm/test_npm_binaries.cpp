@@ -11,8 +11,8 @@
 // (magics 0xfffffffa and 0xfffffff0), symbolize() agrees with `go tool addr2line`; and symbolize()
 // reproduces, inlined frames included, the traceback the binary's own Go runtime prints on SIGQUIT
 // (esbuild is run waiting on its stdin, then sent SIGQUIT: the npm release itself is executed).
-#include "binary/binary.h"
-#include "binary/pclntab.h"
+#include "gobinary/binary.h"
+#include "gobinary/pclntab.h"
 #include "common/diag.h"
 #include "disasm/disasm.h"
 

@@ -41,8 +41,8 @@
 //  - GO-ABI.md §4.3's stack string located at its len word is recognised too, though this binary
 //    has none; nor has it generic shape instances (their dictionary is added first).
 #include "abi/abi.h"
-#include "binary/binary.h"
-#include "binary/pclntab.h"
+#include "gobinary/binary.h"
+#include "gobinary/pclntab.h"
 #include "debuginfo/debuginfo.h"
 #include "debuginfo/locations.h"
 

@@ -1,6 +1,6 @@
 // Tests of the binary stage against the Go fixtures (built by tests/CMakeLists.txt with the
 // machine's Go 1.19.8) and against synthetic and damaged files written to a temporary directory.
-#include "binary/binary.h"
+#include "gobinary/binary.h"
 #include "common/diag.h"
 
 #include <doctest/doctest.h>

@@ -3,7 +3,7 @@
 // window Go's old reader used (golang/go#61644), and no blob at all, where the version and modinfo
 // come from the runtime's own variables (as in esbuild 0.28.2, tests/npm). The real binaries these
 // cases come from are covered by test_pclntab.cpp (PIE) and tests/npm/test_npm_binaries.cpp.
-#include "binary/binary.h"
+#include "gobinary/binary.h"
 #include "common/diag.h"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,7 @@
 // Tests of the debuginfo stage against the Go fixtures (tests/e2e/fixture/main.go, built with
 // Go 1.19.8 for amd64, 386 and arm64). Expected layouts are the Go spec's, cross-checked with
 // llvm-dwarfdump on the fixtures.
-#include "binary/binary.h"
+#include "gobinary/binary.h"
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
 

@@ -1,7 +1,7 @@
 // The decoding that places probes: every RET of every function in the fixture, checked against
 // `go tool objdump`, and the end of the stack-growth check that makes entry probes fire once (x86
 // with Zydis; arm64 by its two fixed encodings, over every function of the arm64 fixture).
-#include "binary/binary.h"
+#include "gobinary/binary.h"
 #include "debuginfo/debuginfo.h"
 #include "disasm/disasm.h"
 

@@ -3,8 +3,8 @@
 // names Go 1.19 and Go 1.26 gave tests/e2e/generics (nm, go tool objdump); the fixture cases read
 // the real Go 1.19 build of it, whose .gopclntab records each instance's argument size.
 #include "abi/abi.h"
-#include "binary/binary.h"
-#include "binary/pclntab.h"
+#include "gobinary/binary.h"
+#include "gobinary/pclntab.h"
 #include "debuginfo/debuginfo.h"
 #include "debuginfo/dictionaries.h"
 #include "plan/signature.h"

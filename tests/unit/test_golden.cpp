@@ -5,8 +5,8 @@
 // Each case directory holds spec.yaml and a file `binary` naming the fixture it is generated
 // against (built with the pinned Debian Go 1.19.8 and -trimpath, so offsets and build ids are the
 // same on every machine). clang's output is never snapshotted, only weave's own text.
-#include "binary/binary.h"
-#include "binary/pclntab.h"
+#include "gobinary/binary.h"
+#include "gobinary/pclntab.h"
 #include "codegen/codegen.h"
 #include "debuginfo/debuginfo.h"
 #include "plan/plan.h"

@@ -3,8 +3,8 @@
 // build, `go tool objdump` for RET sites, `go tool addr2line` for file:line, and the fixture
 // tests/pclntab/inline, which prints what runtime.CallersFrames says about its own stack. Other Go
 // versions are covered by tests/npm/test_npm_binaries.cpp on real esbuild releases.
-#include "binary/binary.h"
-#include "binary/pclntab.h"
+#include "gobinary/binary.h"
+#include "gobinary/pclntab.h"
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
 

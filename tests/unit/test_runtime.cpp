@@ -23,7 +23,7 @@
 #include "payload.h"
 #include "stats.h"
 #include "symbolize.h"
-#include "binary/pclntab.h"
+#include "gobinary/pclntab.h"
 
 #include "allocation_counter.h" // the hot-path tests below count allocations
 

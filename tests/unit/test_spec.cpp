@@ -1,7 +1,7 @@
 // Tests for stage 1 (spec): YAML and JSON parsing, validation against specs/weave.schema.json, the
 // messages users see, and the tests/specs corpus: every ok_* spec must parse, and every fail_* spec
 // must fail with exactly the first line of format_error it expects.
-#include "common/resources.h"
+#include "support/resources.h"
 #include "spec/schema.h"
 #include "spec/spec.h"
 

@@ -51,7 +51,7 @@ inline std::string run(const std::string &command) {
   return out;
 }
 
-// Build info as cmd/go writes it (read by generator/binary/buildinfo.cpp): a uvarint-length-
+// Build info as cmd/go writes it (read by gobinary/buildinfo.cpp): a uvarint-length-
 // prefixed string, and modinfo framed by its 16-byte sentinels.
 inline void append_varint_string(std::vector<uint8_t> &blob, const std::string &text) {
   uint64_t size = text.size();

@@ -1,4 +1,4 @@
-#include "common/elf_notes.h"
+#include "gobinary/elf_notes.h"
 
 #include <cstring>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 // Internal to the binary stage: locating .go.buildinfo inside an open ELF file.
 #pragma once
 
-#include "binary/binary.h"
+#include "gobinary/binary.h"
 
 #include <cstdint>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "common/timings.h"
+#include "support/timings.h"
 
 #include <fmt/format.h>
 

@@ -2,10 +2,10 @@
 //
 // Every libelf call can fail on a damaged file and is checked: a truncated or corrupt file must
 // end in a [not-elf] error, never in a crash or a read past the end of the mapping.
-#include "binary/binary.h"
-#include "binary/buildinfo_internal.h"
+#include "gobinary/binary.h"
+#include "gobinary/buildinfo_internal.h"
 #include "common/diag.h"
-#include "common/elf_notes.h"
+#include "gobinary/elf_notes.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include "common/resources.h"
+#include "support/resources.h"
 
 #include <stdexcept>
 

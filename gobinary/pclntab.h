@@ -19,7 +19,7 @@
 // [bad-pclntab] saying what was wrong, never in a crash or a read outside the file.
 #pragma once
 
-#include "binary/binary.h"
+#include "gobinary/binary.h"
 
 #include <cstdint>
 #include <memory>

@@ -9,8 +9,8 @@
 // Where it is: the .go.buildinfo section, else the start of a writable segment, else (no blob at
 // all) the runtime's own buildVersion/modinfo variables; see find_buildinfo_blob. Go 1.26 changed
 // where moduledata and the pclntab live (go.dev/doc/go1.26) but lists no change to .go.buildinfo.
-#include "binary/binary.h"
-#include "binary/buildinfo_internal.h"
+#include "gobinary/binary.h"
+#include "gobinary/buildinfo_internal.h"
 
 #include <algorithm>
 #include <cctype>

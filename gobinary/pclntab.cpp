@@ -11,7 +11,7 @@
 //     ".go.module" and always writes 0 as the header's textStart (go.dev/doc/go1.26, "several
 //     minor changes to executable files"; quoted in goretk/gore#114).
 //   - funcID of wrappers: see wrapper_func_id_for().
-#include "binary/pclntab.h"
+#include "gobinary/pclntab.h"
 #include "common/diag.h"
 
 #include <algorithm>
