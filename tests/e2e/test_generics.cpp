@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -49,12 +51,16 @@ size_t compare(const Traced &t, bool instantiations, bool stripped = false, bool
     by_function[e["function"]].push_back(&e);
   std::map<std::string, size_t> seen;
   size_t values = 0;
+  // The version matrix runs this test on fixtures of Go 1.21 and newer.
+  newer = newer || std::getenv("WEAVE_MATRIX_FIXTURES") != nullptr;
   for (const json &want : t.truth) {
     std::string function = want["function"];
     if (newer) // Go 1.20+ leave the shapes unnumbered: go.shape.int_0 is go.shape.int
       function = std::regex_replace(function, std::regex(R"((go\.shape\.[^,\]]*?)_\d+)"), "$1");
-    if (stripped) { // .gopclntab writes "main.Sum[...]"; only some functions are probed
-      function = function.substr(0, function.find('[')) + "[...]" + function.substr(function.rfind(']') + 1);
+    if (stripped) { // .gopclntab writes "main.Sum[...]" (Go 1.26: the full name); only some are probed
+      std::string elided = function.substr(0, function.find('[')) + "[...]" + function.substr(function.rfind(']') + 1);
+      if (!by_function.count(function))
+        function = elided;
       if (!by_function.count(function))
         continue;
     }
@@ -112,6 +118,20 @@ TEST_CASE("stripped generics: declared params, the dictionary added, the shape a
   MESSAGE(values << " values compared");
 }
 
+TEST_CASE("generics as text: the shape function, then the instantiation") {
+  e2e::require_bpf();
+  Traced t = trace("generics", "text");
+  // Go 1.20 and newer (the version matrix) leave shapes unnumbered: go.shape.int, not go.shape.int_0.
+  const std::string n = std::getenv("WEAVE_MATRIX_FIXTURES") ? "" : "_0";
+  CHECK(t.text.find(" main.Sum[go.shape.int" + n + "] as main.Sum[main.MyInt](xs={len=2, cap=2, items=[0, 7]}, scale=-3)") !=
+        std::string::npos);
+  CHECK(t.text.find(" main.(*Set[go.shape.int" + n + "]).Add as main.(*Set[int]).Add(s.name=\"ints\", v=5, tag=\"tag-0\")") !=
+        std::string::npos);
+  CHECK(t.text.find(" main.Counter[go.shape.int" + n + "].func1(d=1, why=\"why-0\")") != std::string::npos);
+  CHECK(t.text.find("~dict") == std::string::npos);
+}
+
+// Last: without a newer Go it exits with ctest's skip code, and the cases after it would not run.
 TEST_CASE("generics built by a newer Go: a method's dictionary follows its receiver") {
   e2e::require_bpf();
   if (!std::filesystem::exists(e2e::fixture("generics_newer"))) {
@@ -120,15 +140,4 @@ TEST_CASE("generics built by a newer Go: a method's dictionary follows its recei
   }
   size_t values = compare(trace("generics_newer", "json"), true, false, true);
   CHECK(values == 81);
-}
-
-TEST_CASE("generics as text: the shape function, then the instantiation") {
-  e2e::require_bpf();
-  Traced t = trace("generics", "text");
-  CHECK(t.text.find(" main.Sum[go.shape.int_0] as main.Sum[main.MyInt](xs={len=2, cap=2, items=[0, 7]}, scale=-3)") !=
-        std::string::npos);
-  CHECK(t.text.find(" main.(*Set[go.shape.int_0]).Add as main.(*Set[int]).Add(s.name=\"ints\", v=5, tag=\"tag-0\")") !=
-        std::string::npos);
-  CHECK(t.text.find(" main.Counter[go.shape.int_0].func1(d=1, why=\"why-0\")") != std::string::npos);
-  CHECK(t.text.find("~dict") == std::string::npos);
 }

@@ -63,7 +63,7 @@ one() {
   local seed=$1 dir t
   dir=$work/$arch-$seed-$count${omit:+-omit-$omit}
   local repro
-  repro="tests/oracle/run.sh --seed $seed --count $count --arch $arch${omit:+ --omit $omit}"
+  repro="tests/oracle/run.sh --seed $seed --count $count --arch $arch${omit:+ --omit $omit} --go $go"
   rm -rf "$dir"
   mkdir -p "$dir"
   t=$(now)
