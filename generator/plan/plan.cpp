@@ -242,12 +242,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
 
   // Wildcards expand to one probe per matching function; a function a wildcard picked that cannot
   // be probed is left out with a warning, while a function named exactly must work or stop the build.
-  std::vector<std::string> names;
-  if (debug)
-    names = debug->function_names();
-  else if (pcln)
-    for (const auto &f : pcln->functions())
-      names.push_back(f.name);
+  std::vector<std::string> names = probeable_function_names(debug, pcln);
   auto generated = [pcln](const std::string &name) {
     const PclnFunction *fn = pcln ? pcln->find(name) : nullptr;
     if (!fn)

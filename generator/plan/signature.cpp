@@ -22,6 +22,16 @@ std::string describe_params(const std::vector<GoParam> &params, const TypeTable 
   return out.empty() ? "(none)" : out;
 }
 
+std::vector<std::string> probeable_function_names(DebugInfo *debug, const Pclntab *pcln) {
+  std::vector<std::string> names;
+  if (debug)
+    names = debug->function_names();
+  else if (pcln)
+    for (const auto &f : pcln->functions())
+      names.push_back(f.name);
+  return names;
+}
+
 namespace {
 // Declared params must describe what DWARF says: same names, same kinds and sizes, in order.
 void check_declared_against_dwarf(const std::vector<GoParam> &declared, const std::vector<GoParam> &dwarf,
@@ -143,13 +153,7 @@ ProbeSignature resolve_signature(const ProbeSpec &probe, const SignatureSources 
     constexpr uint8_t kFuncFlagAsm = 4; // runtime/symtab.go funcFlag_ASM
     fn_info = {pfn->name, pfn->entry, pfn->end, !(pfn->flag & kFuncFlagAsm), {}};
   } else {
-    std::vector<std::string> names;
-    if (debug)
-      names = debug->function_names();
-    else if (pcln)
-      for (const auto &f : pcln->functions())
-        names.push_back(f.name);
-    std::string hint = did_you_mean(probe.function, names);
+    std::string hint = did_you_mean(probe.function, probeable_function_names(debug, pcln));
     throw UserError("unknown-function",
                     fmt::format("no function {} in {}", probe.function, image.path),
                     probe.loc,

@@ -81,4 +81,7 @@ void name_instantiations(ProbePlan &probe, const std::string &function, const st
 
 std::string describe_params(const std::vector<GoParam> &params, const TypeTable &types);
 
+// Every function a spec can name: DWARF's, or without it .gopclntab's.
+std::vector<std::string> probeable_function_names(DebugInfo *debug, const Pclntab *pcln);
+
 } // namespace weave
