@@ -10,7 +10,8 @@
 #
 # Options: --build DIR (weave's build tree; default build/ beside this checkout), --go GO (default
 # Debian's Go 1.19, the pinned toolchain), --omit generic,zerosize,float (leave a category out, for
-# debugging only), --work DIR (where the program, tracer and outputs go).
+# debugging only), --work DIR (where the program, tracer and outputs go), --delve N (also let Delve,
+# which reads DWARF location lists, check the arguments of the first N chunks' calls: tests/delve).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,6 +23,7 @@ omit=
 build=$root/build
 go=/usr/lib/go-1.19/bin/go
 work=
+delve=0
 while [ $# -gt 0 ]; do
   case $1 in
     --seed | --seeds) seeds=$2; shift 2 ;;
@@ -31,6 +33,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --go) go=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
+    --delve) delve=$2; shift 2 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -98,6 +101,27 @@ one() {
   local dirs=()
   for c in "${chunks[@]}"; do dirs+=("$dir/c$c"); done
   "$work/compare" -meta "$dir/src/meta.json" -repro "$repro" "${dirs[@]}" || return 1
+  ((delve > 0)) || return 0
+  # A second, independent oracle over the same calls: Delve reads each argument from DWARF in a run
+  # of its own (tests/delve/delve_oracle.h says what it skips and why, and counts it).
+  local oracle=$build/tests/delve-oracle n=0 rc disagree=0
+  [ -x "$oracle" ] || { echo "oracle: $oracle is missing: build the tests"; return 1; }
+  for c in "${chunks[@]:0:$delve}"; do
+    rc=0
+    "$oracle" --manifest "$dir/c$c/out/probes.json" --events "$dir/c$c/events.jsonl" -- \
+      "$dir/prog" "$dir/c$c/delve-truth.jsonl" >"$dir/c$c/delve.txt" 2>&1 || rc=$?
+    sed "s/^/oracle: chunk $c: /" "$dir/c$c/delve.txt" | grep -E "delve oracle:|skipped|MISMATCH|cannot|dlv" || true
+    case $rc in
+      0) n=$((n + 1)) ;;
+      # compare (above) has already found every one of the tracer's values equal to what the program
+      # itself recorded: where Delve differs, Delve's reading of DWARF differs from the program too.
+      1) n=$((n + 1)); disagree=$((disagree + $(grep -c MISMATCH "$dir/c$c/delve.txt"))) ;;
+      77) echo "oracle: Delve comparison skipped: $(tail -1 "$dir/c$c/delve.txt")"; return 0 ;;
+      *) echo "oracle: seed $seed: the Delve run failed (chunk $c, above); reproduce with: $repro --delve $delve"; return 1 ;;
+    esac
+  done
+  echo "oracle: seed $seed: Delve compared $n chunks; it reads $disagree values differently from both the"
+  echo "oracle: program's own record and the tracer (listed above: DWARF or Delve is wrong there)"
 }
 
 # chunk DIR PP: build the tracer of the functions numbered PP00-PP99 and trace one run of the program.
