@@ -12,6 +12,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <algorithm>
+#include <set>
+#include <csignal>
+#include <cstdio>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,6 +50,60 @@ struct TempDir {
       fs::remove_all(path, ec);
   }
 };
+
+// What in `dir` weave did not write ("" for dir itself when it is not a directory); empty when
+// weave may replace it: an empty directory, or one holding only files of weave's own output,
+// probes.json among them and a weave manifest.
+std::vector<std::string> not_weave_output(const fs::path &dir, const std::vector<GeneratedFile> &files) {
+  std::error_code ec;
+  if (fs::is_symlink(dir, ec) || !fs::is_directory(dir, ec))
+    return {dir.filename().string() + " (not a directory)"};
+  std::set<std::string> ours = {"probes.bpf.o", "tracer"};
+  for (const auto &file : files)
+    ours.insert(file.name);
+  std::vector<std::string> foreign;
+  bool empty = true;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    empty = false;
+    std::string name = it->path().filename().string();
+    if (!ours.count(name) || !it->is_regular_file() || it->is_symlink())
+      foreign.push_back(name);
+  }
+  if (ec)
+    return {fmt::format("its contents (cannot list them: {})", ec.message())};
+  std::sort(foreign.begin(), foreign.end());
+  if (foreign.empty() && !empty) {
+    std::string manifest = read_file(dir / "probes.json");
+    if (manifest.find("\"weave_version\"") == std::string::npos)
+      foreign.push_back("probes.json (not a weave manifest)");
+  }
+  return foreign;
+}
+
+// A build killed between creating its temporary directory and the final exchange leaves
+// ".OUT.weave-tmp-PID" (or, without RENAME_EXCHANGE, ".OUT.weave-old-PID") beside OUT: those of
+// processes that are gone are removed. A live PID's are another build's, in progress.
+void remove_stale_temporaries(const fs::path &out) {
+  std::error_code ec;
+  fs::path parent = out.parent_path();
+  std::string prefix = "." + out.filename().string() + ".weave-";
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0)
+      continue;
+    std::string rest = name.substr(prefix.size());
+    size_t dash = rest.find('-');
+    if (dash == std::string::npos || (rest.substr(0, dash) != "tmp" && rest.substr(0, dash) != "old"))
+      continue;
+    std::string pid = rest.substr(dash + 1);
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9)
+      continue;
+    if (kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno == EPERM)
+      continue;
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);
+  }
+}
 
 } // namespace
 
@@ -144,17 +202,27 @@ std::string elf_arch(const std::string &path) {
 
 void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
                   const BuildOptions &options, Timings *timings) {
-  fs::path out = options.out_dir;
+  // "out/" names the directory out: lexically normal, a trailing slash leaves an empty file name.
+  fs::path out = fs::absolute(options.out_dir).lexically_normal();
+  if (out.filename().empty())
+    out = out.parent_path();
   std::error_code ec;
-  if (fs::exists(out, ec)) {
-    // Replace only what weave wrote before: never delete a user's directory by accident.
-    bool is_ours = fs::is_directory(out, ec) && (fs::exists(out / "probes.json", ec) || fs::is_empty(out, ec));
-    if (!is_ours)
+  if (fs::exists(out, ec) || fs::is_symlink(out, ec)) {
+    // Replace only what weave wrote before: never delete a user's file by accident.
+    std::vector<std::string> foreign = not_weave_output(out, files);
+    if (!foreign.empty()) {
+      std::string listed;
+      for (size_t i = 0; i < foreign.size() && i < 5; ++i)
+        listed += (listed.empty() ? "" : ", ") + foreign[i];
+      if (foreign.size() > 5)
+        listed += fmt::format(" and {} more", foreign.size() - 5);
       throw UserError("output-exists",
-                      fmt::format("{} exists and is not a weave output directory; refusing to replace it",
-                                  out.string()),
-                      {}, "choose another directory with -o, or remove it");
+                      fmt::format("{} exists and is not a directory weave wrote: replacing it would lose {}",
+                                  options.out_dir, listed),
+                      {}, "choose another directory with -o, or move those away");
+    }
   }
+  remove_stale_temporaries(out);
   // The tracer runs where the traced program runs: its runtime must be of the target's architecture.
   std::string arch = runtime_arch(plan.target.arch);
   std::string runtime = options.runtime_path.empty() ? default_runtime_path(plan.target.arch)
@@ -213,17 +281,32 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
   if (!append_payload(runtime, object, manifest, (tmp.path / "tracer").string(), error))
     throw UserError("write-failed", "cannot assemble the tracer: " + error);
 
-  fs::path old = parent / fmt::format(".{}.weave-old-{}", out.filename().string(), getpid());
+  // One atomic step: the new directory and the old one trade places (the old one, now at the
+  // temporary name, is removed with it). Killed at any moment, the user has either directory whole.
   if (fs::exists(out, ec)) {
-    fs::rename(out, old, ec);
+    if (renameat2(AT_FDCWD, tmp.path.c_str(), AT_FDCWD, out.c_str(), RENAME_EXCHANGE) != 0) {
+      if (errno != EINVAL && errno != ENOSYS)
+        throw UserError("write-failed", fmt::format("cannot replace {}: {}", options.out_dir, strerror(errno)));
+      // A file system without the exchange: two renames, and the old directory back on failure.
+      fs::path old = parent / fmt::format(".{}.weave-old-{}", out.filename().string(), getpid());
+      fs::rename(out, old, ec);
+      if (ec)
+        throw UserError("write-failed", fmt::format("cannot replace {}: {}", options.out_dir, ec.message()));
+      fs::rename(tmp.path, out, ec);
+      if (ec) {
+        std::error_code back;
+        fs::rename(old, out, back);
+        throw UserError("write-failed", fmt::format("cannot replace {}: {}", options.out_dir, ec.message()));
+      }
+      fs::remove_all(old, ec);
+      tmp.keep = true;
+    }
+  } else {
+    fs::rename(tmp.path, out, ec);
     if (ec)
-      throw UserError("write-failed", fmt::format("cannot replace {}: {}", out.string(), ec.message()));
+      throw UserError("write-failed", fmt::format("cannot create {}: {}", options.out_dir, ec.message()));
+    tmp.keep = true;
   }
-  fs::rename(tmp.path, out, ec);
-  if (ec)
-    throw UserError("write-failed", fmt::format("cannot create {}: {}", out.string(), ec.message()));
-  tmp.keep = true;
-  fs::remove_all(old, ec);
   mark(timings, "assemble");
 }
 

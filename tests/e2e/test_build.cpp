@@ -148,6 +148,51 @@ TEST_CASE("an existing directory that weave did not write is never replaced") {
   CHECK(e2e::read_file(dir + "/out/precious.txt") == "keep me");
 }
 
+TEST_CASE("a directory holding a probes.json among the user's files is not weave's: refused, naming them") {
+  std::string dir = e2e::temp_dir("not-ours-probes-json");
+  fs::create_directories(dir + "/out/src");
+  write(dir + "/out/notes.txt", "mine");
+  write(dir + "/out/src/main.c", "int main(void) { return 0; }\n");
+  write(dir + "/out/probes.json", "{}");
+  auto r = e2e::run({e2e::weave(), e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture"), "-o", dir + "/out"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("error[output-exists]") != std::string::npos);
+  CHECK(r.err.find("would lose notes.txt, src") != std::string::npos);
+  CHECK(e2e::read_file(dir + "/out/notes.txt") == "mine");
+  CHECK(e2e::read_file(dir + "/out/src/main.c") == "int main(void) { return 0; }\n");
+  // Only weave's own file names, but a probes.json that is no weave manifest: refused too.
+  std::string dir2 = e2e::temp_dir("not-ours-manifest");
+  fs::create_directories(dir2 + "/out");
+  write(dir2 + "/out/probes.json", "{\"mine\": true}");
+  auto r2 = e2e::run({e2e::weave(), e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture"), "-o", dir2 + "/out"});
+  CHECK(r2.status == 1);
+  CHECK(r2.err.find("probes.json (not a weave manifest)") != std::string::npos);
+  CHECK(e2e::read_file(dir2 + "/out/probes.json") == "{\"mine\": true}");
+}
+
+TEST_CASE("weave replaces its own output in one exchange, takes -o out/, and clears dead builds' temporaries") {
+  std::string dir = e2e::temp_dir("replace");
+  auto build = [&](const std::string &out) {
+    return e2e::run({e2e::weave(), e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture"), "-o", out});
+  };
+  auto first = build(dir + "/out/"); // trailing slash: the directory out
+  INFO(first.err);
+  REQUIRE(first.status == 0);
+  REQUIRE(fs::exists(dir + "/out/tracer"));
+  // Leftovers of a build killed before its exchange, by a process that is gone (no pid 999999999).
+  fs::create_directories(dir + "/.out.weave-tmp-999999999");
+  write(dir + "/.out.weave-tmp-999999999/probes.bpf.c", "half");
+  fs::create_directories(dir + "/.out.weave-old-999999998");
+  auto second = build(dir + "/out");
+  INFO(second.err);
+  REQUIRE(second.status == 0);
+  CHECK(fs::exists(dir + "/out/tracer"));
+  std::vector<std::string> left;
+  for (const auto &entry : fs::directory_iterator(dir))
+    left.push_back(entry.path().filename().string());
+  CHECK(left == std::vector<std::string>{"out"});
+}
+
 // arm64 binaries cannot run here, so their probes are checked statically: the generated C compiles
 // for the arm64 context, each register argument reads the register the ABI assigns (R0.. in
 // order), and every return point is a `ret` word that go tool objdump also lists.
