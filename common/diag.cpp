@@ -63,8 +63,15 @@ std::vector<std::string> nearest_names(std::string_view wanted,
                                        const std::vector<std::string> &candidates, size_t max) {
   // A typo is a few edits away; allow about a third of the name, at least 2.
   size_t limit = std::max<size_t>(2, wanted.size() / 3);
+  // No Go name is this long; the quadratic distance would take minutes on a pasted blob.
+  if (wanted.size() > 1024)
+    return {};
   std::vector<std::pair<size_t, size_t>> scored; // (distance, index)
   for (size_t i = 0; i < candidates.size(); ++i) {
+    // The lengths' difference is a lower bound of the distance: most candidates stop here.
+    size_t a = wanted.size(), b = candidates[i].size();
+    if ((a > b ? a - b : b - a) > limit)
+      continue;
     size_t d = edit_distance(wanted, candidates[i]);
     if (d <= limit)
       scored.emplace_back(d, i);

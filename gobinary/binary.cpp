@@ -95,7 +95,11 @@ BinaryImage load_binary(const std::string &path) {
   BinaryImage image;
   image.path = path;
   OpenElf file;
-  file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // A FIFO or a device would block open() or read forever: only regular files are binaries.
+  struct stat kind;
+  if (stat(path.c_str(), &kind) == 0 && !S_ISREG(kind.st_mode) && !S_ISDIR(kind.st_mode))
+    fail("binary-unreadable", path, "cannot read " + path + ": it is not a regular file (a FIFO, socket or device)");
+  file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (file.fd < 0)
     fail("binary-unreadable", path, "cannot open " + path + ": " + std::strerror(errno));
   struct stat st;

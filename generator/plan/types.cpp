@@ -44,7 +44,8 @@ public:
 
 private:
   [[noreturn]] void fail(const std::string &what) {
-    throw UserError("unknown-type", fmt::format("type \"{}\": {}", text_, what), loc_,
+    std::string shown = text_.size() > 80 ? text_.substr(0, 60) + "..." : text_;
+    throw UserError("unknown-type", fmt::format("type \"{}\": {}", shown, what), loc_,
                     "builtin types (int64, string, bool, float64, uintptr, unsafe.Pointer, ...), "
                     "*T, []T, [N]T, map[K]V, chan T, any and error can be named; spell a struct as "
                     "{struct: [{name: X, type: T}, ...]}");
@@ -67,6 +68,14 @@ private:
   }
 
   TypeId parse() {
+    // Every level is a C++ frame: a pasted "****...int" thousands deep must be an error, not a
+    // stack overflow. Go's own types in practice nest a handful deep.
+    if (++depth_ > kMaxDepth)
+      fail(fmt::format("the type nests more than {} levels deep", kMaxDepth));
+    struct Leave {
+      int &depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
     skip_spaces();
     if (take("*")) {
       TypeId elem = parse();
@@ -163,6 +172,8 @@ private:
   uint64_t ptr_;
   SourceLoc loc_;
   size_t pos_ = 0;
+  static constexpr int kMaxDepth = 100;
+  int depth_ = 0;
 };
 
 } // namespace

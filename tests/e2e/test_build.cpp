@@ -4,7 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <sys/stat.h>
 #include <fstream>
 #include <regex>
 #include <map>
@@ -307,4 +309,31 @@ TEST_CASE("a build-info version that .gopclntab contradicts is refused, naming b
   CHECK(r.err.find("says go1.16") != std::string::npos);
   CHECK(r.err.find("Go 1.18 to 1.19") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir + "/out"));
+}
+
+TEST_CASE("hostile input: a FIFO as the binary, a type 4,100 levels deep, a 64 KiB function name") {
+  std::string dir = e2e::temp_dir("hostile");
+  write(dir + "/spec.yaml", "probes:\n  - function: main.Ints\n");
+  // A FIFO would block open() forever: refused before it is opened.
+  REQUIRE(mkfifo((dir + "/fifo").c_str(), 0600) == 0);
+  auto fifo = e2e::run({e2e::weave(), "build", dir + "/spec.yaml", dir + "/fifo", "-o", dir + "/out"}, 10000);
+  CHECK(fifo.status == 1);
+  CHECK(fifo.err.find("error[binary-unreadable]") != std::string::npos);
+  CHECK(fifo.err.find("not a regular file") != std::string::npos);
+  // Each level of a type expression is a frame of the parser: bounded, and a located error.
+  write(dir + "/deep.yaml", "probes:\n  - function: main.Ints\n    params: [{name: a, type: \"" + std::string(4100, '*') +
+                                "int\"}]\n    capture: [a]\n");
+  auto deep = e2e::run({e2e::weave(), "build", dir + "/deep.yaml", e2e::fixture("fixture_stripped"), "-o", dir + "/out"});
+  CHECK(deep.status == 1);
+  CHECK(deep.err.find("nests more than 100 levels") != std::string::npos);
+  CHECK(deep.err.find("deep.yaml:3:") != std::string::npos);
+  // "Did you mean" stays fast on a name no function could have (it took minutes).
+  write(dir + "/long.yaml", "probes:\n  - function: main." + std::string(65536, 'x') + "\n");
+  auto start = std::chrono::steady_clock::now();
+  auto longname = e2e::run({e2e::weave(), "build", dir + "/long.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(longname.status == 1);
+  CHECK(longname.err.find("error[unknown-function]") != std::string::npos);
+  CHECK(seconds < 20);
+  CHECK_FALSE(fs::exists(dir + "/out"));
 }
