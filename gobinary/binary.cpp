@@ -3,6 +3,7 @@
 // Every libelf call can fail on a damaged file and is checked: a truncated or corrupt file must
 // end in a [not-elf] error, never in a crash or a read past the end of the mapping.
 #include "gobinary/binary.h"
+#include "gobinary/elf_symbols.h"
 #include "gobinary/buildinfo_internal.h"
 #include "common/diag.h"
 #include "gobinary/elf_notes.h"
@@ -214,18 +215,7 @@ BinaryImage load_binary(const std::string &path) {
         go_section = true;
       if (shdr.sh_type != SHT_SYMTAB)
         continue;
-      Elf_Data *data = elf_getdata(scn, nullptr);
-      if (!data)
-        fail_corrupt(path, "unreadable symbol table");
-      size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-      size_t count = entsize ? data->d_size / entsize : 0;
-      for (size_t i = 0; i < count; ++i) {
-        GElf_Sym sym;
-        if (!gelf_getsym(data, static_cast<int>(i), &sym))
-          break;
-        const char *sym_name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-        if (!sym_name || !*sym_name)
-          continue;
+      bool readable = for_each_symbol(elf, scn, shdr, [&](const char *sym_name, const GElf_Sym &sym) {
         if (is_go_runtime_symbol(sym_name))
           go_symbol = true;
         if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF)
@@ -234,7 +224,10 @@ BinaryImage load_binary(const std::string &path) {
           image.types_base = sym.st_value;
         else if (std::strcmp(sym_name, "runtime.tlsg") == 0)
           image.tlsg = sym.st_value;
-      }
+        return true;
+      });
+      if (!readable)
+        fail_corrupt(path, "unreadable symbol table");
     }
   }
   std::sort(image.functions.begin(), image.functions.end(),

@@ -12,6 +12,7 @@
 //     minor changes to executable files"; quoted in goretk/gore#114).
 //   - funcID of wrappers: see wrapper_func_id_for().
 #include "gobinary/pclntab.h"
+#include "gobinary/elf_symbols.h"
 #include "common/diag.h"
 
 #include <algorithm>
@@ -234,19 +235,12 @@ ElfFacts read_elf_facts(Image &img, const BinaryImage &binary, int fd) {
     } else if (!std::strcmp(name, ".go.module")) {
       facts.go_module = shdr.sh_addr;
     } else if (shdr.sh_type == SHT_SYMTAB) {
-      Elf_Data *data = elf_getdata(scn, nullptr);
-      size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-      size_t count = data && entsize ? data->d_size / entsize : 0;
-      for (size_t i = 0; i < count; ++i) {
-        GElf_Sym sym;
-        if (!gelf_getsym(data, static_cast<int>(i), &sym))
-          break;
-        const char *sym_name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-        if (sym_name && !std::strcmp(sym_name, "runtime.firstmoduledata")) {
-          facts.firstmoduledata = sym.st_value;
-          break;
-        }
-      }
+      for_each_symbol(elf, scn, shdr, [&](const char *sym_name, const GElf_Sym &sym) {
+        if (std::strcmp(sym_name, "runtime.firstmoduledata") != 0)
+          return true;
+        facts.firstmoduledata = sym.st_value;
+        return false;
+      });
     }
   }
   return facts;

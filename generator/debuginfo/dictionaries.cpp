@@ -1,5 +1,7 @@
 #include "debuginfo/dictionaries.h"
 
+#include "gobinary/elf_symbols.h"
+
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -67,17 +69,11 @@ std::vector<ElfSymbol> dictionary_symbols(const std::string &path) {
       GElf_Shdr shdr;
       if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_SYMTAB)
         continue;
-      Elf_Data *data = elf_getdata(scn, nullptr);
-      size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-      size_t count = data && entsize ? data->d_size / entsize : 0;
-      for (size_t i = 0; i < count; ++i) {
-        GElf_Sym sym;
-        if (!gelf_getsym(data, static_cast<int>(i), &sym))
-          break;
-        const char *name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-        if (name && std::strstr(name, "..dict.") && sym.st_shndx != SHN_UNDEF)
+      for_each_symbol(elf, scn, shdr, [&](const char *name, const GElf_Sym &sym) {
+        if (std::strstr(name, "..dict.") && sym.st_shndx != SHN_UNDEF)
           out.push_back(ElfSymbol{name, sym.st_value, sym.st_size});
-      }
+        return true;
+      });
     }
     elf_end(elf);
   }
