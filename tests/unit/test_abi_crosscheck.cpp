@@ -40,6 +40,15 @@
 //    "type..eq.[2]T" (go1.19: cmd/link/internal/ld/pcln.go:281-299).
 //  - GO-ABI.md §4.3's stack string located at its len word is recognised too, though this binary
 //    has none; nor has it generic shape instances (their dictionary is added first).
+// What newer Go adds (the version matrix runs this over Go 1.26's cmd/compile, amd64 and arm64):
+//  - A range-over-func body (Go 1.23+, "F-range1") takes one parameter per value its iterator
+//    yields (rangefunc/rewrite.go bodyFunc); the values `for t := range seq2` does not name are
+//    compiler-named "#pN" and have no DIE: confirmed in the range statement at the body's line.
+//  - A closure of a shape instance called where it is written takes its captures as parameters
+//    (walk/closure.go directClosureCall), and its captured dictionary ".dict" has no DIE: one
+//    pointer more than DWARF's list, from a literal whose source takes no parameters.
+//  - A blank parameter the body never reads ("~p0") is located at the stack slot it would be
+//    spilled to, where nothing was written (arm64, reflect.Value.Comparable-range1).
 #include "abi/abi.h"
 #include "gobinary/binary.h"
 #include "gobinary/pclntab.h"
@@ -375,6 +384,44 @@ std::vector<Signature> signatures_at(const std::string &text) {
   return found;
 }
 
+// The variables a `for ... := range` statement on the first line of `text` declares ("_" kept),
+// or nullopt when the line holds no such statement. A range-over-func body (Go 1.23+,
+// rangefunc/rewrite.go) takes these as its parameters, followed by one unnamed parameter for each
+// value the iterator yields that the statement does not name.
+std::optional<std::vector<std::string>> range_variables_at(const std::string &text) {
+  std::string line = text.substr(0, text.find('\n'));
+  size_t at = line.find("for ");
+  while (at != std::string::npos && at > 0 && is_ident_char(line[at - 1]))
+    at = line.find("for ", at + 4);
+  if (at == std::string::npos)
+    return std::nullopt;
+  size_t range = line.find("range ", at);
+  if (range == std::string::npos)
+    return std::nullopt;
+  std::string head = line.substr(at + 4, range - at - 4); // "k, v := " or "" (for range f)
+  std::vector<std::string> names;
+  if (head.find_first_not_of(" \t") == std::string::npos)
+    return names;
+  size_t define = head.find(":=");
+  if (define == std::string::npos)
+    return std::nullopt; // `for a, b = range`: the body's parameters are compiler-named #pN
+  std::string list = head.substr(0, define);
+  for (size_t start = 0; start <= list.size();) {
+    size_t comma = list.find(',', start);
+    std::string name = list.substr(start, comma == std::string::npos ? std::string::npos
+                                                                     : comma - start);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (name.empty() || !std::all_of(name.begin(), name.end(), is_ident_char))
+      return std::nullopt;
+    names.push_back(name);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return names;
+}
+
 // GoSource reads GOROOT's sources (the binary is -trimpath, so pclntab names GOROOT files by
 // their path under GOROOT/src) and caches them by line.
 class GoSource {
@@ -475,6 +522,8 @@ public:
 private:
   Prepared prepare(const FunctionEntryLocations &locs);
   TypeId receiver_type(const std::string &name);
+  std::optional<std::string> source_at_entry(const Prepared &p);
+  std::vector<std::string> dwarf_input_names(const Prepared &p);
   std::optional<Signature> source_signature(const Prepared &p);
   size_t missing_params(const Prepared &p);
   bool explain_width(const Prepared &p);
@@ -605,19 +654,30 @@ Prepared Crosscheck::prepare(const FunctionEntryLocations &locs) {
   return p;
 }
 
-// The source signature of the function, found at the file and line .gopclntab gives for its
-// entry: the declaration or literal on that line whose named inputs are exactly DWARF's inputs.
-std::optional<Signature> Crosscheck::source_signature(const Prepared &p) {
+// The source from the file and line .gopclntab gives for the function's entry.
+std::optional<std::string> Crosscheck::source_at_entry(const Prepared &p) {
   std::vector<Pclntab::Frame> frames = pcln_->symbolize(p.pcln->entry);
   if (frames.empty() || frames.back().line <= 0)
     return std::nullopt;
-  auto text = source_.from_line(frames.back().file, frames.back().line);
-  if (!text)
-    return std::nullopt;
-  std::vector<std::string> dwarf_names;
+  return source_.from_line(frames.back().file, frames.back().line);
+}
+
+// The names of the inputs DWARF lists, in order (restored receivers and dictionaries left out).
+std::vector<std::string> Crosscheck::dwarf_input_names(const Prepared &p) {
+  std::vector<std::string> names;
   for (size_t i = 0; i < p.input_param.size(); ++i)
     if (p.input_param[i] != SIZE_MAX)
-      dwarf_names.push_back(p.locs->params[p.input_param[i]].name);
+      names.push_back(p.locs->params[p.input_param[i]].name);
+  return names;
+}
+
+// The source signature of the function, found at the file and line .gopclntab gives for its
+// entry: the declaration or literal on that line whose named inputs are exactly DWARF's inputs.
+std::optional<Signature> Crosscheck::source_signature(const Prepared &p) {
+  auto text = source_at_entry(p);
+  if (!text)
+    return std::nullopt;
+  std::vector<std::string> dwarf_names = dwarf_input_names(p);
   for (Signature &candidate : signatures_at(*text)) {
     std::vector<std::string> named;
     for (const std::string &name : candidate)
@@ -691,6 +751,45 @@ bool Crosscheck::explain_width(const Prepared &p) {
   if (missing_params(p) > 0) {
     width_.add("blank/unnamed parameters missing from DWARF (confirmed in the source)");
     return true;
+  }
+  // A range-over-func body (Go 1.23+) takes one parameter per value the iterator yields
+  // (rangefunc/rewrite.go); those its `for ... := range` statement does not name are
+  // compiler-named (#pN) and not in DWARF. A yield takes at most two values, so the statement
+  // names fewer than two; the ones it names ("_" is "~pN" in DWARF) are DWARF's, in order.
+  if (name.find("-range") != std::string::npos) {
+    auto text = source_at_entry(p);
+    auto variables = text ? range_variables_at(*text) : std::nullopt;
+    if (variables && variables->size() < 2) {
+      std::vector<std::string> named;
+      for (const std::string &v : *variables)
+        if (v != "_")
+          named.push_back(v);
+      std::vector<std::string> dwarf_names;
+      for (const std::string &n : dwarf_input_names(p))
+        if (!n.starts_with("~p"))
+          dwarf_names.push_back(n);
+      if (named == dwarf_names) {
+        width_.add("range-over-func body naming fewer values than its iterator yields "
+                   "(confirmed in the source)");
+        return true;
+      }
+    }
+  }
+  // A closure of a generic function's shape instance, called where it is written
+  // (`func() { ... }()`): walk/closure.go's directClosureCall makes its captured variables its
+  // parameters, and DWARF lists them ("hm", "&unique") but not the captured dictionary, which
+  // is compiler-named (".dict"): exactly one pointer more. The source literal takes no
+  // parameters, so every input DWARF lists is a capture.
+  static const std::regex kClosure(R"(\.func\d+(\.\d+)*$)");
+  if (name.find("[go.shape.") != std::string::npos && std::regex_search(name, kClosure) &&
+      args == static_cast<int64_t>(p.layout.arg_width) + 8 && !dwarf_input_names(p).empty()) {
+    auto text = source_at_entry(p);
+    std::vector<Signature> literals = text ? signatures_at(*text) : std::vector<Signature>{};
+    if (!literals.empty() && literals.front().empty()) {
+      width_.add("directly called closure of a shape instance: captures are parameters, the "
+                 "dictionary one more (confirmed in the source)");
+      return true;
+    }
   }
   // A promoted-method wrapper of such a method: some method M of the same package, not itself a
   // wrapper, whose source has blank/unnamed parameters and whose other inputs are the wrapper's.
@@ -821,6 +920,16 @@ void Crosscheck::check_locations(const Prepared &p) {
       explained_.push_back("stack string: " + detail);
       continue;
     }
+    // A blank parameter ("_", named ~pN) the body never reads has no value anywhere: Go 1.26
+    // gives it the stack slot it would be spilled to (arm64's reflect.Value.Comparable-range1),
+    // where nothing was written. The model's registers are where the caller put it; the
+    // parameters after it agree, which they could not if the model had misplaced it.
+    if (param.name.starts_with("~p") && !model.on_stack && param.pieces.size() == 1 &&
+        param.pieces[0].kind == DwarfPiece::Kind::Memory) {
+      loc_.add("explained: unread blank parameter located at its spill slot");
+      explained_.push_back("unread blank: " + detail);
+      continue;
+    }
     if (aliased(p, k, param.pieces)) {
       loc_.add("explained: aliased to another parameter it was reassigned from");
       explained_.push_back("aliased: " + detail);
@@ -943,15 +1052,25 @@ TEST_CASE("Go source signatures: blank and unnamed parameters are found") {
         std::vector<Signature>{{"a", "b", "c"}});
 }
 
-TEST_CASE("the ABI model agrees with Go 1.19's DWARF and .gopclntab over cmd/compile, amd64") {
+TEST_CASE("Go source range statements: the variables a range-over-func body takes") {
+  using Names = std::optional<std::vector<std::string>>;
+  CHECK(range_variables_at("\t\tfor t := range typeset(last) {\n") == Names{{"t"}});
+  CHECK(range_variables_at("\tfor _, value := range v.Fields() {\n") == Names{{"_", "value"}});
+  CHECK(range_variables_at("\tfor range seq {\n") == Names{std::vector<std::string>{}});
+  CHECK(range_variables_at("\tfor k, v = range seq {\n") == std::nullopt);
+  CHECK(range_variables_at("\tif format(x) {\n") == std::nullopt);
+  CHECK(range_variables_at("\tx := 1\n\tfor t := range s {\n") == std::nullopt);
+}
+
+TEST_CASE("the ABI model agrees with DWARF and .gopclntab over cmd/compile, amd64") {
   crosscheck(amd64_spec(), 10000, 15000);
 }
 
-TEST_CASE("the ABI model agrees with Go 1.19's DWARF and .gopclntab over cmd/compile, arm64") {
+TEST_CASE("the ABI model agrees with DWARF and .gopclntab over cmd/compile, arm64") {
   crosscheck(arm64_spec(), 10000, 15000);
 }
 
-TEST_CASE("the ABI model agrees with Go 1.19's DWARF and .gopclntab over the e2e fixture") {
+TEST_CASE("the ABI model agrees with DWARF and .gopclntab over the e2e fixture") {
   const char *kStackString = "explained: stack string located at its len word (GO-ABI.md §4.3)";
   CHECK(crosscheck(fixture_spec(amd64_spec(), "fixture"), 1000, 1000)[kStackString] >= 1);
   crosscheck(fixture_spec(arm64_spec(), "fixture_arm64"), 1000, 1000);
