@@ -26,11 +26,13 @@ namespace weave {
 namespace {
 
 // goid's offset in runtime.g when there is no DWARF for it: GO-ABI.md §5 (152 up to 1.22, 160 in
-// 1.23 and 1.24 with g.syscallbp, 152 again from 1.25 when gobuf.ret went away).
-uint64_t goid_offset_for(GoVersion v) {
-  if (v.major == 1 && (v.minor == 23 || v.minor == 24))
-    return 160;
-  return 152;
+// 1.23 and 1.24 with g.syscallbp, 152 again from 1.25 when gobuf.ret went away). Every field before
+// goid is a word but atomicstatus and stackLock (uint32 each), so with 4-byte words (386) the same
+// layout puts it at 80, 84 and 80: what DWARF says in the 386 builds of Go 1.19 and 1.21-1.26.
+uint64_t goid_offset_for(GoVersion v, unsigned ptr_size) {
+  bool syscallbp_and_ret = v.major == 1 && (v.minor == 23 || v.minor == 24);
+  uint64_t words = syscallbp_and_ret ? 19 : 18; // words before atomicstatus
+  return words * ptr_size + 8;
 }
 
 // The Go version decides the ABI, so a version string that lies (edited, or a reader's mistake)
@@ -93,7 +95,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     plan.goid_offset = *dwarf_goid;
     plan.goid_source = "DWARF runtime.g.goid";
   } else {
-    plan.goid_offset = goid_offset_for(version);
+    plan.goid_offset = goid_offset_for(version, image.ptr_size);
     plan.goid_source = "table for " + plan.target.go_version;
   }
   plan.g_register = regs.g;
@@ -118,8 +120,8 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   };
   if (image.arch == Arch::X86_64)
     g_in_tls(-8, "FS");
-  else if (image.arch == Arch::I386 && dwarf_goid)
-    g_in_tls(-4, "GS"); // the version table's goid offsets are 64-bit ones: without DWARF, goid stays 0
+  else if (image.arch == Arch::I386)
+    g_in_tls(-4, "GS");
 
   // Map and channel headers: from DWARF when present; without it, the layout every Go version
   // since 1.0 has kept (hmap.count and swiss Map.used first; hchan {qcount, dataqsiz, ...}).

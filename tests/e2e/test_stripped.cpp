@@ -27,12 +27,15 @@ std::string spillover_params(const std::string &s_type) {
 
 TEST_CASE("a stripped binary is traced with declared parameters, values matched") {
   e2e::require_bpf();
-  std::string dir = e2e::temp_dir("stripped");
-  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/stripped.yaml"), e2e::fixture("fixture_stripped"),
+  // amd64 (ABIInternal, registers) and 386 (ABI0, the stack, 4-byte int): the same declarations.
+  for (const char *binary : {"fixture_stripped", "fixture_386_stripped"}) {
+  CAPTURE(binary);
+  std::string dir = e2e::temp_dir(std::string("stripped-") + binary);
+  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/stripped.yaml"), e2e::fixture(binary),
                          "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
-  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("fixture_stripped"),
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture(binary),
                           "-truth", dir + "/truth.jsonl", "-rounds", "2"});
   INFO(traced.err);
   REQUIRE(traced.status == 0);
@@ -60,6 +63,7 @@ TEST_CASE("a stripped binary is traced with declared parameters, values matched"
     CHECK(nested[i]["r.Path"] == nested_truth[i]["r.Path"]);
     CHECK(nested[i]["r.Header.Port"] == nested_truth[i]["r.Header.Port"]);
     CHECK(nested[i]["r.Hdr.Host"] == nested_truth[i]["r.Hdr.Host"]);
+  }
   }
 }
 
@@ -191,7 +195,7 @@ TEST_CASE("interfaces and errors in stripped binaries are named from the runtime
   // moduledata.types (no DWARF, no symbols), and must be what the program says it passed, value for
   // value, in a stripped executable and in a stripped PIE (descriptors at their load address).
   e2e::require_bpf();
-  for (const char *binary : {"fixture_stripped", "fixture_pie_stripped"}) {
+  for (const char *binary : {"fixture_stripped", "fixture_pie_stripped", "fixture_386_stripped"}) {
     CAPTURE(binary);
     std::string dir = e2e::temp_dir(std::string("stripped-iface-") + binary);
     auto built = build(dir,
