@@ -8,6 +8,7 @@
 //
 // Without qemu, the kernel and busybox (scripts/arm64-deps.sh) or weave-tracer-arm64, each case exits
 // 77 (skipped) and says which is missing.
+#include "arm64_vm.h"
 #include "harness.h"
 
 #include <doctest/doctest.h>
@@ -27,11 +28,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string arm64_cache() {
-  const char *env = getenv("WEAVE_ARM64_CACHE");
-  return env && *env ? env : WEAVE_ARM64_CACHE_DEFAULT;
-}
-
 std::string tracer_runtime() { return std::string(WEAVE_BINARY_DIR) + "/weave-tracer-arm64"; }
 
 [[noreturn]] void skip(const std::string &why) {
@@ -40,47 +36,12 @@ std::string tracer_runtime() { return std::string(WEAVE_BINARY_DIR) + "/weave-tr
 }
 
 void require_vm() {
-  auto qemu = e2e::run({"qemu-system-aarch64", "--version"});
-  if (qemu.status != 0)
-    skip("qemu-system-aarch64 is not installed (scripts/arm64-deps.sh installs qemu-system-arm)");
-  for (const char *file : {"vmlinuz", "busybox"})
-    if (!fs::exists(arm64_cache() + "/" + file))
-      skip(arm64_cache() + "/" + file + " is missing: run scripts/arm64-deps.sh as root (Debian's arm64 "
-           "kernel and busybox-static:arm64), or point WEAVE_ARM64_CACHE at its cache");
+  if (std::string why = arm64vm::missing(); !why.empty())
+    skip(why);
   if (!fs::exists(tracer_runtime()))
     skip(tracer_runtime() + " was not built: it needs g++-aarch64-linux-gnu and the arm64 sysroot of "
          "scripts/arm64-deps.sh when CMake configures");
 }
-
-// An initramfs is a cpio archive in the "newc" format: a 110-byte ASCII header per entry, name and
-// data each padded to 4 bytes. Written here so the test needs no cpio tool.
-class Cpio {
-public:
-  void dir(const std::string &name) { entry(name, 040755, ""); }
-  void file(const std::string &name, const std::string &data, unsigned mode = 0755) {
-    entry(name, 0100000 | mode, data);
-  }
-  std::string finish() {
-    entry("TRAILER!!!", 0, "");
-    return out_;
-  }
-
-private:
-  void pad() { out_.append((4 - out_.size() % 4) % 4, '\0'); }
-  void entry(const std::string &name, unsigned mode, const std::string &data) {
-    char header[111];
-    snprintf(header, sizeof header, "070701%08X%08X%08X%08X%08X%08X%08zX%08X%08X%08X%08X%08zX%08X", ino_++,
-             mode, 0u, 0u, 1u, 0u, data.size(), 0u, 0u, 0u, 0u, name.size() + 1, 0u);
-    out_.append(header, 110);
-    out_ += name;
-    out_ += '\0';
-    pad();
-    out_ += data;
-    pad();
-  }
-  std::string out_;
-  unsigned ino_ = 1;
-};
 
 // One run of a tracer on the fixture inside the VM.
 struct Job {
@@ -107,88 +68,36 @@ const char *const kArm64Loader = "/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so
 std::string quote(const std::string &s) { return "'" + s + "'"; }
 
 VmRun run_in_vm(const std::string &dir, const std::vector<Job> &jobs) {
-  Cpio cpio;
-  for (const char *d : {"bin", "lib", "proc", "sys", "tmp", "out", "w"})
-    cpio.dir(d);
-  // A Go PIE asks for the dynamic loader (it needs no library): the cross toolchain's arm64 glibc has it.
-  if (fs::exists(kArm64Loader))
-    cpio.file("lib/ld-linux-aarch64.so.1", e2e::read_file(kArm64Loader));
-  cpio.file("bin/busybox", e2e::read_file(arm64_cache() + "/busybox"));
-  // The init script runs each job, then prints every file it produced between markers, with its size
-  // so the host can tell a complete transfer from a cut or garbled one.
-  std::string init = "#!/bin/busybox sh\n"
-                     "/bin/busybox --install -s /bin\n"
-                     "export PATH=/bin\n"
-                     "mount -t proc proc /proc\n"
-                     "mount -t sysfs sysfs /sys\n"
-                     "echo \"@@WEAVE-UP $(cut -d' ' -f1 /proc/uptime)\"\n"
-                     "cd /w\n";
+  arm64vm::Boot boot;
+  boot.work_dir = dir;
   for (const auto &job : jobs) {
-    cpio.file("w/tracer-" + job.name, e2e::read_file(job.tracer));
-    cpio.file("w/fixture-" + job.name, e2e::read_file(job.fixture));
+    boot.files.emplace_back("w/tracer-" + job.name, job.tracer);
+    boot.files.emplace_back("w/fixture-" + job.name, job.fixture);
     // A job that hangs is killed after 60 s and reported by its exit status; the others still run.
-    std::string cmd = "timeout -s KILL 60 ./tracer-" + job.name + " -v --format json -- ./fixture-" + job.name + " -truth /out/" +
-                      job.name + ".truth";
+    std::string cmd = "timeout -s KILL 60 ./tracer-" + job.name + " -v --format json -- ./fixture-" + job.name +
+                      " -truth /out/" + job.name + ".truth";
     for (const auto &arg : job.fixture_args)
       cmd += " " + quote(arg);
-    init += "t0=$(cut -d' ' -f1 /proc/uptime)\n" + cmd + " > /out/" + job.name + ".out 2> /out/" + job.name +
-            ".err\necho $? > /out/" + job.name + ".rc\n" + "t1=$(cut -d' ' -f1 /proc/uptime)\n" +
-            "echo \"$t0 $t1\" > /out/" + job.name + ".time\n";
+    boot.script += "t0=$(cut -d' ' -f1 /proc/uptime)\n" + cmd + " > /out/" + job.name + ".out 2> /out/" +
+                   job.name + ".err\necho $? > /out/" + job.name + ".rc\n" +
+                   "t1=$(cut -d' ' -f1 /proc/uptime)\n" + "echo \"$t0 $t1\" > /out/" + job.name + ".time\n";
   }
-  init += "for f in /out/*; do echo \"@@WEAVE-FILE ${f#/out/} $(wc -c < $f)\"; cat $f; echo; done\n"
-          "echo @@WEAVE-DONE\n"
-          "poweroff -f\n";
-  cpio.file("init", init);
-  std::ofstream(dir + "/initramfs.cpio", std::ios::binary) << cpio.finish();
-
-  std::string serial = dir + "/serial.log";
-  fs::remove(serial);
-  auto start = std::chrono::steady_clock::now();
-  // TCG on a shared 2-core machine: a boot takes 2-3 s idle, much longer under load; bounded.
-  auto qemu = e2e::run({"qemu-system-aarch64", "-accel", "tcg", "-M", "virt", "-cpu", "cortex-a72", "-m", "1024",
-                        "-display", "none", "-monitor", "none", "-nic", "none", "-no-reboot", "-serial",
-                        "file:" + serial, "-kernel", arm64_cache() + "/vmlinuz", "-initrd", dir + "/initramfs.cpio",
-                        "-append", "console=ttyAMA0 panic=-1 quiet loglevel=1"},
-                       240000);
+  arm64vm::Result result = arm64vm::boot(boot);
   VmRun run;
-  run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::string log = e2e::read_file(serial);
-  // The console turns each \n into \r\n.
-  std::string text;
-  for (size_t i = 0; i < log.size(); ++i)
-    if (!(log[i] == '\r' && i + 1 < log.size() && log[i + 1] == '\n'))
-      text += log[i];
+  run.wall_seconds = result.wall_seconds;
+  run.boot_seconds = result.boot_seconds;
   std::vector<std::string> messages;
   { // The console shows on failure only.
-  INFO("qemu exit " << qemu.status << ": " << qemu.err << "\nserial console (last 3000 bytes):\n"
-                    << text.substr(text.size() > 3000 ? text.size() - 3000 : 0));
-  REQUIRE(qemu.status == 0);
-  REQUIRE(text.find("@@WEAVE-DONE") != std::string::npos);
-  size_t up = text.find("@@WEAVE-UP ");
-  REQUIRE(up != std::string::npos);
-  run.boot_seconds = std::stod(text.substr(up + 11));
-  std::map<std::string, std::string> files;
-  for (size_t pos = text.find("@@WEAVE-FILE "); pos != std::string::npos; pos = text.find("@@WEAVE-FILE ", pos)) {
-    size_t eol = text.find('\n', pos);
-    REQUIRE(eol != std::string::npos);
-    std::istringstream header(text.substr(pos + 13, eol - pos - 13));
-    std::string name;
-    size_t size = 0;
-    header >> name >> size;
-    REQUIRE(eol + 1 + size + 1 <= text.size());
-    files[name] = text.substr(eol + 1, size);
-    // Exactly the size announced, then the newline the script adds: nothing lost or inserted.
-    REQUIRE(text[eol + 1 + size] == '\n');
-    pos = eol + 1 + size + 1;
-  }
+  INFO(result.error);
+  REQUIRE(result.complete);
   for (const auto &job : jobs) {
     JobResult &r = run.jobs[job.name];
-    REQUIRE(files.count(job.name + ".rc"));
-    r.status = std::stoi(files[job.name + ".rc"]);
-    r.out = files[job.name + ".out"];
-    r.err = files[job.name + ".err"];
-    r.truth = files[job.name + ".truth"];
-    std::istringstream t(files[job.name + ".time"]);
+    REQUIRE(result.out.count(job.name + ".rc"));
+    r.status = std::stoi(result.out[job.name + ".rc"]);
+    r.out = result.out[job.name + ".out"];
+    r.err = result.out[job.name + ".err"];
+    r.truth = result.out[job.name + ".truth"];
+    std::istringstream t(result.out[job.name + ".time"]);
     double t0 = 0, t1 = 0;
     t >> t0 >> t1;
     r.seconds = t1 - t0;
@@ -573,18 +482,17 @@ void check_all(VmRun &vm) {
 } // namespace
 
 // One boot runs every job of a build (boots dominate under TCG); each check says which job it read.
-TEST_CASE("arm64 in qemu (Go 1.19 fixture): values, results at every RET, goroutine ids, durations, stacks") {
+// The pinned Go 1.19 build, or, run by the version matrix (tests/matrix), the row's toolchain's.
+TEST_CASE("arm64 in qemu (the fixture and its stripped build): values, results at every RET, goroutine ids, "
+          "durations, stacks") {
   require_vm();
-  std::string dir = e2e::temp_dir("arm64-go1.19");
+  std::string version = e2e::matrix_version().empty() ? "1.19" : e2e::matrix_version();
+  std::string dir = e2e::temp_dir("arm64-go" + version);
   std::vector<Job> jobs = jobs_for(dir, e2e::fixture("fixture_arm64"));
   // The same program stripped rides along in this boot: parameters declared in the spec, stacks
   // symbolized from .gopclntab alone.
-  std::string stripped = dir + "/fixture_arm64_stripped";
-  auto built = e2e::run({"env", "-C", e2e::source("tests/e2e/fixture"), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=0",
-                         "GOTOOLCHAIN=local", "GOPROXY=off", "GOCACHE=" WEAVE_GOCACHE, "GOFLAGS=", WEAVE_GO, "build",
-                         "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", stripped, "."},
-                        300000);
-  REQUIRE_MESSAGE(built.status == 0, built.err);
+  std::string stripped = e2e::fixture("fixture_arm64_stripped");
+  MESSAGE("Go " << version << ": " << e2e::fixture("fixture_arm64") << ", " << stripped);
   std::ofstream(dir + "/stripped-stacks.yaml")
       << "probes:\n  - function: main.Leaf\n    params: [{name: n, type: int}]\n"
          "    results: [{name: r, type: int}]\n    capture: [n]\n    stack: 10\n";
@@ -603,25 +511,6 @@ TEST_CASE("arm64 in qemu (Go 1.19 fixture): values, results at every RET, gorout
     INFO("job stripped-stacks");
     check_stacks(vm.jobs["stripped-stacks"]);
   }
-}
-
-TEST_CASE("arm64 in qemu (Go 1.26 fixture): values, results at every RET, goroutine ids, durations, stacks") {
-  require_vm();
-  const std::string go = "/usr/local/go/bin/go";
-  if (!fs::exists(go))
-    skip(go + " (Go 1.26) is not installed");
-  std::string dir = e2e::temp_dir("arm64-go1.26");
-  std::string fixture = dir + "/fixture_arm64_go1.26";
-  // The fixtures' shared Go cache: Go 1.26 compiles its arm64 standard library once.
-  auto built = e2e::run({"env", "-C", e2e::source("tests/e2e/fixture"), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=0",
-                         "GOTOOLCHAIN=local", "GOPROXY=off", "GOCACHE=" WEAVE_GOCACHE, "GOFLAGS=", go, "build", "-trimpath",
-                         "-buildvcs=false", "-o", fixture, "."},
-                        300000);
-  REQUIRE_MESSAGE(built.status == 0, built.err);
-  auto version = e2e::run({go, "version", fixture});
-  MESSAGE(version.out);
-  VmRun vm = run_in_vm(dir, jobs_for(dir, fixture));
-  check_all(vm);
 }
 
 TEST_CASE("arm64 in qemu (Go 1.19 PIE): probes by file offset, type descriptors and stacks less the load bias") {

@@ -8,6 +8,7 @@
 #
 # What is built (each as its own file in OUTDIR, named as the pinned 1.19 build names it):
 #   fixture fixture_stripped fixture_pie fixture_386 fixture_386_stripped cgo   tests/e2e/*
+#   fixture_arm64 fixture_arm64_stripped (traced in qemu)                       tests/e2e/fixture
 #   newgo newgo_386 newgo_pgo                                                   tests/matrix/newgo
 #   compile_amd64 compile_arm64 (only with --compile)                           cmd/compile
 # and OUTDIR/go, a link to the toolchain's go command, OUTDIR/objdump (cmd/objdump), OUTDIR/GOROOT.
@@ -72,6 +73,8 @@ build fixture_pie "$e2e" -- -buildmode=pie
 build fixture_pie_stripped "$e2e" -- -buildmode=pie -ldflags='-s -w'
 build fixture_386 "$e2e" GOARCH=386 --
 build fixture_386_stripped "$e2e" GOARCH=386 -- -ldflags='-s -w'
+build fixture_arm64 "$e2e" GOARCH=arm64 --
+build fixture_arm64_stripped "$e2e" GOARCH=arm64 -- -ldflags='-s -w'
 build cgo "$src/tests/e2e/cgo" CGO_ENABLED=1 --
 build zerosize "$src/tests/e2e/zerosize" --
 build zerosize_386 "$src/tests/e2e/zerosize" GOARCH=386 --

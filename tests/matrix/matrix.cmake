@@ -23,7 +23,7 @@ add_dependencies(e2e_test_newgo weave weave-tracer)
 
 set(WEAVE_MATRIX_TESTS e2e_test_trace e2e_test_types e2e_test_returns e2e_test_latency e2e_test_stacks
     e2e_test_cgo e2e_test_stripped e2e_test_newgo e2e_test_zerosize e2e_test_generics)
-add_custom_target(matrix DEPENDS weave weave-tracer ${WEAVE_MATRIX_TESTS} test_abi_crosscheck)
+add_custom_target(matrix DEPENDS weave weave-tracer ${WEAVE_MATRIX_TESTS} test_abi_crosscheck e2e_test_arm64_vm)
 
 foreach(version IN LISTS WEAVE_MATRIX_TOOLCHAINS)
   set(dir ${FIXTURE_DIR}/go${version})
@@ -48,9 +48,16 @@ foreach(version IN LISTS WEAVE_MATRIX_TOOLCHAINS)
       ENVIRONMENT "WEAVE_MATRIX_FIXTURES=${dir};GOTOOLCHAIN=local"
       FIXTURES_REQUIRED matrix_go${version} SKIP_RETURN_CODE 77 TIMEOUT 600)
   endforeach()
+  # arm64 for real, in qemu (tests/e2e/test_arm64_vm.cpp): the row's arm64 fixture and its stripped
+  # build, one boot.
+  add_test(NAME "matrix go${version}: e2e_test_arm64_vm"
+           COMMAND e2e_test_arm64_vm "--test-case=*the fixture and its stripped build*")
+  set_tests_properties("matrix go${version}: e2e_test_arm64_vm" PROPERTIES
+    ENVIRONMENT "WEAVE_MATRIX_FIXTURES=${dir};GOTOOLCHAIN=local"
+    FIXTURES_REQUIRED matrix_go${version} SKIP_RETURN_CODE 77 TIMEOUT 600)
   # The random-signature oracle (tests/oracle) with this toolchain's compiler: the same seed as the
   # pinned run, fewer functions, every value compared.
-  foreach(config "amd64;400" "386;200")
+  foreach(config "amd64;400" "386;200" "arm64;100")
     list(GET config 0 arch)
     list(GET config 1 count)
     add_test(NAME "matrix go${version}: oracle_${arch}"

@@ -7,6 +7,7 @@
 #
 #   tests/oracle/run.sh --seed 1 --count 2000 --arch amd64
 #   tests/oracle/run.sh --seeds 1-5 --count 5000 --arch 386        # the longer run: several seeds
+#   tests/oracle/run.sh --seed 1 --count 300 --arch arm64           # traced in qemu (tests/vm)
 #
 # Options: --build DIR (weave's build tree; default build/ beside this checkout), --go GO (default
 # Debian's Go 1.19, the pinned toolchain), --omit generic,zerosize,float (leave a category out, for
@@ -38,8 +39,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 case $arch in
-  amd64 | 386) ;;
-  *) echo "run.sh: --arch amd64 or 386 (the architectures this machine runs)" >&2; exit 2 ;;
+  amd64 | 386) runtime=$build/weave-tracer ;;
+  # arm64 runs under emulation: weave builds every chunk's tracer here with the cross-built arm64
+  # runtime, and one qemu boot (the arm64-vm command, tests/vm) runs them all.
+  arm64) runtime=$build/weave-tracer-arm64 ;;
+  *) echo "run.sh: --arch amd64, 386 or arm64 (in qemu)" >&2; exit 2 ;;
 esac
 if [ "$(id -u)" != 0 ]; then
   echo "run.sh: skipped: tracing needs root (BPF, uprobes)"
@@ -49,6 +53,10 @@ weave=$build/weave
 for f in "$weave" "$build/weave-tracer" "$go"; do
   [ -x "$f" ] || { echo "run.sh: $f is missing: build weave and weave-tracer first" >&2; exit 2; }
 done
+if [ "$arch" = arm64 ]; then
+  [ -x "$runtime" ] || { echo "run.sh: skipped: $runtime was not built (g++-aarch64-linux-gnu and scripts/arm64-deps.sh)"; exit 77; }
+  [ -x "$build/tests/arm64-vm" ] || { echo "run.sh: $build/tests/arm64-vm is missing: build the tests" >&2; exit 2; }
+fi
 work=${work:-$build/oracle}
 export GOCACHE=${WEAVE_GOCACHE:-${GOCACHE:-$build/gocache}} GOFLAGS=-mod=mod GOTOOLCHAIN=local GOPROXY=off CGO_ENABLED=0
 mkdir -p "$work"
@@ -97,11 +105,14 @@ one() {
     echo "oracle: seed $seed: the test itself failed (above); reproduce with: $repro"
     return 1
   fi
+  if [ "$arch" = arm64 ]; then
+    in_vm "$dir" "${chunks[@]}" || return $?
+  fi
   echo "oracle: seed $seed: ${#chunks[@]} chunks built and traced in $(elapsed "$t") s"
   local dirs=()
   for c in "${chunks[@]}"; do dirs+=("$dir/c$c"); done
   "$work/compare" -meta "$dir/src/meta.json" -repro "$repro" "${dirs[@]}" || return 1
-  ((delve > 0)) || return 0
+  ((delve > 0)) && [ "$arch" != arm64 ] || return 0 # Delve reads the program on this host
   # A second, independent oracle over the same calls: Delve reads each argument from DWARF in a run
   # of its own (tests/delve/delve_oracle.h says what it skips and why, and counts it).
   local oracle=$build/tests/delve-oracle n=0 rc disagree=0
@@ -142,11 +153,18 @@ chunk() {
   } >"$d/spec.yaml"
   # A chunk that cannot be traced is written down in "failed", and compare counts each of its
   # functions as a mismatch; the other chunks are still compared.
-  if ! WEAVE_RUNTIME=$build/weave-tracer "$weave" build "$d/spec.yaml" "$dir/prog" -o "$d/out" 2>"$d/weave.err"; then
+  if ! WEAVE_RUNTIME=$runtime "$weave" build "$d/spec.yaml" "$dir/prog" -o "$d/out" 2>"$d/weave.err"; then
     echo "weave build failed: $(grep -m1 error "$d/weave.err" || tail -1 "$d/weave.err")" >"$d/failed"
     return 0
   fi
+  [ "$arch" != arm64 ] || return 0 # traced in the VM, by in_vm
   "$d/out/tracer" --format json --no-summary -- "$dir/prog" "$d/truth.jsonl" >"$d/events.jsonl" 2>"$d/tracer.err" || status=$?
+  traced "$d" "$status"
+}
+
+# traced D STATUS: what a chunk's run left, checked the same way wherever it ran.
+traced() {
+  local d=$1 status=$2
   if [ "$status" != 0 ]; then
     echo "the tracer or the program failed (exit $status): $(grep -m1 -v ' events, ' "$d/tracer.err")" >"$d/failed"
     return 0
@@ -155,12 +173,46 @@ chunk() {
   grep 'lost' "$d/tracer.err" | grep -v ', 0 lost' || true
 }
 
+# in_vm DIR CHUNK...: one qemu boot runs every chunk's tracer on the program, one after another
+# (each bounded), and their outputs come back into the chunks' directories as on amd64.
+in_vm() {
+  local dir=$1 c rc=0
+  shift
+  local puts=(--put "w/prog=$dir/prog") script=$dir/vm/script.sh
+  rm -rf "$dir/vm"
+  mkdir -p "$dir/vm/out"
+  : >"$script"
+  for c in "$@"; do
+    [ -e "$dir/c$c/failed" ] && continue
+    puts+=(--put "w/tracer-$c=$dir/c$c/out/tracer")
+    echo "timeout -s KILL 300 ./tracer-$c --format json --no-summary -- ./prog /out/$c.truth >/out/$c.events 2>/out/$c.err; echo \$? >/out/$c.rc" >>"$script"
+  done
+  "$build/tests/arm64-vm" --work "$dir/vm" "${puts[@]}" --script "$script" --out "$dir/vm/out" --timeout 1500 || rc=$?
+  case $rc in
+    0) ;;
+    77) echo "oracle: skipped: the arm64 VM cannot boot here"; return 77 ;;
+    *) echo "oracle: the arm64 VM failed (above)"; return 1 ;;
+  esac
+  for c in "$@"; do
+    [ -e "$dir/c$c/failed" ] && continue
+    local out=$dir/vm/out
+    [ -e "$out/$c.rc" ] || { echo "no result from the VM" >"$dir/c$c/failed"; continue; }
+    mv "$out/$c.truth" "$dir/c$c/truth.jsonl" 2>/dev/null || : >"$dir/c$c/truth.jsonl"
+    mv "$out/$c.events" "$dir/c$c/events.jsonl"
+    mv "$out/$c.err" "$dir/c$c/tracer.err"
+    traced "$dir/c$c" "$(cat "$out/$c.rc")"
+  done
+}
+
 case $seeds in
   *-*) list=$(seq "${seeds%-*}" "${seeds#*-}") ;;
   *) list=${seeds//,/ } ;;
 esac
 failed=0
 for s in $list; do
-  one "$s" || failed=1
+  rc=0
+  one "$s" || rc=$?
+  [ $rc != 77 ] || exit 77
+  [ $rc = 0 ] || failed=1
 done
 exit $failed
