@@ -191,7 +191,10 @@ std::string matrix_version() {
 std::string source(const std::string &relative) { return std::string(WEAVE_SOURCE_DIR) + "/" + relative; }
 
 std::string temp_dir(const std::string &name) {
-  fs::path dir = fs::path(WEAVE_BINARY_DIR) / "e2e-tmp" / name;
+  // A matrix row runs the same tests as the pinned build, maybe at the same time (ctest -j):
+  // each toolchain gets directories of its own.
+  std::string row = matrix_version().empty() ? "" : "go" + matrix_version();
+  fs::path dir = fs::path(WEAVE_BINARY_DIR) / "e2e-tmp" / row / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();
