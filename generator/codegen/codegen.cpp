@@ -104,6 +104,63 @@ std::string member_name(size_t capture, size_t field, size_t field_count) {
   return field_count == 1 ? fmt::format("c{}", capture) : fmt::format("c{}_{}", capture, field);
 }
 
+// A predicate ("when:") as C over the event record's members, after its captures are read.
+// Integers compare as the signedness of their Go type; strings by their length and then their
+// bytes one by one (a literal is never longer than what was copied: plan/predicate.cpp).
+std::string predicate_c(const PredicateNode &node, const EventPlan &event) {
+  auto member = [&](const PredicateOperand &o) {
+    const CapturePlan &capture = event.captures.at(static_cast<size_t>(o.capture));
+    return "e->" + member_name(static_cast<size_t>(o.capture), static_cast<size_t>(o.field), capture.fields.size());
+  };
+  auto field = [&](const PredicateOperand &o) -> const EventField & {
+    return event.captures.at(static_cast<size_t>(o.capture)).fields.at(static_cast<size_t>(o.field));
+  };
+  auto literal = [](const PredicateOperand &o, bool is_signed) {
+    if (o.kind == PredicateOperand::Kind::Bool)
+      return std::string(o.magnitude ? "1" : "0");
+    if (!is_signed)
+      return fmt::format("{}ULL", o.magnitude);
+    if (o.negative && o.magnitude == (1ULL << 63))
+      return std::string("(-9223372036854775807LL - 1)");
+    return fmt::format("{}{}LL", o.negative ? "-" : "", o.magnitude);
+  };
+  auto bytes_equal = [&](const PredicateOperand &value, const std::string &bytes, bool prefix) {
+    std::string m = member(value);
+    std::string out = fmt::format("({}_len {} {}", m, prefix ? ">=" : "==", bytes.size());
+    for (size_t i = 0; i < bytes.size(); ++i)
+      out += fmt::format(" && (__u8){}_data[{}] == {:#04x}", m, i, static_cast<unsigned char>(bytes[i]));
+    return out + ")";
+  };
+  switch (node.kind) {
+  case PredicateNode::Kind::Or:
+  case PredicateNode::Kind::And: {
+    std::string out = "(";
+    for (size_t i = 0; i < node.children.size(); ++i)
+      out += (i ? (node.kind == PredicateNode::Kind::Or ? " || " : " && ") : "") + predicate_c(node.children[i], event);
+    return out + ")";
+  }
+  case PredicateNode::Kind::Not:
+    return "!" + predicate_c(node.children.front(), event);
+  case PredicateNode::Kind::Truth:
+    return node.lhs.kind == PredicateOperand::Kind::Bool ? literal(node.lhs, false) : "(" + member(node.lhs) + " != 0)";
+  case PredicateNode::Kind::StartsWith:
+    return bytes_equal(node.lhs, node.rhs.text, true);
+  case PredicateNode::Kind::Compare:
+    break;
+  }
+  const EventField &f = field(node.lhs);
+  if (f.kind == "string") {
+    std::string equal = bytes_equal(node.lhs, node.rhs.text, false);
+    return node.op == "==" ? equal : "!" + equal;
+  }
+  bool is_signed = f.kind == "int";
+  std::string lhs = is_signed ? "(__s64)" + member(node.lhs) : member(node.lhs);
+  std::string rhs = node.rhs.kind == PredicateOperand::Kind::Value
+                        ? (is_signed ? "(__s64)" + member(node.rhs) : member(node.rhs))
+                        : literal(node.rhs, is_signed);
+  return fmt::format("({} {} {})", lhs, node.op, rhs);
+}
+
 // The comment lines naming one event a program serves: its function, and where it is attached.
 Data user_view(const ProbePlan &probe, const EventPlan &event, bool first) {
   Data user;
@@ -163,7 +220,21 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   ev.set("g_comment", g_in_register ? fmt::format("g is in {} in ABIInternal code", plan.g_register_name)
                                     : fmt::format("ABI0 code: g is at {} base {} ({})", gs ? "GS" : "FS",
                                                   plan.g_tls_offset, comment(plan.g_tls_source)));
-  ev.set("pair_entry", event->pairs_calls && event->kind == "entry");
+  // With "when:", the call is remembered for its return only once the condition has passed.
+  ev.set("pair_entry", event->pairs_calls && event->kind == "entry" && !event->filter);
+  ev.set("pair_entry_late", event->pairs_calls && event->kind == "entry" && event->filter);
+  ev.set("needs_entry", event->needs_entry);
+  if (event->filter) {
+    Data filter;
+    filter.set("text", comment(event->filter_text));
+    filter.set("faults", hex(event->filter_faults));
+    filter.set("c_expr", predicate_c(*event->filter, *event));
+    Data filters{Data::type::list};
+    filters.push_back(filter);
+    ev.set("filter", filters);
+  } else {
+    ev.set("filter", Data{Data::type::list});
+  }
   ev.set("pair_return", event->pairs_calls && event->kind == "return");
   ev.set("sp_reg", plan.sp_register);
   ev.set("ip_reg", plan.ip_register);

@@ -3,6 +3,8 @@
 // (captures.cpp), with wildcards expanded first (wildcards.cpp) and programs shared last
 // (sharing.cpp).
 #include "plan/plan.h"
+#include "plan/predicate.h"
+#include "plan/expr.h"
 
 #include "abi/abi.h"
 #include "gobinary/binary.h"
@@ -211,8 +213,22 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       for (const auto &in : inputs)
         if (in.name != kDictionaryParam)
           all_args.push_back({in.name, probe_spec.all_args_loc});
+    // "when:": the values the condition reads are captured like any other (and shown), then the
+    // condition is checked against what they are.
+    std::optional<PredicateNode> filter;
+    if (!probe_spec.when.empty()) {
+      filter = parse_predicate(probe_spec.when, probe_spec.when_loc);
+      for (const PredicateOperand &value : predicate_values(*filter))
+        entry_captures.push_back({value.text, advance(probe_spec.when_loc, value.column)});
+    }
     probe.entry = make_event("entry", probe.id, entry_captures, all_args, inputs, fn->name,
                              "parameter", captures, probe.skipped);
+    if (filter) {
+      probe.entry.filter_faults =
+          resolve_predicate(*filter, probe.entry.captures, probe_spec.when, probe_spec.when_loc);
+      probe.entry.filter = std::move(filter);
+      probe.entry.filter_text = probe_spec.when;
+    }
     if (dictionary)
       name_instantiations(probe, fn->name, dictionaries);
     if (probe_spec.stack > 0) {
@@ -238,6 +254,14 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
                              captures, probe.skipped);
       // Pairing needs g: in a register in ABIInternal code, in TLS for amd64 ABI0 code.
       probe.entry.pairs_calls = probe.ret->pairs_calls = config.name == "ABIInternal" || plan.has_tls_g;
+      // A return is shown only when its entry passed "when:", which only pairing can tell.
+      if (probe.entry.filter && !probe.entry.pairs_calls)
+        throw UserError("bad-predicate",
+                        fmt::format("{}: when: with return: true needs entries and returns paired by goroutine, "
+                                    "and this {} code has no goroutine pointer weave can read",
+                                    fn->name, config.name),
+                        probe_spec.when_loc, "drop return: true, or the condition");
+      probe.ret->needs_entry = probe.entry.filter.has_value();
     }
     return probe;
   };

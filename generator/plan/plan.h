@@ -7,6 +7,7 @@
 #pragma once
 
 #include "common/diag.h"
+#include "plan/predicate.h"
 
 #include <cstdint>
 #include <optional>
@@ -113,6 +114,14 @@ struct EventPlan {
   // walk ends early), innermost caller first.
   uint32_t stack_depth = 0;
   uint32_t stack_offset = 0;
+  // Entry events of a probe with "when:": the condition over the event's captures, evaluated
+  // once they are read; a call where it is false is discarded before the tracer sees it, and is
+  // not remembered for pairing. A capture it reads that faulted lets the event through, marked.
+  std::optional<PredicateNode> filter;
+  std::string filter_text; // as the spec wrote it
+  uint64_t filter_faults = 0; // the fault bits of the captures it reads
+  // Return events of such a probe: emitted only when the paired entry was (it passed the filter).
+  bool needs_entry = false;
 };
 
 struct ProbePlan {

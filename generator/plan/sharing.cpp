@@ -22,6 +22,9 @@ std::string program_shape(const ProbePlan &probe, const EventPlan &event) {
       key += fmt::format(" {}:{}{}", l.offset, l.size, l.skip_if_null ? "?" : "");
     key += fmt::format(" /{}", read.size);
   };
+  if (event.filter)
+    key += fmt::format("when {} faults={:#x}\n", predicate_key(*event.filter), event.filter_faults);
+  key += fmt::format("needs_entry={}\n", event.needs_entry);
   for (const CapturePlan &c : event.captures) {
     key += fmt::format("capture bit={}\n", c.fault_bit);
     for (const EventField &f : c.fields) {

@@ -432,6 +432,12 @@ Spec build(const YAML::Node &root, const std::string &path) {
     if (YAML::Node captures = probe["capture"])
       for (const auto &capture : captures)
         p.captures.push_back({capture.Scalar(), location(capture, path)});
+    if (YAML::Node when = probe["when"]) {
+      p.when = when.Scalar();
+      p.when_loc = location(when, path);
+      if (when.Tag() == "!" && p.when_loc.line > 0) // quoted: columns inside it start after the quote
+        p.when_loc.column += 1;
+    }
     if (YAML::Node exclude = probe["exclude"])
       for (const auto &pattern : exclude)
         p.exclude.push_back(pattern.Scalar());

@@ -47,6 +47,8 @@ struct ProbeSpec {
   SourceLoc loc;        // of the function name
   std::vector<CaptureSpec> captures;
   std::vector<std::string> exclude; // globs a wildcard `function` leaves out
+  std::string when;                 // "when:": a condition on the entry's values, evaluated in BPF
+  SourceLoc when_loc;
   bool all_args = false;       // "args: all"
   SourceLoc all_args_loc;
   bool capture_return = false; // "return: true": results at every RET

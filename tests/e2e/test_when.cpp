@@ -1,0 +1,120 @@
+// End to end, for real: a probe's `when:` condition is compiled into its entry program, so only
+// the calls where it holds reach the tracer, with their returns; the fixture records every call's
+// values, and the events must be exactly the calls whose recorded values satisfy the condition.
+#include "harness.h"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <functional>
+
+using nlohmann::json;
+
+namespace {
+
+const char *kSpec = R"(probes:
+  - function: main.(*Server).Handle
+    when: 'req.Header.Port >= 8081 && startsWith(req.Path, "/api/v") && !(s.Hits == 3) && deadline < -16'
+    capture: [s.Name]
+    return: true
+  - function: main.Nested
+    when: r.Path == "/api/v1" || r.Header.Port == 8083 || r.Hdr.ID < -400
+)";
+
+// The same conditions, evaluated here on what the program recorded it passed.
+bool handle_passes(const json &a) {
+  std::string path = a["req.Path"];
+  return a["req.Header.Port"].get<int>() >= 8081 && path.rfind("/api/v", 0) == 0 && a["s.Hits"] != 3 &&
+         a["deadline"].get<int64_t>() < -16;
+}
+bool nested_passes(const json &a) {
+  return a["r.Path"] == "/api/v1" || a["r.Header.Port"] == 8083 || a["r.Hdr.ID"].get<int>() < -400;
+}
+
+e2e::Result build(const std::string &dir, const std::string &spec) {
+  std::ofstream(dir + "/spec.yaml") << spec;
+  return e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
+}
+
+} // namespace
+
+TEST_CASE("when: only the calls whose values satisfy the condition are traced, with their returns") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("when");
+  auto built = build(dir, kSpec);
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("fixture"), "-truth",
+                          dir + "/truth.jsonl", "-rounds", "8"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::map<std::string, std::vector<json>> want, got;
+  std::map<std::string, int> calls, returns;
+  const std::map<std::string, std::function<bool(const json &)>> passes = {{"main.(*Server).Handle", handle_passes},
+                                                                           {"main.Nested", nested_passes}};
+  for (auto &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"))) {
+    auto p = passes.find(t["function"]);
+    if (p == passes.end())
+      continue;
+    ++calls[p->first];
+    if (p->second(t["args"]))
+      want[p->first].push_back(t["args"]);
+  }
+  for (auto &e : e2e::json_lines(traced.out)) {
+    if (e["kind"] == "return") {
+      ++returns[e["function"]];
+      CHECK(e["duration_ns"].get<uint64_t>() > 0); // every return shown has its entry
+      continue;
+    }
+    json args;
+    for (auto &[key, value] : e["args"].items())
+      args[key] = value;
+    got[e["function"]].push_back(args);
+  }
+  CHECK(calls["main.(*Server).Handle"] == 8);
+  CHECK(calls["main.Nested"] == 8);
+  for (const auto &[function, expected] : want) {
+    CAPTURE(function);
+    REQUIRE(got[function].size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+      for (auto &[key, value] : got[function][i].items()) {
+        CAPTURE(key);
+        CHECK(value == expected[i][key]); // every value the condition read is shown, and true
+      }
+  }
+  CHECK(want["main.(*Server).Handle"].size() == 5); // rounds 2, 4, 5, 6, 7
+  CHECK(want["main.Nested"].size() == 5);           // rounds 1, 3, 5, 6, 7
+  CHECK(returns["main.(*Server).Handle"] == 5);      // the returns of the calls shown, no others
+  CHECK(returns.count("main.Nested") == 0);
+}
+
+TEST_CASE("when: what BPF cannot evaluate exactly is refused where the condition says it") {
+  std::string dir = e2e::temp_dir("when-errors");
+  struct Case {
+    std::string when, column, message;
+  };
+  // Columns are of the quoted text's characters on line 3 (the quote is at column 11).
+  for (const Case &c : std::vector<Case>{
+           {"h.Port == 70000", ":3:22:", "70000 is out of the range of uint16"},
+           {"h.Port == -1", ":3:22:", "negative number"},
+           {"h.Host == 3", ":3:22:", "not an integer"},
+           {"h.Host < \"b\"", ":3:12:", "only == and != compare it"},
+           {"h.Port == 1 && (h.Flags", ":3:35:", "expected ')'"},
+           {"startsWith(h.Host, \"ab)", ":3:31:", "unterminated string literal"},
+           {"h.Nope == 1", ":3:14:", "has no field Nope"},
+           {"h == 1", ":3:12:", "not one value"},
+           {"1 == 2", ":3:12:", "two literals"},
+       }) {
+    CAPTURE(c.when);
+    std::string text = c.when;
+    std::string escaped;
+    for (char ch : text)
+      escaped += ch == '\'' ? std::string("''") : std::string(1, ch);
+    auto r = build(dir, "probes:\n  - function: main.ByValue\n    when: '" + escaped + "'\n");
+    CHECK(r.status != 0);
+    CHECK(r.err.find("error[") != std::string::npos);
+    CHECK(r.err.find(c.column) != std::string::npos);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK(r.err.find("internal error") == std::string::npos);
+  }
+}
