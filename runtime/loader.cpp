@@ -263,6 +263,13 @@ bool Loader::load(std::string_view object, std::string &error, AttachMethod meth
     return false;
   }
 
+  filtered_ = bpf_object__find_map_by_name(object_, "weave_filtered");
+  if (filtered_ && (bpf_map__type(filtered_) != BPF_MAP_TYPE_PERCPU_ARRAY ||
+                    bpf_map__max_entries(filtered_) < manifest_.probes.size())) {
+    error = "BPF object: map 'weave_filtered' has the wrong type or size (see templates/weave_bpf.h)";
+    return false;
+  }
+
   // How to attach is settled now: the expected attach type is part of what the verifier checks
   // (bpf_get_attach_cookie reads a uprobe_multi link's cookies differently from a perf event's).
   method_ = method;
@@ -500,6 +507,11 @@ bool Loader::lost_per_probe(std::vector<uint64_t> &lost, std::string &error) con
 bool Loader::hits_per_probe(std::vector<uint64_t> &hits, std::string &error) const {
   error.clear();
   return hits_ && read_counters(hits_, "weave_hits", hits, error);
+}
+
+bool Loader::filtered_per_probe(std::vector<uint64_t> &filtered, std::string &error) const {
+  error.clear();
+  return filtered_ && read_counters(filtered_, "weave_filtered", filtered, error);
 }
 
 bool Loader::run_stats_per_program(std::vector<ProgramStats> &stats, std::string &error) const {

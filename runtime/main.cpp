@@ -370,6 +370,9 @@ StatsReport collect_stats(const Loader &loader, const EventWriter &writer,
   report.hits_known = loader.hits_per_probe(hits, error);
   if (!error.empty())
     say("{}", error);
+  std::vector<uint64_t> filtered;
+  if (!loader.filtered_per_probe(filtered, error) && !error.empty())
+    say("{}", error);
   report.run_time_known = loader.run_stats_per_program(report.programs, error);
   report.program_of_probe = loader.program_of_probe();
   for (size_t i = 0; i < report.probes.size(); ++i) {
@@ -378,6 +381,7 @@ StatsReport collect_stats(const Loader &loader, const EventWriter &writer,
     s.lost = i < lost.size() ? lost[i] : 0;
     if (report.hits_known)
       s.hits = hits[i];
+    s.filtered = i < filtered.size() ? filtered[i] : 0;
   }
   return report;
 }

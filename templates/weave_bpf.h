@@ -100,6 +100,15 @@ struct {
 	__type(value, __u64);
 } weave_hits SEC(".maps");
 
+/* Events a probe's when: condition dropped (and returns of calls whose entry it dropped), per probe
+ * id: for every probe hits == events + lost + filtered. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WEAVE_PROBE_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} weave_filtered SEC(".maps");
+
 /* The attach point's cookie (bpf_get_attach_cookie) tells a program, which every event of one shape
  * shares, what it is filling in: bits 0-23 the event's probe id, bits 24-47 the probe id of the
  * entry a return pairs with (an entry's own), bits 48-63 the attach point's index among the
@@ -142,6 +151,16 @@ static __always_inline struct weave_event_header *weave_reserve(__u64 cookie, __
 	h->kind = kind;
 	h->point = WEAVE_COOKIE_POINT(cookie);
 	return h;
+}
+
+/* weave_drop: discard a reserved event that its probe's when: condition rules out, counted. */
+static __always_inline void weave_drop(struct weave_event_header *h)
+{
+	__u32 probe_id = h->probe_id;
+	__u64 *filtered = bpf_map_lookup_elem(&weave_filtered, &probe_id);
+	if (filtered)
+		__sync_fetch_and_add(filtered, 1); /* atomic, like hits */
+	bpf_ringbuf_discard(h, BPF_RB_NO_WAKEUP);
 }
 
 /* weave_load: *value = the `size`-byte little-endian integer at user address `addr`, zero-extended.

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <functional>
+#include <sstream>
 
 using nlohmann::json;
 
@@ -31,6 +32,33 @@ bool nested_passes(const json &a) {
   return a["r.Path"] == "/api/v1" || a["r.Header.Port"] == 8083 || a["r.Hdr.ID"].get<int>() < -400;
 }
 
+// The --stats table at exit, by "probe kind" and column name.
+std::map<std::string, std::map<std::string, long long>> stats_rows(const std::string &err) {
+  std::map<std::string, std::map<std::string, long long>> rows;
+  size_t at = err.find("weave: stats at exit");
+  if (at == std::string::npos)
+    return rows;
+  std::istringstream lines(err.substr(at));
+  std::string line;
+  std::getline(lines, line); // the title
+  std::vector<std::string> header;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line.substr(std::min(line.size(), line.find(':') + 1)));
+    std::vector<std::string> cells;
+    for (std::string w; words >> w;)
+      cells.push_back(w);
+    if (header.empty()) {
+      header = cells;
+      continue;
+    }
+    if (cells.size() != header.size() || cells[0] == "total")
+      break;
+    for (size_t i = 3; i < cells.size(); ++i)
+      rows[cells[0] + " " + cells[1]][header[i]] = cells[i] == "-" ? -1 : std::stoll(cells[i]);
+  }
+  return rows;
+}
+
 e2e::Result build(const std::string &dir, const std::string &spec) {
   std::ofstream(dir + "/spec.yaml") << spec;
   return e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
@@ -44,8 +72,8 @@ TEST_CASE("when: only the calls whose values satisfy the condition are traced, w
   auto built = build(dir, kSpec);
   INFO(built.err);
   REQUIRE(built.status == 0);
-  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("fixture"), "-truth",
-                          dir + "/truth.jsonl", "-rounds", "8"});
+  auto traced = e2e::run({dir + "/out/tracer", "--stats", "--format", "json", "--", e2e::fixture("fixture"),
+                          "-truth", dir + "/truth.jsonl", "-rounds", "8"});
   INFO(traced.err);
   REQUIRE(traced.status == 0);
   std::map<std::string, std::vector<json>> want, got;
@@ -86,6 +114,23 @@ TEST_CASE("when: only the calls whose values satisfy the condition are traced, w
   CHECK(want["main.Nested"].size() == 5);           // rounds 1, 3, 5, 6, 7
   CHECK(returns["main.(*Server).Handle"] == 5);      // the returns of the calls shown, no others
   CHECK(returns.count("main.Nested") == 0);
+  // --stats accounts for every run: hits == events + lost + filtered, per probe.
+  std::map<std::string, std::map<std::string, long long>> stats = stats_rows(traced.err);
+  auto &handle = stats["main.(*Server).Handle entry"];
+  CHECK(handle["hits"] == 8);
+  CHECK(handle["events"] == 5);
+  CHECK(handle["filtered"] == 3);
+  auto &handle_ret = stats["main.(*Server).Handle return"];
+  CHECK(handle_ret["events"] == 5);
+  CHECK(handle_ret["filtered"] == handle_ret["hits"] - 5); // returns of the calls it dropped
+  auto &nested = stats["main.Nested entry"];
+  CHECK(nested["hits"] == 8);
+  CHECK(nested["filtered"] == 3);
+  for (auto &[row, cells] : stats) {
+    CAPTURE(row);
+    CHECK(cells["hits"] == cells["events"] + cells["lost"] + cells["filtered"]);
+  }
+  CHECK(traced.err.find("!=") == std::string::npos); // no probe's numbers fail to add up
 }
 
 TEST_CASE("when: what BPF cannot evaluate exactly is refused where the condition says it") {
