@@ -147,3 +147,29 @@ TEST_CASE("--pid 0 says a process id is wanted, without CLI11's 300-digit bound"
   CHECK(has(help.out, "--pid PID"));
   CHECK_FALSE(has(help.out, "POSITIVE"));
 }
+
+TEST_CASE("a weave without its runtime names where it looked and the real ways to get one") {
+  std::string dir = e2e::temp_dir("runtime-missing");
+  fs::create_directories(dir + "/bin");
+  fs::copy_file(e2e::weave(), dir + "/bin/weave");
+  auto r = e2e::run({dir + "/bin/weave", e2e::source("examples/hello/spec.yaml"), e2e::fixture("hello"), "-o",
+                     dir + "/out"});
+  INFO(r.err);
+  CHECK(r.status == 1);
+  CHECK(has(r.err, "error[runtime-missing]"));
+  CHECK(has(r.err, dir + "/bin/weave-tracer (nor " + dir + "/libexec/weave/weave-tracer)"));
+  CHECK(has(r.err, "the weave .deb"));
+  CHECK(has(r.err, "cmake --install BUILD"));
+  CHECK(has(r.err, "--target weave-tracer"));
+  CHECK(has(r.err, "WEAVE_RUNTIME"));
+  CHECK_FALSE(has(r.err, "it installs weave-tracer next to weave"));
+  CHECK_FALSE(fs::exists(dir + "/out"));
+  // The installed layout, bin/../libexec/weave/, is found without any variable.
+  fs::create_directories(dir + "/libexec/weave");
+  fs::copy_file(kRuntime, dir + "/libexec/weave/weave-tracer");
+  auto found = e2e::run({dir + "/bin/weave", e2e::source("examples/hello/spec.yaml"), e2e::fixture("hello"), "-o",
+                         dir + "/out"});
+  INFO(found.err);
+  CHECK(found.status == 0);
+  CHECK(fs::exists(dir + "/out/tracer"));
+}
