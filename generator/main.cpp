@@ -24,7 +24,10 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <iostream>
 #include <optional>
 
@@ -171,6 +174,32 @@ int run(RunArgs &args) {
   });
 }
 
+// The top of `weave --help`, also what `weave` alone prints: the README's form first.
+constexpr const char *kUsage =
+    "Usage: weave SPEC BIN [-o DIR]\n"
+    "   or: weave COMMAND [OPTIONS] ARGS...\n"
+    "The first is weave build SPEC BIN: it writes weave-out/, whose tracer traces BIN.\n"
+    "COMMAND is build, check, run or funcs.\n";
+
+// CLI11 titles the top-level usage with the subcommand grammar; weave leads with its own form.
+class HelpFormatter : public CLI::Formatter {
+public:
+  std::string make_usage(const CLI::App *app, std::string name) const override {
+    return app->get_parent() ? CLI::Formatter::make_usage(app, name) : kUsage;
+  }
+};
+
+// A process id for --pid. CLI::PositiveNumber's message names its upper bound, the largest double
+// written out in ~300 digits; this says what is wanted instead.
+std::string check_pid(const std::string &text) {
+  char *end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < 1 || value > 0x3fffffff)
+    return "must be a process id (a number from 1 up), not '" + text + "'";
+  return "";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -190,18 +219,48 @@ int main(int argc, char **argv) {
       has_program_args = true;
     }
 
-  CLI::App app{"weave: builds eBPF tracers for Go programs from a probe spec"};
+  if (args.empty()) {
+    std::cerr << "weave: builds eBPF tracers for Go programs from a probe spec\n"
+              << kUsage << "Run 'weave --help' for the commands and examples, 'weave COMMAND --help' for one.\n";
+    return kExitUsage;
+  }
+
+  CLI::App app{"weave: builds eBPF tracers for Go programs from a probe spec", "weave"};
+  app.formatter(std::make_shared<HelpFormatter>()); // before the subcommands: they inherit it
   app.set_version_flag("--version", std::string("weave ") + WEAVE_VERSION);
   app.require_subcommand(1);
+  app.footer("Examples:\n"
+             "  weave spec.yaml ./bin              # write weave-out/: probes and weave-out/tracer\n"
+             "  weave-out/tracer -- ./bin args     # attach first, then start the program\n"
+             "  weave-out/tracer --pid 1234        # trace one running process\n"
+             "  weave run spec.yaml ./bin -- args  # build into ~/.cache/weave once, then trace at once\n"
+             "  weave check spec.yaml ./bin weave-out   # CI: exit 1 when weave-out/ has drifted\n"
+             "  weave funcs ./bin 'main.*'         # functions, parameters, types and their locations\n"
+             "\n"
+             "Each command's options and examples: weave COMMAND --help. The spec format: man "
+             "weave-spec; the tracer's options: weave-out/tracer --help, man weave-tracer.");
   BuildArgs build_args;
   CLI::App *build_cmd = app.add_subcommand("build", "generate probes and a tracer for a Go binary");
   add_build_options(*build_cmd, build_args);
+  build_cmd->footer("Examples:\n"
+                    "  weave build spec.yaml ./bin            # write weave-out/ (weave spec.yaml ./bin is the same)\n"
+                    "  weave build spec.yaml ./bin -o probes  # into probes/ instead\n"
+                    "  weave build --dump probes.bpf.c spec.yaml ./bin   # print the BPF C, write nothing\n"
+                    "  weave build --dump plan spec.yaml ./bin           # what each capture reads, and where\n"
+                    "  weave build --timings spec.yaml ./bin  # time per stage, peak memory\n"
+                    "\n"
+                    "Then run OUT/tracer -- ./bin ARGS (OUT/tracer --help). The spec format: man weave-spec.");
 
   CheckArgs check_args;
   CLI::App *check_cmd = app.add_subcommand(
       "check", "regenerate in memory and compare with a checked-in output directory (CI)");
   check_cmd->footer("Exit: 0 identical, 1 drifted (a file differs or is missing), 2 usage error, "
-                    "3 the probes cannot be regenerated (spec or binary error; nothing compared).");
+                    "3 the probes cannot be regenerated (spec or binary error; nothing compared).\n"
+                    "\n"
+                    "Examples:\n"
+                    "  go build -trimpath -o bin/server ./cmd/server   # as the developer built it\n"
+                    "  weave check probes.yaml ./bin/server weave-out  # exit 1 and a report when it drifted\n"
+                    "  weave build probes.yaml ./bin/server -o weave-out   # then update the checked-in files");
   check_cmd->add_option("spec", check_args.spec_path, "probe spec (YAML or JSON)")->required();
   check_cmd->add_option("binary", check_args.binary_path,
                         "Go binary, by the same path as when the directory was built")
@@ -212,22 +271,38 @@ int main(int argc, char **argv) {
   CLI::App *run_cmd = app.add_subcommand(
       "run", "build a tracer into a cache (once per spec and binary) and run it at once");
   run_cmd->footer("  -- ARGS  start the binary with ARGS, traced; without -- every process running "
-                  "it is traced\n\nThe cache is $XDG_CACHE_HOME/weave, else ~/.cache/weave.");
+                  "it is traced\n\nThe cache is $XDG_CACHE_HOME/weave, else ~/.cache/weave.\n"
+                  "\n"
+                  "Examples:\n"
+                  "  weave run spec.yaml ./bin -- -port 8080   # start ./bin -port 8080, traced\n"
+                  "  weave run spec.yaml ./bin                 # every process running ./bin, until Ctrl-C\n"
+                  "  weave run --format json --pid 1234 spec.yaml ./bin   # one running process, JSON lines");
   run_cmd->add_option("spec", run_args.options.spec_path, "probe spec (YAML or JSON)")->required();
   run_cmd->add_option("binary", run_args.options.binary_path, "Go binary to trace")->required();
   run_cmd->add_option("--format", run_args.options.format, "tracer output: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   run_cmd->add_option("--pid", run_args.options.pid, "trace only this running process")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(check_pid, ""))
+      ->type_name("PID");
   run_cmd->add_option("--clang", run_args.clang, "clang executable used to compile the probes");
   run_cmd->add_option("--runtime", run_args.runtime, "tracer runtime to embed the probes into");
 
   std::string funcs_binary, funcs_pattern;
+  bool funcs_names = false;
   CLI::App *funcs_cmd = app.add_subcommand(
       "funcs", "list functions matching a glob with their parameters, types and where each one "
                "lives at entry (and each result at RET)");
   funcs_cmd->add_option("binary", funcs_binary, "Go binary")->required();
   funcs_cmd->add_option("pattern", funcs_pattern, "shell glob over Go symbol names, e.g. 'main.*'");
+  funcs_cmd->add_flag("--names", funcs_names,
+                      "print only the matching names, one per line, from .gopclntab (for scripts and "
+                      "shell completion; nothing matching prints nothing)");
+  funcs_cmd->footer("Examples:\n"
+                    "  weave funcs ./bin 'main.*'          # main's functions: parameters, types, registers\n"
+                    "  weave funcs ./bin '*.(*Server).*'   # the methods of every Server type\n"
+                    "  weave funcs --names ./bin 'main.*'  # the names alone\n"
+                    "\n"
+                    "A name it prints is what a spec's function: takes (man weave-spec).");
 
   try {
     std::reverse(args.begin(), args.end());
@@ -250,6 +325,13 @@ int main(int argc, char **argv) {
       return run(run_args);
     if (*funcs_cmd) {
       weave::BinaryImage image = weave::load_binary(funcs_binary);
+      if (funcs_names) {
+        std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
+        if (!pcln)
+          throw weave::UserError("no-functions", funcs_binary + " has no .gopclntab to list names from");
+        std::cout << weave::list_function_names(*pcln, funcs_pattern);
+        return 0;
+      }
       auto debug = image.has_dwarf ? weave::DebugInfo::open(funcs_binary, image.ptr_size) : nullptr;
       std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
       std::cout << weave::list_functions(image, debug.get(), pcln ? &*pcln : nullptr, funcs_pattern);

@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
@@ -97,6 +98,21 @@ struct Options {
 };
 
 // Returns -1 to go on, else the exit code.
+// A whole number in [min, max] for an option, or a message saying what is wanted. CLI11's own range
+// validators name their upper bound, the largest double written out in ~300 digits.
+CLI::Validator whole_number(long long min, long long max, const std::string &wanted) {
+  return CLI::Validator(
+      [=](std::string &text) -> std::string {
+        char *end = nullptr;
+        errno = 0;
+        long long value = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max)
+          return "must be " + wanted + ", not '" + text + "'";
+        return "";
+      },
+      "");
+}
+
 int parse_command_line(int argc, char **argv, Options &opt) {
   // Everything after the first "--" is the command, taken verbatim: CLI11 would otherwise try to
   // read the command's own flags (`-rounds 2`) as ours.
@@ -115,7 +131,8 @@ int parse_command_line(int argc, char **argv, Options &opt) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   app.add_option("--pid", opt.pid, "trace only process N, until it exits")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, 0x3fffffff, "a process id (a number from 1 up)"))
+      ->type_name("N");
   app.add_option("--binary", opt.binary,
                  "the binary to attach to (default: CMD, /proc/N/exe, or the path recorded at "
                  "build time)");
@@ -129,7 +146,8 @@ int parse_command_line(int argc, char **argv, Options &opt) {
                  "and every SECONDS seconds with --stats=SECONDS")
       ->expected(0, 1)
       ->default_str("0")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0, 0x7fffffff, "a number of seconds (0: only at exit)"))
+      ->option_text("[SECONDS]"); // plain --stats is the usual form: no type, no "=0" default
   app.add_flag("--graph", opt.graph,
                "print a call tree per goroutine (text only), each when its outermost traced call "
                "returns, instead of a line per event");
@@ -151,7 +169,15 @@ int parse_command_line(int argc, char **argv, Options &opt) {
   app.allow_extras();
   app.footer("  -- CMD ARGS...             attach first, then run CMD and trace only it; exit "
              "with its status\n\nWithout --pid or --, every process running the binary is "
-             "traced until Ctrl-C.");
+             "traced until Ctrl-C.\n"
+             "\n"
+             "Examples:\n"
+             "  weave-out/tracer -- ./bin args     # attach first, then start the program; exit when it exits\n"
+             "  weave-out/tracer --pid 1234        # trace one running process\n"
+             "  weave-out/tracer                   # trace every process running the binary\n"
+             "  weave-out/tracer --format json     # JSON lines\n"
+             "  weave-out/tracer --graph -- ./bin  # per-goroutine call trees with durations\n"
+             "  weave-out/tracer --stats=5         # per-probe hits, events, lost, BPF time: every 5 s and at exit");
   try {
     app.parse(ours, argv);
   } catch (const CLI::ParseError &e) {

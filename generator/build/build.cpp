@@ -166,18 +166,41 @@ std::string runtime_arch(const std::string &go_arch) {
   return go_arch == "arm64" ? "arm64" : "amd64";
 }
 
-std::string default_runtime_path(const std::string &go_arch) {
-  std::string arch = runtime_arch(go_arch.empty() ? host_arch() : go_arch);
+namespace {
+
+std::string runtime_env_var(const std::string &arch) {
   std::string upper = arch;
   for (char &c : upper)
     c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
-  if (const char *env = getenv(("WEAVE_RUNTIME_" + upper).c_str()); env && *env)
+  return "WEAVE_RUNTIME_" + upper;
+}
+
+// Where weave looks for the runtime of `arch` when no variable names one, in order: next to the
+// running weave (a build tree, where CMake writes both into one directory), then the installed
+// layout's runtime directory relative to weave's own (bin/../libexec/weave, wherever the prefix
+// is: cmake --install, the .deb, or a copied tree).
+std::vector<std::string> runtime_candidates(const std::string &arch) {
+  std::string name = arch == host_arch() ? "weave-tracer" : "weave-tracer-" + arch;
+  std::error_code ec;
+  fs::path self_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  return {(self_dir / name).string(),
+          (self_dir / WEAVE_RUNTIME_DIR_FROM_BIN / name).lexically_normal().string()};
+}
+
+} // namespace
+
+std::string default_runtime_path(const std::string &go_arch) {
+  std::string arch = runtime_arch(go_arch.empty() ? host_arch() : go_arch);
+  if (const char *env = getenv(runtime_env_var(arch).c_str()); env && *env)
     return env;
   if (const char *env = getenv("WEAVE_RUNTIME"); env && *env)
     return env;
+  std::vector<std::string> candidates = runtime_candidates(arch);
   std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return (self.parent_path() / (arch == host_arch() ? "weave-tracer" : "weave-tracer-" + arch)).string();
+  for (const std::string &candidate : candidates)
+    if (fs::exists(candidate, ec))
+      return candidate;
+  return candidates.front();
 }
 
 namespace {
@@ -228,18 +251,25 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
   std::string runtime = options.runtime_path.empty() ? default_runtime_path(plan.target.arch)
                                                      : options.runtime_path;
   if (!fs::exists(runtime, ec)) {
+    // Name every place weave looked when it picked the path itself, not only the first.
+    std::string where = runtime;
+    if (std::vector<std::string> looked = runtime_candidates(arch); runtime == looked.front())
+      where = fmt::format("{} (nor {})", looked[0], looked[1]);
     if (arch == host_arch())
-      throw UserError("runtime-missing", fmt::format("the tracer runtime {} is missing", runtime), {},
-                      "build weave fully (it installs weave-tracer next to weave), or set WEAVE_RUNTIME");
-    std::string upper = arch == "arm64" ? "ARM64" : "AMD64";
+      throw UserError("runtime-missing", fmt::format("the tracer runtime {} is missing", where), {},
+                      "install weave with its runtime (the weave .deb, or `cmake --install BUILD`: both put "
+                      "weave-tracer in PREFIX/libexec/weave/), or in a build tree build it next to weave "
+                      "(`cmake --build BUILD --target weave-tracer`); or name one with --runtime or "
+                      "WEAVE_RUNTIME");
     std::string how = arch == "arm64" ? "weave builds weave-tracer-arm64 next to itself when the arm64 cross "
                                         "compiler and sysroot are installed (scripts/arm64-deps.sh as root, "
-                                        "then rebuild weave), or name one"
+                                        "then rebuild weave; `cmake --install` and the .deb then install it "
+                                        "too), or name one"
                                       : "name the " + arch + " tracer runtime";
     throw UserError("runtime-missing",
                     fmt::format("{} is an {} binary, and the {} tracer runtime {} is missing",
-                                plan.target.path, plan.target.arch, arch, runtime),
-                    {}, fmt::format("{} with --runtime or WEAVE_RUNTIME_{}", how, upper));
+                                plan.target.path, plan.target.arch, arch, where),
+                    {}, fmt::format("{} with --runtime or {}", how, runtime_env_var(arch)));
   }
   if (std::string got = elf_arch(runtime); got != arch)
     throw UserError("runtime-arch",

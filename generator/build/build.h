@@ -27,9 +27,10 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
                   const BuildOptions &options, Timings *timings = nullptr);
 
 // Where the tracer runtime for a Go binary of `go_arch` ("" = this host's) is: $WEAVE_RUNTIME_ARM64 or
-// $WEAVE_RUNTIME_AMD64 for that architecture, else $WEAVE_RUNTIME, else next to the running weave:
-// weave-tracer for the host's architecture, weave-tracer-arm64 (say) for another one. A 386 binary
-// runs on amd64 and takes the amd64 runtime.
+// $WEAVE_RUNTIME_AMD64 for that architecture, else $WEAVE_RUNTIME, else next to the running weave
+// (a build tree), else in the installed layout relative to it (bin/../libexec/weave/): weave-tracer
+// for the host's architecture, weave-tracer-arm64 (say) for another one. A 386 binary runs on amd64
+// and takes the amd64 runtime. When neither file exists it returns the one next to weave.
 std::string default_runtime_path(const std::string &go_arch = "");
 
 // Runs argv (no shell) in `cwd`; returns the exit status (-1 when it could not start, with errno

@@ -126,4 +126,17 @@ std::string list_functions(const BinaryImage &image, DebugInfo *debug_ptr, const
   return out.str();
 }
 
+std::string list_function_names(const Pclntab &pcln, const std::string &pattern) {
+  std::vector<std::string> names;
+  for (const auto &f : pcln.functions())
+    if (pattern.empty() || fnmatch(pattern.c_str(), f.name.c_str(), 0) == 0)
+      names.push_back(f.name);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::string out;
+  for (const std::string &name : names)
+    out += name + "\n";
+  return out;
+}
+
 } // namespace weave

@@ -18,4 +18,9 @@ class Pclntab;
 std::string list_functions(const BinaryImage &image, DebugInfo *debug, const Pclntab *pcln,
                            const std::string &pattern);
 
+// The names alone, one per line, sorted and without duplicates, from .gopclntab (no DWARF is read,
+// so it is quick enough for shell completion); functions whose name matches the glob `pattern`
+// (empty matches all). Nothing matching is no error here: the list is empty.
+std::string list_function_names(const Pclntab &pcln, const std::string &pattern);
+
 } // namespace weave

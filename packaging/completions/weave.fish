@@ -1,0 +1,50 @@
+# fish completion for weave: subcommands, options, files, and the function names of a Go binary for
+# `weave funcs BIN <TAB>` (asked of weave itself: `weave funcs --names BIN`).
+# Installed as share/fish/vendor_completions.d/weave.fish.
+
+set -l commands build check run funcs
+
+# The arguments after `weave funcs` that are not options: the binary, then the pattern.
+function __weave_funcs_positionals
+    set -l tokens (commandline -opc)
+    set -e tokens[1..2]
+    for token in $tokens
+        string match -q -- '-*' $token; or echo $token
+    end
+end
+
+function __weave_funcs_wants_name
+    __fish_seen_subcommand_from funcs; or return 1
+    test (count (__weave_funcs_positionals)) -eq 1
+end
+
+function __weave_function_names
+    set -l binary (__weave_funcs_positionals)[1]
+    set -l weave (commandline -opc)[1]
+    $weave funcs --names $binary 2>/dev/null
+end
+
+complete -c weave -f
+complete -c weave -n "not __fish_seen_subcommand_from $commands" -a build -d 'generate probes and a tracer for a Go binary'
+complete -c weave -n "not __fish_seen_subcommand_from $commands" -a check -d 'compare with a checked-in output directory (CI)'
+complete -c weave -n "not __fish_seen_subcommand_from $commands" -a run -d 'build into a cache and run the tracer at once'
+complete -c weave -n "not __fish_seen_subcommand_from $commands" -a funcs -d 'list functions, parameters and their locations'
+complete -c weave -n "not __fish_seen_subcommand_from $commands" -l version -d 'print the version and exit'
+complete -c weave -s h -l help -d 'print help and exit'
+
+# build (and the short form weave SPEC BIN): spec, binary, options.
+complete -c weave -n "not __fish_seen_subcommand_from check run funcs" -F
+complete -c weave -n "not __fish_seen_subcommand_from check run funcs" -s o -l output -r -a '(__fish_complete_directories)' -d 'output directory'
+complete -c weave -n "not __fish_seen_subcommand_from check run funcs" -l dump -x -a 'spec plan probes.bpf.c probes.h probes.json Makefile.bpf' -d 'print one stage instead of building'
+complete -c weave -n "not __fish_seen_subcommand_from check funcs" -l clang -r -F -d 'clang executable'
+complete -c weave -n "not __fish_seen_subcommand_from check funcs" -l runtime -r -F -d 'tracer runtime'
+complete -c weave -n "not __fish_seen_subcommand_from check run funcs" -l timings -d 'time per stage, peak memory'
+
+complete -c weave -n "__fish_seen_subcommand_from check" -F
+complete -c weave -n "__fish_seen_subcommand_from run" -F
+complete -c weave -n "__fish_seen_subcommand_from run" -l format -x -a 'text json' -d 'tracer output'
+complete -c weave -n "__fish_seen_subcommand_from run" -l pid -x -a '(__fish_complete_pids)' -d 'trace only this process'
+
+complete -c weave -n "__fish_seen_subcommand_from funcs" -l names -d 'print only the names'
+complete -c weave -n "__fish_seen_subcommand_from funcs; and test (count (__weave_funcs_positionals)) -eq 0" -F
+complete -c weave -n __weave_funcs_wants_name -x -a '(__weave_function_names)'
