@@ -459,6 +459,9 @@ std::string render_manifest(const Plan &plan) {
         p["stack"] = {{"offset", event->stack_offset}, {"depth", event->stack_depth}};
       if (!probe.skipped.empty())
         p["skipped"] = probe.skipped;
+      // The condition the entry program evaluates (its returns follow the entry's verdict).
+      if (!probe.entry.filter_text.empty())
+        p["when"] = probe.entry.filter_text;
       // A generic shape instance: which capture holds its dictionary, and the instantiation each
       // dictionary address stands for.
       if (event == &probe.entry && probe.dict_capture >= 0) {
