@@ -89,6 +89,8 @@ struct Options {
   int stats = -1;                 // -1: off; 0: at exit; N: also every N seconds
   bool exit_after_attach = false; // attach, detach, exit: measures attaching
   bool graph = false;             // per-goroutine call trees instead of a line per event
+  std::string folded;             // --folded FILE
+  std::string folded_weight = "calls";
   bool no_summary = false;        // no latency summary at exit
   int verbosity = 0;
   bool version = false;
@@ -148,6 +150,16 @@ int parse_command_line(int argc, char **argv, Options &opt) {
       ->default_str("0")
       ->check(whole_number(0, 0x7fffffff, "a number of seconds (0: only at exit)"))
       ->option_text("[SECONDS]"); // plain --stats is the usual form: no type, no "=0" default
+  app.add_option("--folded", opt.folded,
+                 "write the entries' stacks (probes with stack: N) to FILE at exit in the folded format "
+                 "flame graph tools read (flamegraph.pl, inferno, speedscope): 'main.main;main.f;main.g 12', "
+                 "inlined frames marked _[i]")
+      ->type_name("FILE");
+  app.add_option("--folded-weight", opt.folded_weight,
+                 "what a --folded stack weighs: calls (default), or time: the nanoseconds its calls took "
+                 "(needs return: true)")
+      ->check(CLI::IsMember({"calls", "time"}))
+      ->type_name("calls|time");
   app.add_flag("--graph", opt.graph,
                "print a call tree per goroutine (text only), each when its outermost traced call "
                "returns, instead of a line per event");
@@ -589,7 +601,12 @@ int run(int argc, char **argv) {
   }
   EventWriter writer(manifest, opt.format == "json" ? OutputFormat::Json : OutputFormat::Text,
                      start_ns, opt.graph ? null_fd : STDOUT_FILENO);
-  Views views(manifest, {.graph = opt.graph, .summary = !opt.no_summary}, start_ns, STDOUT_FILENO);
+  Views views(manifest,
+              {.graph = opt.graph,
+               .summary = !opt.no_summary,
+               .folded = opt.folded,
+               .folded_weight = opt.folded_weight == "time" ? FoldedStacks::Weight::Time : FoldedStacks::Weight::Calls},
+              start_ns, STDOUT_FILENO);
   Sinks sinks{writer, views};
   // Stacks and func values are named from the target's own .gopclntab (stripped binaries too), and
   // interfaces' dynamic types need a PIE's load bias, which the symbolizer finds.
@@ -700,7 +717,9 @@ int run(int argc, char **argv) {
   if (opt.verbosity || opt.stats >= 0)
     say("detached {} in {:.3f} s", count(points, "point"), loader.detach_seconds());
   stream.drain_all();
-  views.finish(); // --graph: the trees still open
+  views.finish(); // --graph: the trees still open; --folded: the file
+  if (!views.folded_error().empty())
+    say("{}", views.folded_error());
   std::vector<uint64_t> lost;
   bool lost_known = loader.lost_per_probe(lost, error);
   if (!lost_known)
@@ -729,7 +748,7 @@ int run(int argc, char **argv) {
       ;
     return kExitRuntime;
   }
-  return broken ? kExitRuntime : exit_code;
+  return broken || !views.folded_error().empty() ? kExitRuntime : exit_code;
 }
 
 } // namespace

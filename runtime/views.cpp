@@ -586,11 +586,125 @@ std::vector<std::string> LatencySummary::lines() const {
 
 // ---- Views --------------------------------------------------------------------------------------
 
+// ---- --folded -------------------------------------------------------------------------------------
+
+void FoldedStacks::add_entry(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, std::string_view stack) {
+  // Frames come innermost first, one per line: "    main.g (f.go:3)", " [inlined]" after an
+  // inlined one, or "    0x4a3f60" when the address has no symbol.
+  std::vector<std::string> frames;
+  while (!stack.empty()) {
+    size_t end = stack.find('\n');
+    std::string_view line = stack.substr(0, end);
+    stack = end == std::string_view::npos ? std::string_view() : stack.substr(end + 1);
+    size_t start = line.find_first_not_of(' ');
+    if (start == std::string_view::npos)
+      continue;
+    line.remove_prefix(start);
+    bool inlined = line.size() >= 10 && line.substr(line.size() - 10) == " [inlined]";
+    std::string name(line.substr(0, line.find(" (")));
+    // ';' separates frames and a space ends the stack in this format: neither may be in a name.
+    for (char &c : name)
+      if (c == ';' || c == ' ')
+        c = '_';
+    frames.push_back(name + (inlined ? "_[i]" : ""));
+  }
+  std::string path;
+  for (size_t i = frames.size(); i-- > 0;)
+    path += frames[i] + ";";
+  path += probe < functions_.size() ? functions_[probe] : "?";
+  if (weight_ == Weight::Calls) {
+    ++weights_[path];
+    return;
+  }
+  open_[{pid, goid ? 0 : tid, goid}].push_back({probe, std::move(path)});
+}
+
+void FoldedStacks::add_return(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, uint64_t duration_ns) {
+  if (weight_ != Weight::Time)
+    return;
+  auto it = open_.find({pid, goid ? 0 : tid, goid});
+  if (it == open_.end())
+    return;
+  std::vector<Open> &calls = it->second;
+  // The innermost open call of this probe: calls in between that never returned are dropped.
+  for (size_t i = calls.size(); i-- > 0;) {
+    if (calls[i].probe != probe)
+      continue;
+    if (duration_ns)
+      weights_[calls[i].path] += duration_ns;
+    calls.resize(i);
+    break;
+  }
+  if (calls.empty())
+    open_.erase(it);
+}
+
+std::string FoldedStacks::text() const {
+  std::string out;
+  for (const auto &[path, weight] : weights_)
+    out += path + " " + std::to_string(weight) + "\n";
+  return out;
+}
+
+FoldedView::FoldedView(const Manifest &manifest, uint64_t start_ns, std::string path, FoldedStacks::Weight weight)
+    : manifest_(manifest), printer_(manifest, OutputFormat::Text, start_ns),
+      folded_([&] {
+        std::vector<std::string> functions;
+        for (const ManifestProbe &p : manifest.probes)
+          functions.push_back(p.function);
+        return functions;
+      }(), weight),
+      path_(std::move(path)) {}
+
+void FoldedView::on_event(const void *data, size_t size) {
+  struct weave_event_header h;
+  if (size < sizeof h)
+    return;
+  std::memcpy(&h, data, sizeof h);
+  if (h.probe_id >= manifest_.probes.size())
+    return;
+  const ManifestProbe &probe = manifest_.probes[h.probe_id];
+  if (h.kind == WEAVE_EVENT_RETURN) {
+    // A return pairs with its probe's entry event, whose id every attach point's cookie carries
+    // in bits 24-47 (templates/weave_bpf.h).
+    uint32_t pair = probe.attach.empty() ? h.probe_id : static_cast<uint32_t>((probe.attach.front().cookie >> 24) & 0xffffff);
+    uint64_t duration = probe.duration_offset && size >= probe.duration_offset + 8
+                            ? load_u64(static_cast<const uint8_t *>(data) + probe.duration_offset)
+                            : 0;
+    folded_.add_return(pair, h.pid, h.tid, h.goid, duration);
+    return;
+  }
+  if (!probe.stack_depth)
+    return;
+  line_.clear();
+  if (!printer_.format(data, size, line_))
+    return;
+  size_t end = line_.find('\n');
+  folded_.add_entry(h.probe_id, h.pid, h.tid, h.goid,
+                    end == std::string::npos ? std::string_view() : std::string_view(line_).substr(end + 1));
+}
+
+bool FoldedView::write(std::string &error) const {
+  std::string tmp = path_ + ".tmp";
+  FILE *f = std::fopen(tmp.c_str(), "w");
+  std::string text = folded_.text();
+  bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = f && std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path_.c_str()) != 0) {
+    error = "--folded: cannot write " + path_ + ": " + std::strerror(errno);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
 Views::Views(const Manifest &manifest, ViewOptions options, uint64_t start_ns, int fd) {
   if (options.graph)
     graph_ = std::make_unique<GraphView>(manifest, start_ns, fd);
   if (options.summary)
     summary_ = std::make_unique<LatencySummary>(manifest);
+  if (!options.folded.empty())
+    folded_ = std::make_unique<FoldedView>(manifest, start_ns, options.folded, options.folded_weight);
 }
 
 void Views::on_event(const void *data, size_t size) {
@@ -598,6 +712,8 @@ void Views::on_event(const void *data, size_t size) {
     graph_->on_event(data, size);
   if (summary_)
     summary_->on_event(data, size);
+  if (folded_)
+    folded_->on_event(data, size);
 }
 
 bool Views::flush() {
@@ -607,6 +723,8 @@ bool Views::flush() {
 void Views::finish() {
   if (graph_)
     graph_->finish();
+  if (folded_)
+    folded_->write(folded_error_);
 }
 
 const std::string &Views::error() const {
@@ -617,6 +735,8 @@ const std::string &Views::error() const {
 void Views::set_symbolizer(Symbolizer *symbolizer) {
   if (graph_)
     graph_->set_symbolizer(symbolizer);
+  if (folded_)
+    folded_->set_symbolizer(symbolizer);
 }
 
 std::vector<std::string> Views::summary_lines() const {

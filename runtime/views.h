@@ -13,7 +13,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -195,11 +197,60 @@ private:
   uint64_t recorded_ = 0;
 };
 
+// ---- --folded FILE ------------------------------------------------------------------------------
+
+// FoldedStacks: the folded stack format flame graph tools read (flamegraph.pl, inferno, speedscope):
+// one line per distinct stack, its frames outermost first joined by ';', then a space and its
+// weight. A stack is an entry event's captured stack (`stack: N`) with the probed function as its
+// leaf; inlined frames carry flamegraph.pl's "_[i]" annotation. Weighted by calls, or by the time
+// spent in them (the paired return's duration; calls that never return weigh nothing). Lines are
+// sorted, so the file depends only on the events.
+class FoldedStacks {
+public:
+  enum class Weight { Calls, Time };
+  FoldedStacks(std::vector<std::string> functions, Weight weight)
+      : functions_(std::move(functions)), weight_(weight) {}
+
+  // `stack`: the text output's stack lines of the entry ("    main.g (f.go:3) [inlined]\n"...).
+  void add_entry(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, std::string_view stack);
+  void add_return(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, uint64_t duration_ns);
+  std::string text() const;
+
+private:
+  struct Open {
+    uint32_t probe;
+    std::string path;
+  };
+  std::vector<std::string> functions_; // per probe
+  Weight weight_;
+  std::map<std::string, uint64_t> weights_; // by path
+  // Entries waiting for their return (Weight::Time), per goroutine (or thread when goid is 0).
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::vector<Open>> open_;
+};
+
+// FoldedView decodes events with the text printer and writes the folded stacks to `path` at exit.
+class FoldedView {
+public:
+  FoldedView(const Manifest &manifest, uint64_t start_ns, std::string path, FoldedStacks::Weight weight);
+  void on_event(const void *data, size_t size);
+  bool write(std::string &error) const; // the file, whole (written beside it, then renamed)
+  void set_symbolizer(Symbolizer *symbolizer) { printer_.set_symbolizer(symbolizer); }
+
+private:
+  const Manifest &manifest_;
+  EventPrinter printer_;
+  FoldedStacks folded_;
+  std::string path_;
+  std::string line_;
+};
+
 // ---- What the tracer holds ----------------------------------------------------------------------
 
 struct ViewOptions {
   bool graph = false;  // --graph: trees on stdout instead of a line per event
   bool summary = true; // the latency summary at exit (--no-summary: off)
+  std::string folded;  // --folded FILE: folded stacks written there at exit
+  FoldedStacks::Weight folded_weight = FoldedStacks::Weight::Calls;
 };
 
 // Views: the views the options ask for, fed every event the ring buffer delivers.
@@ -208,9 +259,10 @@ public:
   Views(const Manifest &manifest, ViewOptions options, uint64_t start_ns, int fd);
   void on_event(const void *data, size_t size);
   bool flush();
-  void finish(); // at exit, after the last event: prints the trees still open
+  void finish(); // at exit, after the last event: prints the trees still open, writes --folded
   bool failed() const { return graph_ && graph_->failed(); }
   const std::string &error() const;
+  const std::string &folded_error() const { return folded_error_; } // after finish(): --folded's write
   void set_symbolizer(Symbolizer *symbolizer);
   // The latency summary's lines, for stderr; empty when off or when no call had a duration.
   std::vector<std::string> summary_lines() const;
@@ -218,6 +270,8 @@ public:
 private:
   std::unique_ptr<GraphView> graph_;
   std::unique_ptr<LatencySummary> summary_;
+  std::unique_ptr<FoldedView> folded_;
+  std::string folded_error_;
 };
 
 } // namespace weave
