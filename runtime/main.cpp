@@ -91,6 +91,7 @@ struct Options {
   bool graph = false;             // per-goroutine call trees instead of a line per event
   std::string folded;             // --folded FILE
   std::string folded_weight = "calls";
+  std::string perfetto;           // --perfetto FILE
   bool no_summary = false;        // no latency summary at exit
   int verbosity = 0;
   bool version = false;
@@ -160,6 +161,11 @@ int parse_command_line(int argc, char **argv, Options &opt) {
                  "(needs return: true)")
       ->check(CLI::IsMember({"calls", "time"}))
       ->type_name("calls|time");
+  app.add_option("--perfetto", opt.perfetto,
+                 "write every paired call as a slice on its goroutine's track to FILE (Chrome trace-event "
+                 "JSON: ui.perfetto.dev, about:tracing and speedscope open it), captures and results as its "
+                 "arguments")
+      ->type_name("FILE");
   app.add_flag("--graph", opt.graph,
                "print a call tree per goroutine (text only), each when its outermost traced call "
                "returns, instead of a line per event");
@@ -605,8 +611,13 @@ int run(int argc, char **argv) {
               {.graph = opt.graph,
                .summary = !opt.no_summary,
                .folded = opt.folded,
-               .folded_weight = opt.folded_weight == "time" ? FoldedStacks::Weight::Time : FoldedStacks::Weight::Calls},
+               .folded_weight = opt.folded_weight == "time" ? FoldedStacks::Weight::Time : FoldedStacks::Weight::Calls,
+               .perfetto = opt.perfetto},
               start_ns, STDOUT_FILENO);
+  if (std::string file_error; !views.open_files(file_error)) {
+    say("{}", file_error);
+    return kExitSetup;
+  }
   Sinks sinks{writer, views};
   // Stacks and func values are named from the target's own .gopclntab (stripped binaries too), and
   // interfaces' dynamic types need a PIE's load bias, which the symbolizer finds.

@@ -1,5 +1,7 @@
 #include "views.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -698,6 +700,147 @@ bool FoldedView::write(std::string &error) const {
   return true;
 }
 
+// ---- --perfetto -----------------------------------------------------------------------------------
+
+namespace {
+
+// Microseconds, the trace-event format's unit, with nanosecond precision.
+std::string micros(uint64_t ns) {
+  return std::to_string(ns / 1000) + "." + std::to_string(1000 + ns % 1000).substr(1);
+}
+
+std::string json_quote(const std::string &s) { return nlohmann::json(s).dump(); }
+
+} // namespace
+
+PerfettoView::PerfettoView(const Manifest &manifest, uint64_t start_ns, std::string path)
+    : manifest_(manifest), printer_(manifest, OutputFormat::Json, start_ns), start_ns_(start_ns),
+      path_(std::move(path)) {
+  has_return_.assign(manifest.probes.size(), false);
+  pair_of_.resize(manifest.probes.size());
+  for (size_t i = 0; i < manifest.probes.size(); ++i) {
+    const ManifestProbe &p = manifest.probes[i];
+    // Every attach point's cookie carries the id of the entry its event pairs with (bits 24-47).
+    uint32_t pair = p.attach.empty() ? static_cast<uint32_t>(i)
+                                     : static_cast<uint32_t>((p.attach.front().cookie >> 24) & 0xffffff);
+    pair_of_[i] = pair < manifest.probes.size() ? pair : static_cast<uint32_t>(i);
+    if (p.duration_offset && pair_of_[i] != i)
+      has_return_[pair_of_[i]] = true;
+  }
+}
+
+PerfettoView::~PerfettoView() {
+  if (file_)
+    std::fclose(file_);
+}
+
+bool PerfettoView::open(std::string &error) {
+  file_ = std::fopen((path_ + ".tmp").c_str(), "w");
+  if (!file_) {
+    error = "--perfetto: cannot write " + path_ + ".tmp: " + std::strerror(errno);
+    return false;
+  }
+  std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", file_);
+  return true;
+}
+
+void PerfettoView::emit(const std::string &event) {
+  if (!file_)
+    return;
+  if (!first_)
+    std::fputs(",\n", file_);
+  first_ = false;
+  std::fputs(event.c_str(), file_);
+}
+
+void PerfettoView::name_track(uint32_t pid, uint64_t track, bool goroutine) {
+  auto key = std::make_tuple(pid, track, goroutine);
+  if (open_.count(key))
+    return;
+  open_[key];
+  // Goroutine tracks are numbered by goid, thread tracks (no goroutine id) after them by tid.
+  emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid) +
+       ",\"tid\":" + std::to_string(goroutine ? track : (1ULL << 40) + track) + ",\"args\":{\"name\":" +
+       json_quote((goroutine ? "goroutine " : "thread ") + std::to_string(track)) + "}}");
+}
+
+void PerfettoView::on_event(const void *data, size_t size) {
+  struct weave_event_header h;
+  if (size < sizeof h)
+    return;
+  std::memcpy(&h, data, sizeof h);
+  if (h.probe_id >= manifest_.probes.size())
+    return;
+  line_.clear();
+  if (!printer_.format(data, size, line_))
+    return;
+  nlohmann::json e = nlohmann::json::parse(line_, nullptr, false);
+  if (e.is_discarded())
+    return;
+  bool goroutine = h.goid != 0;
+  uint64_t track = goroutine ? h.goid : h.tid;
+  name_track(h.pid, track, goroutine);
+  std::vector<Open> &calls = open_[{h.pid, track, goroutine}];
+  std::string head = ",\"pid\":" + std::to_string(h.pid) +
+                     ",\"tid\":" + std::to_string(goroutine ? track : (1ULL << 40) + track);
+  const std::string function = e.value("function", "");
+  if (h.kind != WEAVE_EVENT_RETURN) {
+    std::string args = e.contains("args") ? e["args"].dump() : "{}";
+    if (has_return_[h.probe_id]) {
+      calls.push_back({h.probe_id, h.ts_ns, function, args});
+    } else {
+      emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":" + json_quote(function) + ",\"ts\":" + micros(h.ts_ns - start_ns_) +
+           head + ",\"args\":" + args + "}");
+    }
+    return;
+  }
+  uint64_t duration = e.value("duration_ns", uint64_t{0});
+  std::string results = e.contains("results") ? e["results"].dump() : "{}";
+  uint32_t pair = pair_of_[h.probe_id];
+  // The innermost open call of this probe; calls opened after it that never returned are closed
+  // at its end (their frames are gone).
+  std::string args = "{}";
+  uint64_t begin = duration && duration <= h.ts_ns ? h.ts_ns - duration : h.ts_ns;
+  for (size_t i = calls.size(); i-- > 0;) {
+    if (calls[i].probe != pair)
+      continue;
+    args = calls[i].args;
+    if (!duration)
+      begin = calls[i].ts_ns;
+    for (size_t j = calls.size(); j-- > i + 1;)
+      emit("{\"ph\":\"X\",\"name\":" + json_quote(calls[j].function + " (no return seen)") + ",\"ts\":" +
+           micros(calls[j].ts_ns - start_ns_) + ",\"dur\":" + micros(h.ts_ns - calls[j].ts_ns) + head +
+           ",\"args\":{\"args\":" + calls[j].args + "}}");
+    calls.resize(i);
+    break;
+  }
+  emit("{\"ph\":\"X\",\"name\":" + json_quote(function) + ",\"ts\":" + micros(begin - start_ns_) +
+       ",\"dur\":" + micros(h.ts_ns - begin) + head + ",\"args\":{\"args\":" + args + ",\"results\":" + results +
+       "}}");
+}
+
+bool PerfettoView::finish(std::string &error) {
+  if (!file_)
+    return true;
+  for (auto &[key, calls] : open_)
+    for (const Open &call : calls)
+      emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":" + json_quote(call.function + " (still open at exit)") +
+           ",\"ts\":" + micros(call.ts_ns - start_ns_) + ",\"pid\":" + std::to_string(std::get<0>(key)) +
+           ",\"tid\":" + std::to_string(std::get<2>(key) ? std::get<1>(key) : (1ULL << 40) + std::get<1>(key)) +
+           ",\"args\":{\"args\":" + call.args + "}}");
+  open_.clear();
+  std::fputs("\n]}\n", file_);
+  bool ok = std::ferror(file_) == 0;
+  ok = std::fclose(file_) == 0 && ok;
+  file_ = nullptr;
+  if (!ok || std::rename((path_ + ".tmp").c_str(), path_.c_str()) != 0) {
+    error = "--perfetto: cannot write " + path_ + ": " + std::strerror(errno);
+    std::remove((path_ + ".tmp").c_str());
+    return false;
+  }
+  return true;
+}
+
 Views::Views(const Manifest &manifest, ViewOptions options, uint64_t start_ns, int fd) {
   if (options.graph)
     graph_ = std::make_unique<GraphView>(manifest, start_ns, fd);
@@ -705,6 +848,12 @@ Views::Views(const Manifest &manifest, ViewOptions options, uint64_t start_ns, i
     summary_ = std::make_unique<LatencySummary>(manifest);
   if (!options.folded.empty())
     folded_ = std::make_unique<FoldedView>(manifest, start_ns, options.folded, options.folded_weight);
+  if (!options.perfetto.empty())
+    perfetto_ = std::make_unique<PerfettoView>(manifest, start_ns, options.perfetto);
+}
+
+bool Views::open_files(std::string &error) {
+  return !perfetto_ || perfetto_->open(error);
 }
 
 void Views::on_event(const void *data, size_t size) {
@@ -714,6 +863,8 @@ void Views::on_event(const void *data, size_t size) {
     summary_->on_event(data, size);
   if (folded_)
     folded_->on_event(data, size);
+  if (perfetto_)
+    perfetto_->on_event(data, size);
 }
 
 bool Views::flush() {
@@ -725,6 +876,9 @@ void Views::finish() {
     graph_->finish();
   if (folded_)
     folded_->write(folded_error_);
+  std::string error;
+  if (perfetto_ && !perfetto_->finish(error))
+    folded_error_ += (folded_error_.empty() ? "" : "; ") + error;
 }
 
 const std::string &Views::error() const {
@@ -737,6 +891,8 @@ void Views::set_symbolizer(Symbolizer *symbolizer) {
     graph_->set_symbolizer(symbolizer);
   if (folded_)
     folded_->set_symbolizer(symbolizer);
+  if (perfetto_)
+    perfetto_->set_symbolizer(symbolizer);
 }
 
 std::vector<std::string> Views::summary_lines() const {

@@ -244,6 +244,47 @@ private:
   std::string line_;
 };
 
+// ---- --perfetto FILE ----------------------------------------------------------------------------
+
+// PerfettoView: a timeline in the Chrome trace-event JSON format, which ui.perfetto.dev, Chrome's
+// about:tracing and speedscope open. Every paired call is a complete slice ("ph":"X") on its
+// goroutine's track (pid = the process, tid = the goroutine id, so a goroutine that moves between
+// threads stays on one track; ABI0 code without a goroutine id gets its thread's track, named so),
+// from its entry to its return, with the entry's captures and the results as arguments. Entries of
+// probes without return events are instants ("ph":"i"). Calls still open at exit are instants
+// named "(still open at exit)". Events are written as the calls complete, so memory holds only the
+// calls in flight.
+class PerfettoView {
+public:
+  PerfettoView(const Manifest &manifest, uint64_t start_ns, std::string path);
+  ~PerfettoView();
+  bool open(std::string &error);
+  void on_event(const void *data, size_t size);
+  bool finish(std::string &error); // the calls still open, the closing bracket, and the rename
+  void set_symbolizer(Symbolizer *symbolizer) { printer_.set_symbolizer(symbolizer); }
+
+private:
+  struct Open {
+    uint32_t probe;
+    uint64_t ts_ns;
+    std::string function;
+    std::string args; // the entry's "args" object, as JSON text
+  };
+  void emit(const std::string &event);
+  void name_track(uint32_t pid, uint64_t track, bool goroutine);
+
+  const Manifest &manifest_;
+  EventPrinter printer_;
+  uint64_t start_ns_;
+  std::string path_;
+  FILE *file_ = nullptr;
+  bool first_ = true;
+  std::vector<bool> has_return_;   // per entry probe
+  std::vector<uint32_t> pair_of_;  // per probe: its entry probe
+  std::map<std::tuple<uint32_t, uint64_t, bool>, std::vector<Open>> open_; // by pid, track, is-goroutine
+  std::string line_;
+};
+
 // ---- What the tracer holds ----------------------------------------------------------------------
 
 struct ViewOptions {
@@ -251,6 +292,7 @@ struct ViewOptions {
   bool summary = true; // the latency summary at exit (--no-summary: off)
   std::string folded;  // --folded FILE: folded stacks written there at exit
   FoldedStacks::Weight folded_weight = FoldedStacks::Weight::Calls;
+  std::string perfetto; // --perfetto FILE: the calls as a timeline, written as they complete
 };
 
 // Views: the views the options ask for, fed every event the ring buffer delivers.
@@ -262,7 +304,8 @@ public:
   void finish(); // at exit, after the last event: prints the trees still open, writes --folded
   bool failed() const { return graph_ && graph_->failed(); }
   const std::string &error() const;
-  const std::string &folded_error() const { return folded_error_; } // after finish(): --folded's write
+  const std::string &folded_error() const { return folded_error_; } // --folded's or --perfetto's write
+  bool open_files(std::string &error); // --perfetto's file, before tracing starts
   void set_symbolizer(Symbolizer *symbolizer);
   // The latency summary's lines, for stderr; empty when off or when no call had a duration.
   std::vector<std::string> summary_lines() const;
@@ -271,6 +314,7 @@ private:
   std::unique_ptr<GraphView> graph_;
   std::unique_ptr<LatencySummary> summary_;
   std::unique_ptr<FoldedView> folded_;
+  std::unique_ptr<PerfettoView> perfetto_;
   std::string folded_error_;
 };
 
