@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -50,10 +51,12 @@ struct Generated {
   std::vector<weave::GeneratedFile> files;
 };
 
-// The pipeline up to the generated text, shared by build, check and run. With `dump` naming a
+// The pipeline up to the generated text, shared by build, check and run. `record_as` is the
+// binary's path as the outputs record it (weave::recorded_target_path). With `dump` naming a
 // stage or file it prints that instead and returns nothing. Throws UserError.
 std::optional<Generated> generate_outputs(const std::string &spec_path,
                                           const std::string &binary_path,
+                                          const std::string &record_as,
                                           const std::string &dump = {},
                                           weave::Timings *timings = nullptr) {
   weave::Spec spec = weave::parse_spec_file(spec_path);
@@ -70,6 +73,7 @@ std::optional<Generated> generate_outputs(const std::string &spec_path,
   std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
   weave::mark(timings, "pclntab");
   weave::Plan plan = weave::make_plan(spec, image, debug.get(), pcln ? &*pcln : nullptr);
+  plan.target.path = record_as;
   weave::mark(timings, "plan");
   // Wildcards can match hundreds of functions: say the first few notes, and how many more there are.
   std::vector<std::string> notes = plan.warnings;
@@ -103,7 +107,8 @@ std::string runtime_path(const std::string &given) {
 int build(const BuildArgs &args) {
   weave::Timings timings;
   weave::Timings *t = args.timings ? &timings : nullptr;
-  std::optional<Generated> out = generate_outputs(args.spec_path, args.binary_path, args.dump, t);
+  std::optional<Generated> out = generate_outputs(args.spec_path, args.binary_path,
+                      weave::recorded_target_path(args.binary_path, args.out_dir), args.dump, t);
   if (!out)
     return 0;
   // An empty runtime path lets build_output pick the runtime by the binary's architecture.
@@ -138,9 +143,13 @@ struct CheckArgs {
 
 // Exit codes: weave::kCheckClean, kCheckDrift, kCheckCannotRegen (check/check.h).
 int check(const CheckArgs &args) {
+  // The recorded path is not compared: a tree checked out elsewhere, or checked with the binary
+  // named otherwise, is regenerated with the path it records (and a note says so).
+  std::string here = weave::recorded_target_path(args.binary_path, args.dir);
+  std::optional<std::string> recorded = weave::checked_in_target_path(args.dir);
   std::optional<Generated> out;
   try {
-    out = generate_outputs(args.spec_path, args.binary_path);
+    out = generate_outputs(args.spec_path, args.binary_path, recorded.value_or(here));
   } catch (const weave::UserError &e) {
     std::cerr << weave::format_error(e);
     std::cerr << "weave check: cannot regenerate the probes for " << args.binary_path
@@ -150,6 +159,8 @@ int check(const CheckArgs &args) {
   }
   weave::CheckResult result = weave::check_output(out->files, args.dir);
   std::cout << weave::format_check_report(result);
+  if (recorded && *recorded != here)
+    std::cout << weave::target_path_note(*recorded, here);
   if (result.clean())
     return weave::kCheckClean;
   std::cout << "\nto update it: weave build " << args.spec_path << " " << args.binary_path << " -o "
@@ -166,7 +177,9 @@ struct RunArgs {
 int run(RunArgs &args) {
   args.options.runtime_path = runtime_path(args.runtime);
   weave::run_cached(args.options, [&](const std::string &out_dir) {
-    std::optional<Generated> out = generate_outputs(args.options.spec_path, args.options.binary_path);
+    std::optional<Generated> out = generate_outputs(
+        args.options.spec_path, args.options.binary_path,
+        std::filesystem::absolute(args.options.binary_path).lexically_normal().string());
     weave::build_output(out->plan, out->files, {out_dir, args.clang, args.options.runtime_path});
   });
 }

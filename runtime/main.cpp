@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <fstream>
@@ -231,6 +232,20 @@ bool process_alive(pid_t pid) {
   return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
 }
 
+// The binary weave recorded (generator/plan: recorded_target_path): absolute, or relative to the
+// directory weave wrote this tracer into, so the tracer finds it from any working directory.
+std::string recorded_binary(const Manifest &m) {
+  const std::string &path = m.target.path;
+  if (path.empty() || path[0] == '/')
+    return path;
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    return path;
+  self[n] = '\0';
+  return (std::filesystem::path(self).parent_path() / path).lexically_normal().string();
+}
+
 int exit_status(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -243,8 +258,10 @@ void print_version(const Manifest *m) {
   }
   fmt::print("built by weave {} (manifest format {})\n",
              m->weave_version.empty() ? "?" : m->weave_version, m->format);
-  fmt::print("target: {}\nbuild id: {}\ngo: {} {}\n", m->target.path, m->target.build_id,
-             m->target.go_version, m->target.arch);
+  std::string resolved = recorded_binary(*m);
+  fmt::print("target: {}{}\nbuild id: {}\ngo: {} {}\n", m->target.path,
+             resolved == m->target.path ? "" : " (from this tracer's directory: " + resolved + ")",
+             m->target.build_id, m->target.go_version, m->target.arch);
   fmt::print("{} at {}\n", count(m->probes.size(), "probe"),
              count(m->attach_count(), "attach point"));
 }
@@ -479,10 +496,17 @@ int run(int argc, char **argv) {
   if (binary.empty())
     binary = mode == Mode::Command ? command_path
              : mode == Mode::Pid   ? "/proc/" + std::to_string(opt.pid) + "/exe"
-                                   : manifest.target.path;
+                                   : recorded_binary(manifest);
   std::string build_id = read_build_id_file(binary, error);
   if (!error.empty()) {
     say("{}: {}", binary, error);
+    if (mode == Mode::All && opt.binary.empty())
+      say("this tracer was built for {}{}; name the binary with --binary PATH, start it with "
+          "-- PATH ARGS, or trace a running process with --pid N",
+          binary,
+          binary == manifest.target.path ? ""
+                                         : " (recorded as " + manifest.target.path +
+                                               ", from the tracer's directory)");
     return kExitSetup;
   }
   if (build_id != manifest.target.build_id) {

@@ -525,6 +525,25 @@ CheckResult check_output(const std::vector<GeneratedFile> &generated, const std:
   return result;
 }
 
+std::optional<std::string> checked_in_target_path(const std::string &dir) {
+  std::optional<std::string> text = read_whole(fs::path(dir) / "probes.json");
+  if (!text)
+    return std::nullopt;
+  json manifest = json::parse(*text, nullptr, false);
+  if (manifest.is_discarded() || !manifest.is_object() || !manifest.contains("target") ||
+      !manifest["target"].is_object() || !manifest["target"].contains("path") ||
+      !manifest["target"]["path"].is_string())
+    return std::nullopt;
+  return manifest["target"]["path"].get<std::string>();
+}
+
+std::string target_path_note(const std::string &recorded, const std::string &here) {
+  return fmt::format("\nnote: the binary's path is not compared: the tree records {}, weave build "
+                     "here would record {}; it is only where its tracer looks for the binary "
+                     "by default (tracer --binary PATH or -- PATH names another)\n",
+                     recorded, here);
+}
+
 std::string format_check_report(const CheckResult &result) {
   std::string text;
   if (result.clean())

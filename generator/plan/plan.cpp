@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <sstream>
 
 namespace weave {
@@ -63,6 +64,19 @@ void check_version_against_pclntab(GoVersion v, const std::string &claimed, cons
 }
 
 } // namespace
+
+std::string recorded_target_path(const std::string &binary, const std::string &out_dir) {
+  namespace fs = std::filesystem;
+  fs::path path(binary);
+  if (path.is_absolute())
+    return path.lexically_normal().string();
+  // Lexically, from the working directory both are named from: "out/" and "out" are one directory.
+  auto absolute = [](const fs::path &p) {
+    fs::path a = fs::absolute(p).lexically_normal();
+    return a.has_filename() ? a : a.parent_path();
+  };
+  return absolute(path).lexically_relative(absolute(out_dir)).string();
+}
 
 Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, const Pclntab *pcln) {
   Plan plan;

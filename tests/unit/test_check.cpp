@@ -1,6 +1,7 @@
 // Unit tests for `weave check` (the line diff, the manifest's semantic diff, the report) and for
 // `weave run`'s cache key (SHA-256 against the FIPS 180-4 / NIST CAVP vectors).
 #include "check/check.h"
+#include "plan/plan.h"
 #include "common/diag.h"
 #include "payload.h"
 #include "run/run.h"
@@ -436,4 +437,43 @@ TEST_CASE("check_output: a missing directory is drift of every file") {
       files, (fs::path(WEAVE_BINARY_DIR) / "unit-tmp" / "no-such-dir").string());
   CHECK(result.drift.size() == 2);
   CHECK(result.drift[0].missing);
+}
+
+TEST_CASE("the recorded binary path: absolute as given, else relative to the output directory") {
+  fs::path cwd = fs::current_path();
+  fs::path root = fs::path(WEAVE_BINARY_DIR) / "unit-tmp" / "recorded-path";
+  fs::create_directories(root / "sub");
+  fs::current_path(root);
+  // Every name of one file from one directory records the same path...
+  for (const char *binary : {"myapp", "./myapp", "sub/../myapp", "./sub/./../myapp"})
+    for (const char *out : {"weave-out", "weave-out/", "./weave-out", "sub/../weave-out"}) {
+      CAPTURE(binary);
+      CAPTURE(out);
+      CHECK(weave::recorded_target_path(binary, out) == "../myapp");
+    }
+  CHECK(weave::recorded_target_path("bin/svc", "deploy/probes") == "../../bin/svc");
+  CHECK(weave::recorded_target_path("svc", ".") == "svc");
+  CHECK(weave::recorded_target_path("../svc", "out") == "../../svc");
+  // ...and an absolute path is kept, normalized, wherever the output goes.
+  CHECK(weave::recorded_target_path("/usr/local/bin/svc", "out") == "/usr/local/bin/svc");
+  CHECK(weave::recorded_target_path("/usr/local/bin/../bin/./svc", "/tmp/x") == "/usr/local/bin/svc");
+  // From another working directory, the same layout records the same text.
+  fs::current_path(root / "sub");
+  CHECK(weave::recorded_target_path("myapp", "weave-out") == "../myapp");
+  fs::current_path(cwd);
+}
+
+TEST_CASE("check reads the recorded path of a tree, and notes it when it is not this one") {
+  fs::path dir = fs::path(WEAVE_BINARY_DIR) / "unit-tmp" / "checked-path";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  CHECK_FALSE(weave::checked_in_target_path(dir.string()));
+  std::ofstream(dir / "probes.json") << "{\"target\": {\"path\": \"../svc\"}}";
+  CHECK(weave::checked_in_target_path(dir.string()) == std::optional<std::string>("../svc"));
+  std::ofstream(dir / "probes.json") << "{\"target\": {\"path\": 3}}";
+  CHECK_FALSE(weave::checked_in_target_path(dir.string()));
+  std::string note = weave::target_path_note("../svc", "../../b/svc");
+  CHECK(note.find("not compared") != std::string::npos);
+  CHECK(note.find("records ../svc") != std::string::npos);
+  CHECK(note.find("--binary") != std::string::npos);
 }

@@ -1,0 +1,95 @@
+// End to end for the rough edges of a first day with weave: a tracer that finds its binary from
+// any working directory (and says what to do when it cannot), events written to a file of their
+// own while the traced program keeps stdout, and plain wording.
+#include "harness.h"
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+bool contains(const std::string &text, const std::string &needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+// The main.Ints calls of one process, each with the values the fixture says it passed.
+void check_ints(const std::vector<json> &events, int pid, const std::string &truth_path) {
+  std::vector<json> seen, truths;
+  for (const json &e : events)
+    if (e["function"] == "main.Ints" && (pid == 0 || e["pid"] == pid))
+      seen.push_back(e);
+  for (const json &t : e2e::json_lines(e2e::read_file(truth_path)))
+    if (t["function"] == "main.Ints")
+      truths.push_back(t);
+  REQUIRE(!truths.empty());
+  REQUIRE(seen.size() == truths.size());
+  for (size_t i = 0; i < truths.size(); ++i)
+    for (auto &[expr, expected] : truths[i]["args"].items()) {
+      CAPTURE(expr);
+      CHECK(seen[i]["args"][expr] == expected);
+    }
+}
+
+} // namespace
+
+TEST_CASE("a tracer built in one directory finds its binary from another, and a missing one points "
+          "at --binary") {
+  e2e::require_bpf();
+  std::string root = e2e::temp_dir("usability-path");
+  fs::create_directories(root + "/app");
+  fs::create_directories(root + "/elsewhere");
+  fs::copy_file(e2e::fixture("fixture"), root + "/app/svc");
+  fs::current_path(root + "/app");
+  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/fixture.yaml"), "./svc", "-o", "out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  // Recorded relative to the output directory, where the tracer lives: no machine-specific prefix.
+  json manifest = json::parse(e2e::read_file(root + "/app/out/probes.json"));
+  CHECK(manifest["target"]["path"] == "../svc");
+
+  // `./svc` and `svc` are one file: not drift, and no note about the path either.
+  auto check = e2e::run({e2e::weave(), "check", e2e::source("tests/e2e/fixture.yaml"), "svc", "out"});
+  CHECK(check.status == 0);
+  CHECK_FALSE(contains(check.out, "note:"));
+
+  fs::current_path(root + "/elsewhere");
+  // From another directory the same tree checks clean too, named by another relative path.
+  check = e2e::run({e2e::weave(), "check", e2e::source("tests/e2e/fixture.yaml"), "../app/svc",
+                    "../app/out"});
+  INFO(check.out);
+  CHECK(check.status == 0);
+  CHECK_FALSE(contains(check.out, "note:"));
+
+  auto version = e2e::run({"../app/out/tracer", "--version"});
+  CHECK(contains(version.out, "target: ../svc (from this tracer's directory: " + root + "/app/svc)"));
+
+  // No --binary, no -- CMD, no --pid: every process running the recorded binary, found from here.
+  auto trace = e2e::spawn({"../app/out/tracer", "--format", "json", "--no-summary"}, root + "/elsewhere");
+  REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing"), trace.read_err());
+  CHECK(contains(trace.read_err(), "in " + root + "/app/svc (all processes)"));
+  auto program = e2e::run({root + "/app/svc", "-rounds", "2", "-truth", root + "/truth.jsonl"});
+  REQUIRE(program.status == 0);
+  kill(trace.pid, SIGINT);
+  CHECK(trace.wait(20000) == 0);
+  // The program's pid: Result does not carry it, so take the pid of its events (only it ran svc).
+  check_ints(e2e::json_lines(trace.read_out()), 0, root + "/truth.jsonl");
+
+  // The binary gone: the tracer says which file it looked for and how to name another.
+  fs::rename(root + "/app/svc", root + "/app/svc.moved");
+  auto missing = e2e::run({"../app/out/tracer"});
+  INFO(missing.err);
+  CHECK(missing.status == 2);
+  CHECK(contains(missing.err, "weave: " + root + "/app/svc: cannot open"));
+  CHECK(contains(missing.err, "this tracer was built for " + root + "/app/svc (recorded as ../svc"));
+  CHECK(contains(missing.err, "--binary PATH"));
+  // And --binary is that way.
+  auto named = e2e::run({"../app/out/tracer", "--binary", root + "/app/svc.moved", "--exit-after-attach"});
+  INFO(named.err);
+  CHECK(named.status == 0);
+}
