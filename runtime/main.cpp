@@ -2,7 +2,7 @@
 // manifest to a copy of this program (payload.h); run, it attaches the probes to a Go binary and
 // prints one line per event until the traced program exits or it is interrupted.
 //
-//   tracer [--format text|json] [--pid N] [--binary PATH] [--attach auto|multi|perf]
+//   tracer [--format text|json] [-o FILE] [--pid N] [--binary PATH] [--attach auto|multi|perf]
 //          [--stats[=SECONDS]] [--graph] [--no-summary] [--exit-after-attach] [-v] [--version]
 //          [-- CMD ARGS...]
 #include <CLI/CLI.hpp>
@@ -83,6 +83,7 @@ void install_signal_handlers() {
 // ---- Command line -----------------------------------------------------------------------------
 struct Options {
   std::string format = "text";
+  std::string output;             // events (or --graph's trees) go here instead of stdout
   pid_t pid = 0;
   std::string binary;
   std::string attach = "auto";
@@ -115,6 +116,10 @@ int parse_command_line(int argc, char **argv, Options &opt) {
   app.add_option("--format", opt.format, "output: text lines, or JSON lines")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  app.add_option("-o,--output", opt.output,
+                 "write the events (or --graph's trees) to FILE, created or truncated, instead of "
+                 "stdout, which then stays the traced program's alone; messages and summaries "
+                 "stay on stderr");
   app.add_option("--pid", opt.pid, "trace only process N, until it exits")
       ->check(CLI::PositiveNumber);
   app.add_option("--binary", opt.binary,
@@ -573,7 +578,18 @@ int run(int argc, char **argv) {
     return 0;
   }
 
-  // With --graph the trees go to stdout and the writer's lines to /dev/null: it still counts
+  // -o FILE: opened before the program starts, so a path that cannot be written stops everything
+  // before anything ran. The program keeps the tracer's stdout.
+  int out_fd = STDOUT_FILENO;
+  if (!opt.output.empty() && opt.output != "-") {
+    out_fd = open(opt.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out_fd < 0) {
+      say("-o {}: {}", opt.output, std::strerror(errno));
+      abandon_child();
+      return kExitSetup;
+    }
+  }
+  // With --graph the trees go to the output and the writer's lines to /dev/null: it still counts
   // every event (the summary, --stats) as it always does.
   int null_fd = opt.graph ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
   if (opt.graph && null_fd < 0) {
@@ -582,8 +598,8 @@ int run(int argc, char **argv) {
     return kExitSetup;
   }
   EventWriter writer(manifest, opt.format == "json" ? OutputFormat::Json : OutputFormat::Text,
-                     start_ns, opt.graph ? null_fd : STDOUT_FILENO);
-  Views views(manifest, {.graph = opt.graph, .summary = !opt.no_summary}, start_ns, STDOUT_FILENO);
+                     start_ns, opt.graph ? null_fd : out_fd);
+  Views views(manifest, {.graph = opt.graph, .summary = !opt.no_summary}, start_ns, out_fd);
   Sinks sinks{writer, views};
   // Stacks and func values are named from the target's own .gopclntab (stripped binaries too), and
   // interfaces' dynamic types need a PIE's load bias, which the symbolizer finds.

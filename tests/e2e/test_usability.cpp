@@ -7,6 +7,8 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -92,4 +94,71 @@ TEST_CASE("a tracer built in one directory finds its binary from another, and a 
   auto named = e2e::run({"../app/out/tracer", "--binary", root + "/app/svc.moved", "--exit-after-attach"});
   INFO(named.err);
   CHECK(named.status == 0);
+}
+
+TEST_CASE("-o FILE: the events go to the file, the traced program keeps stdout, both complete") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("usability-output");
+  auto built = e2e::run({e2e::weave(), "build", e2e::source("tests/e2e/fixture.yaml"),
+                         e2e::fixture("fixture"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  // Without -truth the fixture writes what it passes to its own stdout, one JSON line per call.
+  for (const char *format : {"json", "text"}) {
+    CAPTURE(format);
+    std::string events_path = dir + "/events." + format;
+    auto r = e2e::run({dir + "/out/tracer", "--format", format, "-o", events_path, "--",
+                       e2e::fixture("fixture"), "-rounds", "2"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    // stdout is the program's alone: every line is one of its truth lines, none an event.
+    std::vector<json> truths = e2e::json_lines(r.out);
+    REQUIRE(truths.size() > 10);
+    size_t stdout_lines = 0;
+    for (char c : r.out)
+      stdout_lines += c == '\n';
+    CHECK(stdout_lines == truths.size());
+    std::map<std::string, size_t> truth_calls;
+    for (const json &t : truths) {
+      CHECK_FALSE(t.contains("probe"));
+      ++truth_calls[t["function"].get<std::string>()];
+    }
+    std::string events_text = e2e::read_file(events_path);
+    if (std::string(format) == "json") {
+      std::vector<json> events = e2e::json_lines(events_text);
+      std::map<std::string, size_t> event_calls;
+      for (const json &e : events) {
+        REQUIRE(e.contains("probe"));
+        ++event_calls[e["function"].get<std::string>()];
+      }
+      // Every call of every traced function is in the file, none twice: 8 probes.
+      CHECK(event_calls.size() == 8);
+      for (const auto &[function, n] : event_calls) {
+        CAPTURE(function);
+        CHECK(n == truth_calls[function]);
+      }
+      std::string truth_path = dir + "/truth.jsonl";
+      std::ofstream(truth_path) << r.out;
+      check_ints(events, 0, truth_path);
+    } else {
+      // Text: one line per event, each naming a traced function, as many as the program made.
+      std::istringstream in(events_text);
+      size_t lines = 0, ints = 0;
+      for (std::string line; std::getline(in, line);) {
+        ++lines;
+        CHECK(contains(line, " goid="));
+        ints += contains(line, " main.Ints(");
+      }
+      CHECK(ints == truth_calls["main.Ints"]);
+      CHECK(lines > ints);
+    }
+    // The summary stays on stderr.
+    CHECK(contains(r.err, "main.Ints (entry): 2 events, 0 lost"));
+  }
+  // A file that cannot be written stops the tracer before the program runs.
+  auto bad = e2e::run({dir + "/out/tracer", "-o", dir + "/no/such/dir/events", "--",
+                       e2e::fixture("fixture"), "-rounds", "1"});
+  CHECK(bad.status == 2);
+  CHECK(contains(bad.err, "-o " + dir + "/no/such/dir/events: No such file or directory"));
+  CHECK(bad.out.empty());
 }
