@@ -162,3 +162,35 @@ TEST_CASE("-o FILE: the events go to the file, the traced program keeps stdout, 
   CHECK(contains(bad.err, "-o " + dir + "/no/such/dir/events: No such file or directory"));
   CHECK(bad.out.empty());
 }
+
+TEST_CASE("a function inlined into every caller: said so, where it went, and what to do") {
+  // The fixture's main.inlineMe1 and inlineMe2 are inlined into main.CallChain (main.go:197-201).
+  std::string dir = e2e::temp_dir("usability-inlined");
+  std::ofstream(dir + "/exact.yaml") << "probes:\n  - function: main.inlineMe2\n    args: all\n";
+  std::ofstream(dir + "/glob.yaml") << "probes:\n  - function: 'main.inlineMe*'\n";
+  auto exact = e2e::run({e2e::weave(), "build", dir + "/exact.yaml", e2e::fixture("fixture"), "-o",
+                         dir + "/out"});
+  INFO(exact.err);
+  CHECK(exact.status == 1);
+  CHECK(contains(exact.err, "exact.yaml:2:15: error[inlined-function]: no function main.inlineMe2 in "));
+  CHECK(contains(exact.err, ": the compiler inlined it into every caller (main.CallChain), so it has "
+                            "no code of its own to probe"));
+  CHECK(contains(exact.err, "//go:noinline"));
+  CHECK(contains(exact.err, "-gcflags=-l"));
+  CHECK_FALSE(fs::exists(dir + "/out"));
+
+  auto glob = e2e::run({e2e::weave(), "build", dir + "/glob.yaml", e2e::fixture("fixture"), "-o",
+                        dir + "/out"});
+  INFO(glob.err);
+  CHECK(glob.status == 1);
+  CHECK(contains(glob.err, "main.inlineMe1 into main.CallChain; main.inlineMe2 into main.CallChain"));
+
+  auto funcs = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture"), "main.inlineMe1"});
+  CHECK(funcs.status == 1);
+  CHECK(contains(funcs.err, "main.inlineMe1 into main.CallChain"));
+  // A typo is still a typo: no inlining story, the nearest name instead.
+  auto typo = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture"), "main.CallChian"});
+  CHECK(typo.status == 1);
+  CHECK_FALSE(contains(typo.err, "inlined"));
+  CHECK(contains(typo.err, "main.CallChain"));
+}
