@@ -243,7 +243,11 @@ private:
                    : std::nullopt;
       };
       if (key == "probes" && field("name")) {
-        out.push_back({*field("name"), "probe " + *field("name")});
+        // A probe with return: true is two manifest entries of one name, its entry and its
+        // return event: matched by name and kind, so removing `return: true` is one line.
+        std::string kind = field("kind").value_or("");
+        out.push_back({*field("name") + "#" + kind,
+                       "probe " + *field("name") + (kind == "return" ? ": return event" : "")});
       } else if (key == "captures" && field("expr")) {
         out.push_back({*field("expr"), "capture " + *field("expr")});
       } else if (key == "fields" && field("name")) {
@@ -502,10 +506,9 @@ CheckResult check_output(const std::vector<GeneratedFile> &generated, const std:
            false,
            {"  " + (error.empty() ? "carries no probes (it is the bare runtime)" : error)}});
     } else if (payload->manifest != manifest->content && payload->manifest == manifest_on_disk) {
-      result.drift.push_back({"tracer",
-                              false,
-                              {"  built from the checked-in probes.json above: rebuild it with "
-                               "weave build"}});
+      // Consistent with the tree: not drift of its own, it goes stale with probes.json.
+      result.notes.push_back("tracer: carries the checked-in probes.json, so `weave build` "
+                             "rebuilds it along with the files above");
     } else if (payload->manifest != manifest->content) {
       FileDrift drift{"tracer",
                       false,
@@ -562,6 +565,8 @@ std::string format_check_report(const CheckResult &result) {
     for (const std::string &line : drift.lines)
       text += line + "\n";
   }
+  for (const std::string &note : result.notes)
+    text += "\n" + note + "\n";
   return text;
 }
 

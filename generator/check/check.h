@@ -36,6 +36,7 @@ struct CheckResult {
   std::string dir;
   std::vector<std::string> compared; // every file compared, in generate() order
   std::vector<FileDrift> drift;      // the ones that differ, same order
+  std::vector<std::string> notes;    // said after the drift; not drift themselves
   bool clean() const { return drift.empty(); }
 };
 

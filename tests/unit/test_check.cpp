@@ -343,6 +343,35 @@ TEST_CASE("manifest diff: probes and captures added, removed and reordered by na
   CHECK(changes.size() == 5); // no cascade from the reordering
 }
 
+TEST_CASE("manifest diff: a probe's return event is matched by name and kind, not by position") {
+  // return: true makes two entries of one name: the entry event, then the return event.
+  json with_return = manifest();
+  json &entry = with_return["probes"][0];
+  entry["kind"] = "entry";
+  entry["program"] = "probe_0_entry";
+  json ret = entry;
+  ret["id"] = 1;
+  ret["kind"] = "return";
+  ret["program"] = "probe_0_return";
+  ret["attach"] = json::parse(R"([{"kind": "return", "vaddr": "0x4827f7", "file_offset": "0x827f7",
+                                   "cookie": 0}])");
+  ret["captures"] = json::array();
+  ret["duration_offset"] = 48;
+  with_return["probes"] = json::array({entry, ret});
+  json without = with_return;
+  without["probes"].erase(1);
+  // The truth in one line, either way: no "kind return -> entry", no captures added.
+  CHECK(weave::manifest_changes(with_return, without) ==
+        std::vector<std::string>{"probe main.(*Server).Handle: return event removed"});
+  CHECK(weave::manifest_changes(without, with_return) ==
+        std::vector<std::string>{"probe main.(*Server).Handle: return event added"});
+  // A change inside the return event is named by it.
+  json moved = with_return;
+  moved["probes"][1]["duration_offset"] = 56;
+  CHECK(weave::manifest_changes(with_return, moved) ==
+        std::vector<std::string>{"probe main.(*Server).Handle: return event: duration offset 48 -> 56"});
+}
+
 TEST_CASE("manifest diff: return attach points and keys it does not know") {
   json a = manifest(), b = manifest();
   for (json *m : {&a, &b}) {
@@ -407,11 +436,18 @@ TEST_CASE("check_output: identical, changed, missing, and a stale tracer") {
         std::string::npos);
   CHECK(report.find("entry file offset 0x1 -> 0x827e0") != std::string::npos);
 
-  // A tracer built from the checked-in probes.json: one line, not the same changes twice.
+  // A tracer built from the checked-in probes.json matches the tree: a note, not drift, and not
+  // the same changes twice.
   REQUIRE(weave::append_payload((dir / "runtime").string(), "obj", old.dump(2) + "\n",
                                 (dir / "tracer").string(), error));
-  report = weave::format_check_report(weave::check_output(files, dir.string()));
-  CHECK(report.find("tracer:\n  built from the checked-in probes.json above") != std::string::npos);
+  weave::CheckResult consistent = weave::check_output(files, dir.string());
+  report = weave::format_check_report(consistent);
+  INFO(report);
+  CHECK(consistent.drift.size() == 3);
+  CHECK(report.find("has drifted: 3 of 4 files differ, 1 missing") != std::string::npos);
+  CHECK(report.find("\ntracer: carries the checked-in probes.json, so `weave build` rebuilds it "
+                    "along with the files above\n") != std::string::npos);
+  CHECK(report.find("\ntracer:\n") == std::string::npos);
   CHECK(report.find("OLD/ID") == report.rfind("OLD/ID"));
 }
 
