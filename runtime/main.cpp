@@ -421,19 +421,19 @@ void print_summary(const Manifest &m, const EventWriter &writer, const std::vect
     total_events += writer.events_per_probe()[i];
     total_lost += l;
     if (m.probes.size() <= kListedProbes || l > 0)
-      say("{} ({}): {} events, {} lost", m.probes[i].name,
+      say("{} ({}): {}, {} lost", m.probes[i].name,
           !m.probes[i].attach.empty() && m.probes[i].attach[0].kind == AttachKind::Return ? "return" : "entry",
-          writer.events_per_probe()[i], l);
+          count(writer.events_per_probe()[i], "event"), l);
   }
   if (m.probes.size() > 1)
-    say("total: {} events, {} lost{}", total_events, total_lost,
+    say("total: {}, {} lost{}", count(total_events, "event"), total_lost,
         m.probes.size() > kListedProbes ? " (each probe's: --stats)" : "");
   if (total_lost > 0)
-    say("{} events lost (ring buffer full)", total_lost);
+    say("{} lost (ring buffer full)", count(total_lost, "event"));
   if (!lost_known)
     say("the number of lost events is unknown");
   if (writer.malformed() > 0)
-    say("{} malformed events skipped (they do not match the manifest)", writer.malformed());
+    say("{} skipped (they do not match the manifest)", count(writer.malformed(), "malformed event"));
 }
 
 enum class Mode { Command, Pid, All };

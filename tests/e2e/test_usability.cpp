@@ -194,3 +194,28 @@ TEST_CASE("a function inlined into every caller: said so, where it went, and wha
   CHECK_FALSE(contains(typo.err, "inlined"));
   CHECK(contains(typo.err, "main.CallChain"));
 }
+
+TEST_CASE("counts are worded for one and for many: 1 event, 2 events") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("usability-plural");
+  auto built = e2e::run({e2e::weave(), "build", e2e::source("tests/e2e/fixture.yaml"),
+                         e2e::fixture("fixture"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  CHECK(contains(built.err, "(8 probes on "));
+  auto one = e2e::run({dir + "/out/tracer", "--no-summary", "-o", dir + "/events", "--",
+                       e2e::fixture("fixture"), "-rounds", "1", "-truth", "/dev/null"});
+  INFO(one.err);
+  REQUIRE(one.status == 0);
+  CHECK(contains(one.err, "weave: main.Ints (entry): 1 event, 0 lost\n"));
+  CHECK(contains(one.err, "weave: total: 9 events, 0 lost\n")); // main.Strings is called twice a round
+  CHECK_FALSE(contains(one.err, " 1 events"));
+  auto two = e2e::run({dir + "/out/tracer", "--no-summary", "-o", dir + "/events", "--",
+                       e2e::fixture("fixture"), "-rounds", "2", "-truth", "/dev/null"});
+  CHECK(contains(two.err, "weave: main.Ints (entry): 2 events, 0 lost\n"));
+
+  std::ofstream(dir + "/one.yaml") << "probes:\n  - function: main.Ints\n    capture: [a]\n";
+  auto single = e2e::run({e2e::weave(), "build", dir + "/one.yaml", e2e::fixture("fixture"), "-o",
+                          dir + "/one"});
+  CHECK(contains(single.err, "(1 probe on "));
+}
