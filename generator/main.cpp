@@ -13,6 +13,7 @@
 #include "support/timings.h"
 #include "check/check.h"
 #include "codegen/codegen.h"
+#include "common/color.h"
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
 #include "funcs/funcs.h"
@@ -34,6 +35,12 @@ namespace {
 constexpr int kExitUserError = 1; // a spec, binary or environment problem the user can fix
 constexpr int kExitUsage = 2;     // a bad command line
 constexpr int kExitInternal = 70; // a bug in weave (EX_SOFTWARE)
+
+// Diagnostics on stderr, coloured by --color (common/color.h).
+bool g_color = false;
+void diagnose(const std::string &text) {
+  std::cerr << (g_color ? weave::color_diagnostic(text) : text);
+}
 
 struct BuildArgs {
   std::string spec_path;
@@ -81,7 +88,7 @@ std::optional<Generated> generate_outputs(const std::string &spec_path,
     for (const auto &skip : probe.skipped)
       notes.push_back("probe " + probe.name + ": left out " + skip);
   for (size_t i = 0; i < notes.size() && i < 10; ++i)
-    std::cerr << "weave: warning: " << notes[i] << "\n";
+    diagnose("weave: warning: " + notes[i] + "\n");
   if (notes.size() > 10)
     std::cerr << "weave: warning: ... and " << notes.size() - 10
               << " more (see \"skipped\" in probes.json, or --dump plan)\n";
@@ -151,7 +158,7 @@ int check(const CheckArgs &args) {
   try {
     out = generate_outputs(args.spec_path, args.binary_path, recorded.value_or(here));
   } catch (const weave::UserError &e) {
-    std::cerr << weave::format_error(e);
+    diagnose(weave::format_error(e));
     std::cerr << "weave check: cannot regenerate the probes for " << args.binary_path
               << ", so nothing was compared (exit " << weave::kCheckCannotRegen
               << "; drift would be exit " << weave::kCheckDrift << ")\n";
@@ -206,6 +213,12 @@ int main(int argc, char **argv) {
   CLI::App app{"weave: builds eBPF tracers for Go programs from a probe spec"};
   app.set_version_flag("--version", std::string("weave ") + WEAVE_VERSION);
   app.require_subcommand(1);
+  std::string color = "auto";
+  app.add_option("--color", color,
+                 "colour diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app.fallthrough(); // `weave build --color=never ...`: subcommands inherit it, and pass it up
   BuildArgs build_args;
   CLI::App *build_cmd = app.add_subcommand("build", "generate probes and a tracer for a Go binary");
   add_build_options(*build_cmd, build_args);
@@ -252,6 +265,7 @@ int main(int argc, char **argv) {
     int code = app.exit(e); // prints the help, the version, or the error
     return code == 0 ? 0 : kExitUsage;
   }
+  g_color = weave::use_color(color, STDERR_FILENO);
   run_args.options.program_args = std::move(program_args);
   run_args.options.start_program = has_program_args;
   try {
@@ -269,7 +283,7 @@ int main(int argc, char **argv) {
       return 0;
     }
   } catch (const weave::UserError &e) {
-    std::cerr << weave::format_error(e);
+    diagnose(weave::format_error(e));
     return kExitUserError;
   } catch (const std::exception &e) {
     std::cerr << "weave: internal error: " << e.what() << "\n";

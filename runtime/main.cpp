@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/color.h"
 #include "gobinary/elf_notes.h"
 #include "loader.h"
 #include "manifest.h"
@@ -84,6 +85,7 @@ void install_signal_handlers() {
 struct Options {
   std::string format = "text";
   std::string output;             // events (or --graph's trees) go here instead of stdout
+  std::string color = "auto";     // text events coloured: auto (a terminal, no NO_COLOR), always, never
   pid_t pid = 0;
   std::string binary;
   std::string attach = "auto";
@@ -120,6 +122,11 @@ int parse_command_line(int argc, char **argv, Options &opt) {
                  "write the events (or --graph's trees) to FILE, created or truncated, instead of "
                  "stdout, which then stays the traced program's alone; messages and summaries "
                  "stay on stderr");
+  app.add_option("--color", opt.color,
+                 "colour text events: auto (when the output is a terminal and NO_COLOR is not "
+                 "set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
   app.add_option("--pid", opt.pid, "trace only process N, until it exits")
       ->check(CLI::PositiveNumber);
   app.add_option("--binary", opt.binary,
@@ -599,6 +606,7 @@ int run(int argc, char **argv) {
   }
   EventWriter writer(manifest, opt.format == "json" ? OutputFormat::Json : OutputFormat::Text,
                      start_ns, opt.graph ? null_fd : out_fd);
+  writer.set_color(opt.format == "text" && use_color(opt.color, out_fd));
   Views views(manifest, {.graph = opt.graph, .summary = !opt.no_summary}, start_ns, out_fd);
   Sinks sinks{writer, views};
   // Stacks and func values are named from the target's own .gopclntab (stripped binaries too), and

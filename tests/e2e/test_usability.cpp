@@ -9,7 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <pty.h>
 #include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -218,4 +221,131 @@ TEST_CASE("counts are worded for one and for many: 1 event, 2 events") {
   auto single = e2e::run({e2e::weave(), "build", dir + "/one.yaml", e2e::fixture("fixture"), "-o",
                           dir + "/one"});
   CHECK(contains(single.err, "(1 probe on "));
+}
+
+namespace {
+
+// Runs argv with stdout and stderr on a new pseudo-terminal, and returns what it wrote there
+// (the terminal's line discipline turns "\n" into "\r\n": undone here). `no_color`: NO_COLOR's
+// value, or nullptr to unset it.
+std::string run_on_terminal(const std::vector<std::string> &argv, const char *no_color) {
+  int master = -1;
+  pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (no_color)
+      setenv("NO_COLOR", no_color, 1);
+    else
+      unsetenv("NO_COLOR");
+    setenv("TERM", "xterm", 1);
+    std::vector<char *> args;
+    for (const std::string &a : argv)
+      args.push_back(const_cast<char *>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(master, buf, sizeof buf)) > 0) // EIO once the child is gone
+    out.append(buf, static_cast<size_t>(n));
+  close(master);
+  waitpid(pid, nullptr, 0);
+  std::string plain;
+  for (char c : out)
+    if (c != '\r')
+      plain += c;
+  return plain;
+}
+
+std::string strip_escapes(const std::string &text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\033' && i + 1 < text.size() && text[i + 1] == '[') {
+      i = text.find('m', i);
+      continue;
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("colour on a terminal, plain when piped, NO_COLOR honoured, --color decides") {
+  std::string dir = e2e::temp_dir("usability-color");
+  std::ofstream(dir + "/bad.yaml") << "probes:\n  - function: main.inlineMe2\n";
+  std::vector<std::string> build = {e2e::weave(), "build", dir + "/bad.yaml",
+                                    e2e::fixture("fixture"), "-o", dir + "/out"};
+  const std::string red = "\033[1;31merror[inlined-function]:\033[0m";
+  // Piped (the harness reads pipes): plain.
+  auto piped = e2e::run(build);
+  CHECK(piped.status == 1);
+  CHECK(piped.err.find('\033') == std::string::npos);
+  // On a terminal: coloured, and the same text once the escapes are gone.
+  std::string tty = run_on_terminal(build, nullptr);
+  INFO(tty);
+  CHECK(contains(tty, red));
+  CHECK(contains(tty, "\033[36mhint:\033[0m"));
+  CHECK(strip_escapes(tty) == piped.err);
+  // NO_COLOR (any non-empty value) turns it off; an empty NO_COLOR does not.
+  CHECK(run_on_terminal(build, "1") == piped.err);
+  CHECK(contains(run_on_terminal(build, ""), red));
+  // The flag wins either way.
+  std::vector<std::string> never = build;
+  never.insert(never.begin() + 2, "--color=never");
+  CHECK(run_on_terminal(never, nullptr) == piped.err);
+  std::vector<std::string> always = build;
+  always.insert(always.begin() + 2, "--color=always");
+  auto forced = e2e::run(always);
+  CHECK(contains(forced.err, red));
+  CHECK(strip_escapes(forced.err) == piped.err);
+  auto bad = e2e::run({e2e::weave(), "build", "--color=sometimes", dir + "/bad.yaml", e2e::fixture("fixture")});
+  CHECK(bad.status == 2);
+}
+
+TEST_CASE("the tracer's text events: coloured on a terminal or with --color=always, else plain") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("usability-color-tracer");
+  auto built = e2e::run({e2e::weave(), "build", e2e::source("tests/e2e/fixture.yaml"),
+                         e2e::fixture("fixture"), "-o", dir + "/out"});
+  REQUIRE(built.status == 0);
+  auto trace = [&](const std::vector<std::string> &flags) {
+    std::vector<std::string> argv = {dir + "/out/tracer", "--no-summary"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    for (const char *a : {"--", "FIXTURE", "-rounds", "1", "-truth", "/dev/null"})
+      argv.push_back(std::string(a) == "FIXTURE" ? e2e::fixture("fixture") : a);
+    return argv;
+  };
+  auto plain = e2e::run(trace({}));
+  REQUIRE(plain.status == 0);
+  CHECK(plain.out.find('\033') == std::string::npos);
+  CHECK(contains(plain.out, " main.Ints(a=-128"));
+  auto forced = e2e::run(trace({"--color=always"}));
+  CHECK(contains(forced.out, "\033[1mmain.Ints\033[0m(a=-128"));
+  CHECK(contains(forced.out, "\033[2m0."));
+  // The same lines but for the escapes: main.Ints's, whose values are the same in every run, from
+  // the goroutine id on (times and pids differ).
+  auto ints_lines = [](const std::string &text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (contains(line, " main.Ints("))
+        lines.push_back(line.substr(line.find(" goid=")));
+    return lines;
+  };
+  CHECK(ints_lines(plain.out).size() == 1);
+  CHECK(ints_lines(strip_escapes(forced.out)) == ints_lines(plain.out));
+  // --color=auto into a file: plain; JSON is never coloured.
+  auto to_file = e2e::run(trace({"-o", dir + "/events.txt"}));
+  CHECK(e2e::read_file(dir + "/events.txt").find('\033') == std::string::npos);
+  auto json_forced = e2e::run(trace({"--format", "json", "--color=always"}));
+  CHECK(json_forced.out.find('\033') == std::string::npos);
+  // On a terminal (stdout and stderr both), coloured unless NO_COLOR says no.
+  std::string tty = run_on_terminal(trace({}), nullptr);
+  CHECK(contains(tty, "\033[1mmain.Ints\033[0m("));
+  std::string no_color = run_on_terminal(trace({}), "1");
+  CHECK(contains(no_color, " main.Ints(a=-128"));
+  CHECK(no_color.find('\033') == std::string::npos);
 }
