@@ -196,14 +196,14 @@ int run(RunArgs &args) {
 int main(int argc, char **argv) {
   // `weave spec.yaml ./bin` is `weave build spec.yaml ./bin`.
   std::vector<std::string> args(argv + 1, argv + argc);
-  static const char *commands[] = {"build", "check", "run", "funcs"};
+  static const char *commands[] = {"build", "check", "run", "funcs", "trace"};
   bool has_command = !args.empty() && std::find(std::begin(commands), std::end(commands), args[0]) != std::end(commands);
   if (!args.empty() && !has_command && args[0][0] != '-')
     args.insert(args.begin(), "build");
   // `weave run ... -- ARGS`: everything after -- belongs to the traced program, verbatim.
   std::vector<std::string> program_args;
   bool has_program_args = false;
-  if (!args.empty() && args[0] == "run")
+  if (!args.empty() && (args[0] == "run" || args[0] == "trace"))
     if (auto dash = std::find(args.begin(), args.end(), "--"); dash != args.end()) {
       program_args.assign(dash + 1, args.end());
       args.erase(dash, args.end());
@@ -248,6 +248,23 @@ int main(int argc, char **argv) {
   run_cmd->add_option("--clang", run_args.clang, "clang executable used to compile the probes");
   run_cmd->add_option("--runtime", run_args.runtime, "tracer runtime to embed the probes into");
 
+  RunArgs trace_args;
+  std::vector<std::string> trace_functions;
+  CLI::App *trace_cmd = app.add_subcommand(
+      "trace", "trace functions without a spec file: every parameter, and the results at every "
+               "RET (args: all, return: true); prints the spec it used, to save and edit");
+  trace_cmd->footer("  -- ARGS  start the binary with ARGS, traced; without -- every process running "
+                    "it is traced\n\nExample: weave trace ./server 'main.(*Server).Handle' -- "
+                    "-port 8080\nBuilt and cached as weave run does.");
+  trace_cmd->add_option("binary", trace_args.options.binary_path, "Go binary to trace")->required();
+  trace_cmd->add_option("function", trace_functions,
+                        "Go function names or globs, as weave funcs lists them")
+      ->required();
+  trace_cmd->add_option("--format", trace_args.options.format, "tracer output: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  trace_cmd->add_option("--pid", trace_args.options.pid, "trace only this running process")
+      ->check(CLI::PositiveNumber);
+
   std::string funcs_binary, funcs_pattern;
   CLI::App *funcs_cmd = app.add_subcommand(
       "funcs", "list functions matching a glob with their parameters, types and where each one "
@@ -258,7 +275,8 @@ int main(int argc, char **argv) {
   try {
     std::reverse(args.begin(), args.end());
     app.parse(args);
-    if (*run_cmd && run_args.options.pid > 0 && has_program_args)
+    if (((*run_cmd && run_args.options.pid > 0) || (*trace_cmd && trace_args.options.pid > 0)) &&
+        has_program_args)
       throw CLI::ValidationError("--pid and -- ARGS exclude each other: trace a running process, "
                                  "or start one");
   } catch (const CLI::ParseError &e) {
@@ -275,6 +293,17 @@ int main(int argc, char **argv) {
       return check(check_args);
     if (*run_cmd)
       return run(run_args);
+    if (*trace_cmd) {
+      std::string spec = weave::quick_spec(trace_functions);
+      trace_args.options.spec_path = weave::save_quick_spec(spec, trace_args.options.cache_root);
+      std::cerr << "weave: tracing with this spec (" << trace_args.options.spec_path
+                << "; save it to edit it, then: weave run SPEC " << trace_args.options.binary_path
+                << "):\n"
+                << spec;
+      trace_args.options.program_args = run_args.options.program_args;
+      trace_args.options.start_program = has_program_args;
+      return run(trace_args);
+    }
     if (*funcs_cmd) {
       weave::BinaryImage image = weave::load_binary(funcs_binary);
       auto debug = image.has_dwarf ? weave::DebugInfo::open(funcs_binary, image.ptr_size) : nullptr;

@@ -27,7 +27,7 @@ bool contains(const std::string &text, const std::string &needle) {
 void check_ints(const std::vector<json> &events, int pid, const std::string &truth_path) {
   std::vector<json> seen, truths;
   for (const json &e : events)
-    if (e["function"] == "main.Ints" && (pid == 0 || e["pid"] == pid))
+    if (e["function"] == "main.Ints" && e["kind"] == "entry" && (pid == 0 || e["pid"] == pid))
       seen.push_back(e);
   for (const json &t : e2e::json_lines(e2e::read_file(truth_path)))
     if (t["function"] == "main.Ints")
@@ -348,4 +348,48 @@ TEST_CASE("the tracer's text events: coloured on a terminal or with --color=alwa
   std::string no_color = run_on_terminal(trace({}), "1");
   CHECK(contains(no_color, " main.Ints(a=-128"));
   CHECK(no_color.find('\033') == std::string::npos);
+}
+
+TEST_CASE("weave trace BIN FUNC -- ARGS: no spec file, every parameter and result, the spec printed") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("usability-trace");
+  std::string cache = "XDG_CACHE_HOME=" + dir + "/cache";
+  auto r = e2e::run({"env", cache, e2e::weave(), "trace", "--format", "json", e2e::fixture("fixture"),
+                     "main.Ints", "main.(*Server).Handle", "--", "-rounds", "2", "-truth",
+                     dir + "/truth.jsonl"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  // The spec it used, printed to be saved, and the file it names holds the same text.
+  const std::string spec = "# weave trace: every parameter, and the results at every RET\n"
+                           "probes:\n"
+                           "  - function: 'main.Ints'\n    args: all\n    return: true\n"
+                           "  - function: 'main.(*Server).Handle'\n    args: all\n    return: true\n";
+  CHECK(contains(r.err, "):\n" + spec));
+  size_t open = r.err.find("weave: tracing with this spec (");
+  REQUIRE(open != std::string::npos);
+  open += std::string("weave: tracing with this spec (").size();
+  std::string spec_path = r.err.substr(open, r.err.find(';', open) - open);
+  CHECK(e2e::read_file(spec_path) == spec);
+  // Every parameter of every call, value for value, and a return event per call.
+  std::vector<json> events = e2e::json_lines(r.out);
+  check_ints(events, 0, dir + "/truth.jsonl");
+  size_t entries = 0, returns = 0, handle = 0;
+  for (const json &e : events) {
+    if (e["function"] == "main.Ints")
+      (e["kind"] == "entry" ? entries : returns) += 1;
+    handle += e["function"] == "main.(*Server).Handle";
+  }
+  CHECK(entries == 2);
+  CHECK(returns == 2);
+  CHECK(handle == 4);
+  // Saved as it is, the spec is an ordinary spec: weave run finds the tracer trace built.
+  auto again = e2e::run({"env", cache, e2e::weave(), "run", spec_path, e2e::fixture("fixture"),
+                         "--format", "json", "--", "-rounds", "1", "-truth", "/dev/null"});
+  CHECK(again.status == 0);
+  CHECK(contains(again.err, "weave: using cached tracer"));
+  // A function that is not there is weave's error, before anything runs.
+  auto missing = e2e::run({"env", cache, e2e::weave(), "trace", e2e::fixture("fixture"),
+                           "main.NoSuch", "--", "-rounds", "1"});
+  CHECK(missing.status == 1);
+  CHECK(contains(missing.err, "no function main.NoSuch"));
 }
