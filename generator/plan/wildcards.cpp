@@ -124,6 +124,8 @@ std::vector<ExpandedProbe> expand_wildcards(const Spec &spec, const std::vector<
   return out;
 }
 
+bool is_function_glob(const std::string &function) { return is_glob(function); }
+
 bool function_pattern_matches(const std::string &pattern, const std::string &name) {
   if (pattern == name)
     return true;

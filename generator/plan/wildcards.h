@@ -28,6 +28,9 @@ std::vector<ExpandedProbe> expand_wildcards(const Spec &spec, const std::vector<
                                             std::vector<std::string> &warnings,
                                             const Pclntab *pcln = nullptr);
 
+// Whether a spec's `function` is a glob (a pointer receiver's "(*T)" is not one).
+bool is_function_glob(const std::string &function);
+
 // Whether `pattern` (an exact Go symbol name or a shell glob, as a spec's `function`) names `name`.
 bool function_pattern_matches(const std::string &pattern, const std::string &name);
 

@@ -191,6 +191,18 @@ TEST_CASE("a function inlined into every caller: said so, where it went, and wha
   auto funcs = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture"), "main.inlineMe1"});
   CHECK(funcs.status == 1);
   CHECK(contains(funcs.err, "main.inlineMe1 into main.CallChain"));
+  // A function with a body of its own that the compiler also inlined elsewhere: built, with a
+  // warning naming where calls go untraced. (bytes.(*Buffer).Len, in Go 1.19's standard library.)
+  std::ofstream(dir + "/partly.yaml") << "probes:\n  - function: 'bytes.(*Buffer).Len'\n"
+                                         "  - function: main.Ints\n    capture: [a]\n";
+  auto partly = e2e::run({e2e::weave(), "build", dir + "/partly.yaml", e2e::fixture("fixture"),
+                          "-o", dir + "/partly"});
+  INFO(partly.err);
+  CHECK(partly.status == 0);
+  CHECK(contains(partly.err, "weave: warning: bytes.(*Buffer).Len is also inlined into "
+                             "bytes.(*Buffer).grow, encoding/json.compact, encoding/json.Indent: "
+                             "calls there run no code of its own and are not traced"));
+  CHECK_FALSE(contains(partly.err, "main.Ints is also inlined"));
   // A typo is still a typo: no inlining story, the nearest name instead.
   auto typo = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture"), "main.CallChian"});
   CHECK(typo.status == 1);
