@@ -230,7 +230,7 @@ int main(int argc, char **argv) {
                     "3 the probes cannot be regenerated (spec or binary error; nothing compared).");
   check_cmd->add_option("spec", check_args.spec_path, "probe spec (YAML or JSON)")->required();
   check_cmd->add_option("binary", check_args.binary_path,
-                        "Go binary, by the same path as when the directory was built")
+                        "Go binary (by any path: the one the directory records is kept)")
       ->required();
   check_cmd->add_option("dir", check_args.dir, "the checked-in output directory")->required();
 
