@@ -243,6 +243,8 @@ int main(int argc, char **argv) {
   run_cmd->add_option("binary", run_args.options.binary_path, "Go binary to trace")->required();
   run_cmd->add_option("--format", run_args.options.format, "tracer output: text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  run_cmd->add_option("-o,--output", run_args.options.output,
+                      "tracer -o: events to this file; stdout stays the program's");
   run_cmd->add_option("--pid", run_args.options.pid, "trace only this running process")
       ->check(CLI::PositiveNumber);
   run_cmd->add_option("--clang", run_args.clang, "clang executable used to compile the probes");
@@ -262,6 +264,8 @@ int main(int argc, char **argv) {
       ->required();
   trace_cmd->add_option("--format", trace_args.options.format, "tracer output: text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  trace_cmd->add_option("-o,--output", trace_args.options.output,
+                        "tracer -o: events to this file; stdout stays the program's");
   trace_cmd->add_option("--pid", trace_args.options.pid, "trace only this running process")
       ->check(CLI::PositiveNumber);
 

@@ -279,6 +279,10 @@ std::vector<std::string> tracer_argv(const std::string &tracer, const RunOptions
     argv.push_back("--format");
     argv.push_back(options.format);
   }
+  if (!options.output.empty()) {
+    argv.push_back("-o");
+    argv.push_back(options.output);
+  }
   if (options.pid > 0) {
     argv.push_back("--pid");
     argv.push_back(std::to_string(options.pid));

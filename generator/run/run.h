@@ -50,6 +50,7 @@ struct RunOptions {
   std::vector<std::string> program_args; // after --
   bool start_program = false;            // `--` was given: start the binary with program_args
   std::string format;                    // tracer --format, when given
+  std::string output;                    // tracer -o: events to this file, when given
   int pid = 0;                           // tracer --pid, when given
   std::string runtime_path;              // the weave-tracer runtime (part of the key)
   std::string cache_root;                // default: default_cache_root()

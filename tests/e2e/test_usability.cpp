@@ -395,10 +395,14 @@ TEST_CASE("weave trace BIN FUNC -- ARGS: no spec file, every parameter and resul
   CHECK(returns == 2);
   CHECK(handle == 4);
   // Saved as it is, the spec is an ordinary spec: weave run finds the tracer trace built.
+  // With -o passed on to the tracer: the events in the file, the program's truth on stdout.
   auto again = e2e::run({"env", cache, e2e::weave(), "run", spec_path, e2e::fixture("fixture"),
-                         "--format", "json", "--", "-rounds", "1", "-truth", "/dev/null"});
+                         "--format", "json", "-o", dir + "/again.jsonl", "--", "-rounds", "1"});
   CHECK(again.status == 0);
   CHECK(contains(again.err, "weave: using cached tracer"));
+  std::ofstream(dir + "/again-truth.jsonl") << again.out;
+  CHECK_FALSE(contains(again.out, "\"probe\""));
+  check_ints(e2e::json_lines(e2e::read_file(dir + "/again.jsonl")), 0, dir + "/again-truth.jsonl");
   // A function that is not there is weave's error, before anything runs.
   auto missing = e2e::run({"env", cache, e2e::weave(), "trace", e2e::fixture("fixture"),
                            "main.NoSuch", "--", "-rounds", "1"});

@@ -181,6 +181,9 @@ TEST_CASE("weave run's tracer command line") {
   o.pid = 42;
   CHECK(weave::tracer_argv("/c/tracer", o) ==
         std::vector<std::string>{"/c/tracer", "--pid", "42", "--binary", "/srv/svc"});
+  o.output = "events.jsonl";
+  CHECK(weave::tracer_argv("/c/tracer", o) ==
+        std::vector<std::string>{"/c/tracer", "-o", "events.jsonl", "--pid", "42", "--binary", "/srv/svc"});
 }
 
 TEST_CASE("cached_tracer builds on a miss only, and keeps the 32 most recently used entries") {
