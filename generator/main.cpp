@@ -13,6 +13,7 @@
 #include "support/timings.h"
 #include "check/check.h"
 #include "codegen/codegen.h"
+#include "common/color.h"
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
 #include "funcs/funcs.h"
@@ -27,6 +28,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <iostream>
 #include <optional>
@@ -36,6 +38,12 @@ namespace {
 constexpr int kExitUserError = 1; // a spec, binary or environment problem the user can fix
 constexpr int kExitUsage = 2;     // a bad command line
 constexpr int kExitInternal = 70; // a bug in weave (EX_SOFTWARE)
+
+// Diagnostics on stderr, coloured by --color (common/color.h).
+bool g_color = false;
+void diagnose(const std::string &text) {
+  std::cerr << (g_color ? weave::color_diagnostic(text) : text);
+}
 
 struct BuildArgs {
   std::string spec_path;
@@ -53,10 +61,12 @@ struct Generated {
   std::vector<weave::GeneratedFile> files;
 };
 
-// The pipeline up to the generated text, shared by build, check and run. With `dump` naming a
+// The pipeline up to the generated text, shared by build, check and run. `record_as` is the
+// binary's path as the outputs record it (weave::recorded_target_path). With `dump` naming a
 // stage or file it prints that instead and returns nothing. Throws UserError.
 std::optional<Generated> generate_outputs(const std::string &spec_path,
                                           const std::string &binary_path,
+                                          const std::string &record_as,
                                           const std::string &dump = {},
                                           weave::Timings *timings = nullptr) {
   weave::Spec spec = weave::parse_spec_file(spec_path);
@@ -73,6 +83,7 @@ std::optional<Generated> generate_outputs(const std::string &spec_path,
   std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
   weave::mark(timings, "pclntab");
   weave::Plan plan = weave::make_plan(spec, image, debug.get(), pcln ? &*pcln : nullptr);
+  plan.target.path = record_as;
   weave::mark(timings, "plan");
   // Wildcards can match hundreds of functions: say the first few notes, and how many more there are.
   std::vector<std::string> notes = plan.warnings;
@@ -80,7 +91,7 @@ std::optional<Generated> generate_outputs(const std::string &spec_path,
     for (const auto &skip : probe.skipped)
       notes.push_back("probe " + probe.name + ": left out " + skip);
   for (size_t i = 0; i < notes.size() && i < 10; ++i)
-    std::cerr << "weave: warning: " << notes[i] << "\n";
+    diagnose("weave: warning: " + notes[i] + "\n");
   if (notes.size() > 10)
     std::cerr << "weave: warning: ... and " << notes.size() - 10
               << " more (see \"skipped\" in probes.json, or --dump plan)\n";
@@ -106,7 +117,8 @@ std::string runtime_path(const std::string &given) {
 int build(const BuildArgs &args) {
   weave::Timings timings;
   weave::Timings *t = args.timings ? &timings : nullptr;
-  std::optional<Generated> out = generate_outputs(args.spec_path, args.binary_path, args.dump, t);
+  std::optional<Generated> out = generate_outputs(args.spec_path, args.binary_path,
+                      weave::recorded_target_path(args.binary_path, args.out_dir), args.dump, t);
   if (!out)
     return 0;
   // An empty runtime path lets build_output pick the runtime by the binary's architecture.
@@ -141,11 +153,15 @@ struct CheckArgs {
 
 // Exit codes: weave::kCheckClean, kCheckDrift, kCheckCannotRegen (check/check.h).
 int check(const CheckArgs &args) {
+  // The recorded path is not compared: a tree checked out elsewhere, or checked with the binary
+  // named otherwise, is regenerated with the path it records (and a note says so).
+  std::string here = weave::recorded_target_path(args.binary_path, args.dir);
+  std::optional<std::string> recorded = weave::checked_in_target_path(args.dir);
   std::optional<Generated> out;
   try {
-    out = generate_outputs(args.spec_path, args.binary_path);
+    out = generate_outputs(args.spec_path, args.binary_path, recorded.value_or(here));
   } catch (const weave::UserError &e) {
-    std::cerr << weave::format_error(e);
+    diagnose(weave::format_error(e));
     std::cerr << "weave check: cannot regenerate the probes for " << args.binary_path
               << ", so nothing was compared (exit " << weave::kCheckCannotRegen
               << "; drift would be exit " << weave::kCheckDrift << ")\n";
@@ -153,6 +169,8 @@ int check(const CheckArgs &args) {
   }
   weave::CheckResult result = weave::check_output(out->files, args.dir);
   std::cout << weave::format_check_report(result);
+  if (recorded && *recorded != here)
+    std::cout << weave::target_path_note(*recorded, here);
   if (result.clean())
     return weave::kCheckClean;
   std::cout << "\nto update it: weave build " << args.spec_path << " " << args.binary_path << " -o "
@@ -169,7 +187,9 @@ struct RunArgs {
 int run(RunArgs &args) {
   args.options.runtime_path = runtime_path(args.runtime);
   weave::run_cached(args.options, [&](const std::string &out_dir) {
-    std::optional<Generated> out = generate_outputs(args.options.spec_path, args.options.binary_path);
+    std::optional<Generated> out = generate_outputs(
+        args.options.spec_path, args.options.binary_path,
+        std::filesystem::absolute(args.options.binary_path).lexically_normal().string());
     weave::build_output(out->plan, out->files, {out_dir, args.clang, args.options.runtime_path});
   });
 }
@@ -179,7 +199,7 @@ constexpr const char *kUsage =
     "Usage: weave SPEC BIN [-o DIR]\n"
     "   or: weave COMMAND [OPTIONS] ARGS...\n"
     "The first is weave build SPEC BIN: it writes weave-out/, whose tracer traces BIN.\n"
-    "COMMAND is build, check, run or funcs.\n";
+    "COMMAND is build, check, run, trace or funcs.\n";
 
 // CLI11 titles the top-level usage with the subcommand grammar; weave leads with its own form.
 class HelpFormatter : public CLI::Formatter {
@@ -205,14 +225,14 @@ std::string check_pid(const std::string &text) {
 int main(int argc, char **argv) {
   // `weave spec.yaml ./bin` is `weave build spec.yaml ./bin`.
   std::vector<std::string> args(argv + 1, argv + argc);
-  static const char *commands[] = {"build", "check", "run", "funcs"};
+  static const char *commands[] = {"build", "check", "run", "funcs", "trace"};
   bool has_command = !args.empty() && std::find(std::begin(commands), std::end(commands), args[0]) != std::end(commands);
   if (!args.empty() && !has_command && args[0][0] != '-')
     args.insert(args.begin(), "build");
   // `weave run ... -- ARGS`: everything after -- belongs to the traced program, verbatim.
   std::vector<std::string> program_args;
   bool has_program_args = false;
-  if (!args.empty() && args[0] == "run")
+  if (!args.empty() && (args[0] == "run" || args[0] == "trace"))
     if (auto dash = std::find(args.begin(), args.end(), "--"); dash != args.end()) {
       program_args.assign(dash + 1, args.end());
       args.erase(dash, args.end());
@@ -229,6 +249,12 @@ int main(int argc, char **argv) {
   app.formatter(std::make_shared<HelpFormatter>()); // before the subcommands: they inherit it
   app.set_version_flag("--version", std::string("weave ") + WEAVE_VERSION);
   app.require_subcommand(1);
+  std::string color = "auto";
+  app.add_option("--color", color,
+                 "colour diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app.fallthrough(); // `weave build --color=never ...`: subcommands inherit it, and pass it up
   app.footer("Examples:\n"
              "  weave spec.yaml ./bin              # write weave-out/: probes and weave-out/tracer\n"
              "  weave-out/tracer -- ./bin args     # attach first, then start the program\n"
@@ -263,7 +289,7 @@ int main(int argc, char **argv) {
                     "  weave build probes.yaml ./bin/server -o weave-out   # then update the checked-in files");
   check_cmd->add_option("spec", check_args.spec_path, "probe spec (YAML or JSON)")->required();
   check_cmd->add_option("binary", check_args.binary_path,
-                        "Go binary, by the same path as when the directory was built")
+                        "Go binary (by any path: the one the directory records is kept)")
       ->required();
   check_cmd->add_option("dir", check_args.dir, "the checked-in output directory")->required();
 
@@ -281,11 +307,33 @@ int main(int argc, char **argv) {
   run_cmd->add_option("binary", run_args.options.binary_path, "Go binary to trace")->required();
   run_cmd->add_option("--format", run_args.options.format, "tracer output: text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  run_cmd->add_option("-o,--output", run_args.options.output,
+                      "tracer -o: events to this file; stdout stays the program's");
   run_cmd->add_option("--pid", run_args.options.pid, "trace only this running process")
       ->check(CLI::Validator(check_pid, ""))
       ->type_name("PID");
   run_cmd->add_option("--clang", run_args.clang, "clang executable used to compile the probes");
   run_cmd->add_option("--runtime", run_args.runtime, "tracer runtime to embed the probes into");
+
+  RunArgs trace_args;
+  std::vector<std::string> trace_functions;
+  CLI::App *trace_cmd = app.add_subcommand(
+      "trace", "trace functions without a spec file: every parameter, and the results at every "
+               "RET (args: all, return: true); prints the spec it used, to save and edit");
+  trace_cmd->footer("  -- ARGS  start the binary with ARGS, traced; without -- every process running "
+                    "it is traced\n\nExample: weave trace ./server 'main.(*Server).Handle' -- "
+                    "-port 8080\nBuilt and cached as weave run does.");
+  trace_cmd->add_option("binary", trace_args.options.binary_path, "Go binary to trace")->required();
+  trace_cmd->add_option("function", trace_functions,
+                        "Go function names or globs, as weave funcs lists them")
+      ->required();
+  trace_cmd->add_option("--format", trace_args.options.format, "tracer output: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  trace_cmd->add_option("-o,--output", trace_args.options.output,
+                        "tracer -o: events to this file; stdout stays the program's");
+  trace_cmd->add_option("--pid", trace_args.options.pid, "trace only this running process")
+      ->check(CLI::Validator(check_pid, ""))
+      ->type_name("PID");
 
   std::string funcs_binary, funcs_pattern;
   bool funcs_names = false;
@@ -307,13 +355,15 @@ int main(int argc, char **argv) {
   try {
     std::reverse(args.begin(), args.end());
     app.parse(args);
-    if (*run_cmd && run_args.options.pid > 0 && has_program_args)
+    if (((*run_cmd && run_args.options.pid > 0) || (*trace_cmd && trace_args.options.pid > 0)) &&
+        has_program_args)
       throw CLI::ValidationError("--pid and -- ARGS exclude each other: trace a running process, "
                                  "or start one");
   } catch (const CLI::ParseError &e) {
     int code = app.exit(e); // prints the help, the version, or the error
     return code == 0 ? 0 : kExitUsage;
   }
+  g_color = weave::use_color(color, STDERR_FILENO);
   run_args.options.program_args = std::move(program_args);
   run_args.options.start_program = has_program_args;
   try {
@@ -323,6 +373,17 @@ int main(int argc, char **argv) {
       return check(check_args);
     if (*run_cmd)
       return run(run_args);
+    if (*trace_cmd) {
+      std::string spec = weave::quick_spec(trace_functions);
+      trace_args.options.spec_path = weave::save_quick_spec(spec, trace_args.options.cache_root);
+      std::cerr << "weave: tracing with this spec (" << trace_args.options.spec_path
+                << "; save it to edit it, then: weave run SPEC " << trace_args.options.binary_path
+                << "):\n"
+                << spec;
+      trace_args.options.program_args = run_args.options.program_args;
+      trace_args.options.start_program = has_program_args;
+      return run(trace_args);
+    }
     if (*funcs_cmd) {
       weave::BinaryImage image = weave::load_binary(funcs_binary);
       if (funcs_names) {
@@ -338,7 +399,7 @@ int main(int argc, char **argv) {
       return 0;
     }
   } catch (const weave::UserError &e) {
-    std::cerr << weave::format_error(e);
+    diagnose(weave::format_error(e));
     return kExitUserError;
   } catch (const std::exception &e) {
     std::cerr << "weave: internal error: " << e.what() << "\n";

@@ -20,8 +20,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <gelf.h>
 #include <libelf.h>
+#include <set>
 #include <sys/stat.h>
 #include <type_traits>
 #include <unistd.h>
@@ -360,11 +362,22 @@ Pclntab::FuncRecord Pclntab::record(const PclnFunction &fn) const {
 
 std::optional<int32_t> Pclntab::pcvalue(uint32_t table, uint64_t entry, uint64_t target,
                                         const PclnFunction &fn) const {
+  std::optional<int32_t> found;
+  walk_pcvalue(table, entry, fn, [&](int32_t value, uint64_t end) {
+    if (target < end)
+      found = value;
+    return !found;
+  });
+  return found;
+}
+
+void Pclntab::walk_pcvalue(uint32_t table, uint64_t entry, const PclnFunction &fn,
+                           const std::function<bool(int32_t, uint64_t)> &each) const {
   // go1.19 runtime/symtab.go pcvalue/step: pairs of (zig-zag uvarint value delta, uvarint PC
   // delta × quantum); the value starts at -1; a 0 byte where a value delta would start ends the
   // table, except before the first pair (while pc is still the entry).
   if (table == 0)
-    return std::nullopt;
+    return;
   uint64_t p = pctab_ + table;
   if (p >= size_)
     corrupt("the pc-value table at " + hex(table) + " of " + fn.name +
@@ -387,15 +400,45 @@ std::optional<int32_t> Pclntab::pcvalue(uint32_t table, uint64_t entry, uint64_t
     if (p >= size_)
       corrupt("a pc-value table of " + fn.name + " runs past the table's end");
     if (table_[p] == 0 && pc != entry)
-      return std::nullopt; // ended before reaching target
+      return; // the end of the table
     uint32_t uvdelta = varint(p);
     // Zig-zag decode; added as unsigned so that a damaged table cannot overflow an int32.
     value = static_cast<int32_t>(static_cast<uint32_t>(value) + (-(uvdelta & 1) ^ (uvdelta >> 1)));
     uint32_t pcdelta = varint(p);
     pc += static_cast<uint32_t>(pcdelta * static_cast<uint32_t>(quantum_));
-    if (target < pc)
-      return value;
+    if (!each(value, pc)) // value holds for [previous pc, pc)
+      return;
   }
+}
+
+std::map<std::string, std::vector<std::string>> Pclntab::inline_sites() const {
+  std::map<std::string, std::vector<std::string>> sites;
+  const uint64_t record_size = magic_ == kMagic120 ? 16 : 20;
+  for (const PclnFunction &fn : functions_) {
+    FuncRecord r = record(fn);
+    if (!r.has_tables || r.npcdata <= kPcdataInlTreeIndex)
+      continue;
+    uint64_t tree = inline_tree(r);
+    if (!tree)
+      continue;
+    // Every record some PC of the function names, innermost or (at its inline mark) a parent.
+    std::set<int32_t> indexes;
+    walk_pcvalue(u32(r.pcdata + 8), fn.entry, fn, [&](int32_t value, uint64_t end) {
+      if (value >= 0)
+        indexes.insert(value);
+      return end < fn.end && indexes.size() <= 100000; // bounded on a damaged table
+    });
+    for (int32_t index : indexes) {
+      const uint8_t *rec = image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
+      if (!rec)
+        corrupt("inline record " + std::to_string(index) + " of " + fn.name + " at " +
+                hex(tree + static_cast<uint64_t>(index) * record_size) + " is outside the file");
+      std::vector<std::string> &into = sites[name_at(le32(rec + (magic_ == kMagic120 ? 4 : 12)))];
+      if (into.empty() || into.back() != fn.name)
+        into.push_back(fn.name);
+    }
+  }
+  return sites;
 }
 
 std::optional<int32_t> Pclntab::sp_delta(const PclnFunction &fn, uint64_t pc) const {

@@ -22,6 +22,8 @@
 #include "gobinary/binary.h"
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,6 +88,12 @@ public:
   // function holds pc. For the Go 1.2–1.15 layout only the physical function's name is known.
   std::vector<Frame> symbolize(uint64_t pc, bool keep_wrappers = false) const;
 
+  // Where the compiler inlined each function: callee name -> the physical functions holding an
+  // inlined copy of it (in entry order, each once), from every function's inline tree. A function
+  // inlined into all its callers has no body of its own and is found only here. Reads every
+  // function's tables: for error messages, not for every build. Empty for Go 1.2–1.15.
+  std::map<std::string, std::vector<std::string>> inline_sites() const;
+
   // How the table was found and what was derived from it (for --dump and the tests).
   uint64_t address() const { return address_; } // the header's virtual address
   uint64_t size() const { return size_; }       // bytes from the header to the table's end
@@ -131,6 +139,10 @@ private:
   std::optional<int32_t> pcvalue(uint32_t table, uint64_t entry, uint64_t pc,
                                  const PclnFunction &fn) const;
   uint64_t inline_tree(const FuncRecord &r) const;
+  // Calls each(value, end) for every run of a pc-value table in order, value holding from the
+  // previous run's end to `end`, until it returns false or the table ends.
+  void walk_pcvalue(uint32_t table, uint64_t entry, const PclnFunction &fn,
+                    const std::function<bool(int32_t, uint64_t)> &each) const;
   std::string file_name(const FuncRecord &r, int32_t fileno) const;
   std::string name_at(uint32_t nameoff) const;
   uint32_t u32(uint64_t off) const;

@@ -2,7 +2,7 @@
 // manifest to a copy of this program (payload.h); run, it attaches the probes to a Go binary and
 // prints one line per event until the traced program exits or it is interrupted.
 //
-//   tracer [--format text|json] [--pid N] [--binary PATH] [--attach auto|multi|perf]
+//   tracer [--format text|json] [-o FILE] [--pid N] [--binary PATH] [--attach auto|multi|perf]
 //          [--stats[=SECONDS]] [--graph] [--no-summary] [--exit-after-attach] [-v] [--version]
 //          [-- CMD ARGS...]
 #include <CLI/CLI.hpp>
@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/color.h"
 #include "gobinary/elf_notes.h"
 #include "loader.h"
 #include "manifest.h"
@@ -83,6 +85,8 @@ void install_signal_handlers() {
 // ---- Command line -----------------------------------------------------------------------------
 struct Options {
   std::string format = "text";
+  std::string output;             // events (or --graph's trees) go here instead of stdout
+  std::string color = "auto";     // text events coloured: auto (a terminal, no NO_COLOR), always, never
   pid_t pid = 0;
   std::string binary;
   std::string attach = "auto";
@@ -132,6 +136,15 @@ int parse_command_line(int argc, char **argv, Options &opt) {
                "tracer"};
   app.add_option("--format", opt.format, "output: text lines, or JSON lines")
       ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("-o,--output", opt.output,
+                 "write the events (or --graph's trees) to FILE, created or truncated, instead of "
+                 "stdout, which then stays the traced program's alone; messages and summaries "
+                 "stay on stderr");
+  app.add_option("--color", opt.color,
+                 "colour text events: auto (when the output is a terminal and NO_COLOR is not "
+                 "set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   app.add_option("--pid", opt.pid, "trace only process N, until it exits")
       ->check(whole_number(1, 0x3fffffff, "a process id (a number from 1 up)"))
@@ -275,6 +288,20 @@ bool process_alive(pid_t pid) {
   return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
 }
 
+// The binary weave recorded (generator/plan: recorded_target_path): absolute, or relative to the
+// directory weave wrote this tracer into, so the tracer finds it from any working directory.
+std::string recorded_binary(const Manifest &m) {
+  const std::string &path = m.target.path;
+  if (path.empty() || path[0] == '/')
+    return path;
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    return path;
+  self[n] = '\0';
+  return (std::filesystem::path(self).parent_path() / path).lexically_normal().string();
+}
+
 int exit_status(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -287,8 +314,10 @@ void print_version(const Manifest *m) {
   }
   fmt::print("built by weave {} (manifest format {})\n",
              m->weave_version.empty() ? "?" : m->weave_version, m->format);
-  fmt::print("target: {}\nbuild id: {}\ngo: {} {}\n", m->target.path, m->target.build_id,
-             m->target.go_version, m->target.arch);
+  std::string resolved = recorded_binary(*m);
+  fmt::print("target: {}{}\nbuild id: {}\ngo: {} {}\n", m->target.path,
+             resolved == m->target.path ? "" : " (from this tracer's directory: " + resolved + ")",
+             m->target.build_id, m->target.go_version, m->target.arch);
   fmt::print("{} at {}\n", count(m->probes.size(), "probe"),
              count(m->attach_count(), "attach point"));
 }
@@ -447,19 +476,19 @@ void print_summary(const Manifest &m, const EventWriter &writer, const std::vect
     total_events += writer.events_per_probe()[i];
     total_lost += l;
     if (m.probes.size() <= kListedProbes || l > 0)
-      say("{} ({}): {} events, {} lost", m.probes[i].name,
+      say("{} ({}): {}, {} lost", m.probes[i].name,
           !m.probes[i].attach.empty() && m.probes[i].attach[0].kind == AttachKind::Return ? "return" : "entry",
-          writer.events_per_probe()[i], l);
+          count(writer.events_per_probe()[i], "event"), l);
   }
   if (m.probes.size() > 1)
-    say("total: {} events, {} lost{}", total_events, total_lost,
+    say("total: {}, {} lost{}", count(total_events, "event"), total_lost,
         m.probes.size() > kListedProbes ? " (each probe's: --stats)" : "");
   if (total_lost > 0)
-    say("{} events lost (ring buffer full)", total_lost);
+    say("{} lost (ring buffer full)", count(total_lost, "event"));
   if (!lost_known)
     say("the number of lost events is unknown");
   if (writer.malformed() > 0)
-    say("{} malformed events skipped (they do not match the manifest)", writer.malformed());
+    say("{} skipped (they do not match the manifest)", count(writer.malformed(), "malformed event"));
 }
 
 enum class Mode { Command, Pid, All };
@@ -527,10 +556,17 @@ int run(int argc, char **argv) {
   if (binary.empty())
     binary = mode == Mode::Command ? command_path
              : mode == Mode::Pid   ? "/proc/" + std::to_string(opt.pid) + "/exe"
-                                   : manifest.target.path;
+                                   : recorded_binary(manifest);
   std::string build_id = read_build_id_file(binary, error);
   if (!error.empty()) {
     say("{}: {}", binary, error);
+    if (mode == Mode::All && opt.binary.empty())
+      say("this tracer was built for {}{}; name the binary with --binary PATH, start it with "
+          "-- PATH ARGS, or trace a running process with --pid N",
+          binary,
+          binary == manifest.target.path ? ""
+                                         : " (recorded as " + manifest.target.path +
+                                               ", from the tracer's directory)");
     return kExitSetup;
   }
   if (build_id != manifest.target.build_id) {
@@ -597,7 +633,18 @@ int run(int argc, char **argv) {
     return 0;
   }
 
-  // With --graph the trees go to stdout and the writer's lines to /dev/null: it still counts
+  // -o FILE: opened before the program starts, so a path that cannot be written stops everything
+  // before anything ran. The program keeps the tracer's stdout.
+  int out_fd = STDOUT_FILENO;
+  if (!opt.output.empty() && opt.output != "-") {
+    out_fd = open(opt.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out_fd < 0) {
+      say("-o {}: {}", opt.output, std::strerror(errno));
+      abandon_child();
+      return kExitSetup;
+    }
+  }
+  // With --graph the trees go to the output and the writer's lines to /dev/null: it still counts
   // every event (the summary, --stats) as it always does.
   int null_fd = opt.graph ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
   if (opt.graph && null_fd < 0) {
@@ -606,16 +653,18 @@ int run(int argc, char **argv) {
     return kExitSetup;
   }
   EventWriter writer(manifest, opt.format == "json" ? OutputFormat::Json : OutputFormat::Text,
-                     start_ns, opt.graph ? null_fd : STDOUT_FILENO);
+                     start_ns, opt.graph ? null_fd : out_fd);
+  writer.set_color(opt.format == "text" && use_color(opt.color, out_fd));
   Views views(manifest,
               {.graph = opt.graph,
                .summary = !opt.no_summary,
                .folded = opt.folded,
                .folded_weight = opt.folded_weight == "time" ? FoldedStacks::Weight::Time : FoldedStacks::Weight::Calls,
                .perfetto = opt.perfetto},
-              start_ns, STDOUT_FILENO);
+              start_ns, out_fd);
   if (std::string file_error; !views.open_files(file_error)) {
     say("{}", file_error);
+    abandon_child();
     return kExitSetup;
   }
   Sinks sinks{writer, views};

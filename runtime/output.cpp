@@ -1,4 +1,5 @@
 #include "output.h"
+#include "common/color.h"
 #include "symbolize.h"
 
 #include <cmath>
@@ -424,6 +425,8 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
   const ManifestProbe &probe = manifest_.probes[h.probe_id];
   const uint64_t bias = load_bias(h, probe);
   const PreparedProbe &pp = prepared_[h.probe_id];
+  if (color_)
+    out += ansi::kDim;
   append_time(out, h.ts_ns, start_ns_);
   out += " pid=";
   append_u64(out, h.pid);
@@ -431,8 +434,14 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
   append_u64(out, h.tid);
   out += " goid=";
   append_u64(out, h.goid);
+  if (color_)
+    out += ansi::kReset;
   out += h.kind == WEAVE_EVENT_RETURN ? " \u2190 " : " "; // ← marks a return, as in DESIGN.md
+  if (color_)
+    out += ansi::kBold;
   out += probe.function;
+  if (color_)
+    out += ansi::kReset;
   if (const std::string *name = instantiation(probe, event, bias)) {
     out += " as ";
     out += *name;
@@ -449,7 +458,10 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
     first = false;
     out += pc.text_key;
     if (h.faults >> capture.fault_bit & 1) {
-      out += "<fault>";
+      if (color_)
+        out.append(ansi::kRed).append("<fault>").append(ansi::kReset);
+      else
+        out += "<fault>";
       continue;
     }
     append_capture(out, capture, pc, event, bias, false);

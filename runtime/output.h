@@ -57,8 +57,13 @@ public:
   // Stacks and func values are printed symbolized when a symbolizer is set, as addresses otherwise.
   void set_symbolizer(Symbolizer *symbolizer) { symbolizer_ = symbolizer; }
 
+  // Text lines with terminal colours (--color): the time and ids dim, the function bold, faults
+  // red. The characters between the escapes are those of the plain line.
+  void set_color(bool on) { color_ = on; }
+
 private:
   Symbolizer *symbolizer_ = nullptr;
+  bool color_ = false;
   std::vector<uint64_t> list_stack_; // ListCounts' storage, reused for every event
   // `bias`: the event's process loaded the binary that far from its link addresses (load_bias).
   void append_func(std::string &out, uint64_t bias, uint64_t pc, bool json);
@@ -111,6 +116,7 @@ public:
 
   const std::vector<uint64_t> &events_per_probe() const { return events_; }
   void set_symbolizer(Symbolizer *symbolizer) { printer_.set_symbolizer(symbolizer); }
+  void set_color(bool on) { printer_.set_color(on); }
   uint64_t malformed() const { return malformed_; }
 
 private:

@@ -243,7 +243,11 @@ private:
                    : std::nullopt;
       };
       if (key == "probes" && field("name")) {
-        out.push_back({*field("name"), "probe " + *field("name")});
+        // A probe with return: true is two manifest entries of one name, its entry and its
+        // return event: matched by name and kind, so removing `return: true` is one line.
+        std::string kind = field("kind").value_or("");
+        out.push_back({*field("name") + "#" + kind,
+                       "probe " + *field("name") + (kind == "return" ? ": return event" : "")});
       } else if (key == "captures" && field("expr")) {
         out.push_back({*field("expr"), "capture " + *field("expr")});
       } else if (key == "fields" && field("name")) {
@@ -502,10 +506,9 @@ CheckResult check_output(const std::vector<GeneratedFile> &generated, const std:
            false,
            {"  " + (error.empty() ? "carries no probes (it is the bare runtime)" : error)}});
     } else if (payload->manifest != manifest->content && payload->manifest == manifest_on_disk) {
-      result.drift.push_back({"tracer",
-                              false,
-                              {"  built from the checked-in probes.json above: rebuild it with "
-                               "weave build"}});
+      // Consistent with the tree: not drift of its own, it goes stale with probes.json.
+      result.notes.push_back("tracer: carries the checked-in probes.json, so `weave build` "
+                             "rebuilds it along with the files above");
     } else if (payload->manifest != manifest->content) {
       FileDrift drift{"tracer",
                       false,
@@ -523,6 +526,25 @@ CheckResult check_output(const std::vector<GeneratedFile> &generated, const std:
     }
   }
   return result;
+}
+
+std::optional<std::string> checked_in_target_path(const std::string &dir) {
+  std::optional<std::string> text = read_whole(fs::path(dir) / "probes.json");
+  if (!text)
+    return std::nullopt;
+  json manifest = json::parse(*text, nullptr, false);
+  if (manifest.is_discarded() || !manifest.is_object() || !manifest.contains("target") ||
+      !manifest["target"].is_object() || !manifest["target"].contains("path") ||
+      !manifest["target"]["path"].is_string())
+    return std::nullopt;
+  return manifest["target"]["path"].get<std::string>();
+}
+
+std::string target_path_note(const std::string &recorded, const std::string &here) {
+  return fmt::format("\nnote: the binary's path is not compared: the tree records {}, weave build "
+                     "here would record {}; it is only where its tracer looks for the binary "
+                     "by default (tracer --binary PATH or -- PATH names another)\n",
+                     recorded, here);
 }
 
 std::string format_check_report(const CheckResult &result) {
@@ -543,6 +565,8 @@ std::string format_check_report(const CheckResult &result) {
     for (const std::string &line : drift.lines)
       text += line + "\n";
   }
+  for (const std::string &note : result.notes)
+    text += "\n" + note + "\n";
   return text;
 }
 

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,7 @@ struct CheckResult {
   std::string dir;
   std::vector<std::string> compared; // every file compared, in generate() order
   std::vector<FileDrift> drift;      // the ones that differ, same order
+  std::vector<std::string> notes;    // said after the drift; not drift themselves
   bool clean() const { return drift.empty(); }
 };
 
@@ -43,6 +45,14 @@ struct CheckResult {
 // manifest must be the regenerated probes.json. probes.bpf.o is not compared (that would need
 // clang).
 CheckResult check_output(const std::vector<GeneratedFile> &generated, const std::string &dir);
+
+// The binary's path recorded in dir/probes.json (target.path), if it can be read. `weave check`
+// regenerates with it: the path is where the tracer looks for the binary by default, not a
+// property of the probes, so a tree checked out or checked elsewhere is not drift for it.
+std::optional<std::string> checked_in_target_path(const std::string &dir);
+
+// The note `weave check` prints when that path is not the one `weave build` would record here.
+std::string target_path_note(const std::string &recorded, const std::string &here);
 
 // The report printed by `weave check`: a summary line, then each drifted file's explanation.
 std::string format_check_report(const CheckResult &result);

@@ -6,6 +6,7 @@
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
 #include "plan/signature.h"
+#include "plan/wildcards.h"
 
 #include <fmt/format.h>
 
@@ -114,6 +115,12 @@ std::string list_functions(const BinaryImage &image, DebugInfo *debug_ptr, const
     }
   }
   if (matched == 0) {
+    if (std::string inlined = inlined_everywhere(pattern, pcln); !inlined.empty())
+      throw UserError("inlined-function",
+                      fmt::format("no function in {} matches {}: the compiler inlined what it names "
+                                  "into every caller, so none has code of its own: {}",
+                                  image.path, pattern, inlined),
+                      SourceLoc{}, kInlinedHint);
     std::string wanted = pattern;
     for (char c : {'*', '?', '['})
       wanted.erase(std::remove(wanted.begin(), wanted.end(), c), wanted.end());

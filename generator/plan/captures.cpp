@@ -435,8 +435,8 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
       if (t->kind == TypeKind::Array) {
         if (step.index >= t->count)
           throw UserError("index-out-of-range",
-                          fmt::format("{}: index {} is out of range for {} ({} elements)", indexed, step.index,
-                                      t->name, t->count),
+                          fmt::format("{}: index {} is out of range for {} ({} element{})", indexed, step.index,
+                                      t->name, t->count, t->count == 1 ? "" : "s"),
                           step_loc);
         const GoType &elem = types.at(t->elem);
         place = resolver.member(place, step.index * elem.size, elem.size);

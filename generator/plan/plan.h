@@ -162,7 +162,7 @@ struct RuntimeTypeName {
 };
 
 struct TargetInfo {
-  std::string path; // as given on the command line
+  std::string path; // where the tracer finds the binary by default: recorded_target_path()
   std::string build_id;
   std::string go_version;
   std::string arch; // "amd64"
@@ -201,6 +201,15 @@ struct Plan {
 // binary without DWARF (functions then come from `pcln` and parameters from the spec); `pcln` is
 // null when the binary has no .gopclntab, and otherwise also checks every signature's size.
 Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, const Pclntab *pcln);
+
+// The binary's path as the outputs record it (probes.json's target.path, the C banner), which is
+// where the tracer attaches when it is given no --binary, -- CMD or --pid. An absolute path is
+// kept (normalized); a relative one is made relative to the output directory, where the tracer
+// lives and resolves it from: `weave spec.yaml ./myapp` records "../myapp". So `./myapp` and
+// `myapp` record the same, the tracer finds the binary from any working directory, and the text
+// outputs stay byte-stable wherever a tree is checked out. The path is an input of the outputs:
+// naming the binary by another path changes them.
+std::string recorded_target_path(const std::string &binary, const std::string &out_dir);
 
 // Deterministic text dump for `weave build --dump=plan`.
 std::string dump_plan(const Plan &plan);

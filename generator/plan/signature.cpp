@@ -6,6 +6,7 @@
 #include "debuginfo/debuginfo.h"
 #include "debuginfo/dictionaries.h"
 #include "plan/types.h"
+#include "plan/wildcards.h"
 
 #include <fmt/format.h>
 
@@ -152,6 +153,14 @@ ProbeSignature resolve_signature(const ProbeSpec &probe, const SignatureSources 
     // No DWARF: Go code is ABIInternal wherever the version has it, assembly always ABI0.
     constexpr uint8_t kFuncFlagAsm = 4; // runtime/symtab.go funcFlag_ASM
     fn_info = {pfn->name, pfn->entry, pfn->end, !(pfn->flag & kFuncFlagAsm), {}};
+  } else if (std::string inlined = inlined_everywhere(probe.function, pcln); !inlined.empty()) {
+    // Not a typo: the compiler left no body to probe. inlined is "main.add into main.main".
+    throw UserError("inlined-function",
+                    fmt::format("no function {} in {}: the compiler inlined it into every caller "
+                                "({}), so it has no code of its own to probe",
+                                probe.function, image.path,
+                                inlined.substr(inlined.find(" into ") + 6)),
+                    probe.loc, kInlinedHint);
   } else {
     std::string hint = did_you_mean(probe.function, probeable_function_names(debug, pcln));
     throw UserError("unknown-function",

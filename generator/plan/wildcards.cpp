@@ -1,6 +1,7 @@
 #include "plan/wildcards.h"
 
 #include "common/diag.h"
+#include "gobinary/pclntab.h"
 
 #include <fmt/format.h>
 
@@ -67,7 +68,8 @@ bool pattern_opts_in(const std::string &pattern, const std::string &name) {
 
 std::vector<ExpandedProbe> expand_wildcards(const Spec &spec, const std::vector<std::string> &names,
                                             const std::function<bool(const std::string &)> &generated,
-                                            std::vector<std::string> &warnings) {
+                                            std::vector<std::string> &warnings,
+                                            const Pclntab *pcln) {
   std::vector<ExpandedProbe> out;
   for (const ProbeSpec &probe : spec.probes) {
     // A generic instance's name has brackets ("main.Sum[go.shape.int_0]"), which fnmatch reads
@@ -92,6 +94,12 @@ std::vector<ExpandedProbe> expand_wildcards(const Spec &spec, const std::vector<
       if (!excluded)
         matched.push_back(name);
     }
+    if (std::string inlined; matched.empty() && !(inlined = inlined_everywhere(probe.function, pcln)).empty())
+      throw UserError("inlined-function",
+                      fmt::format("no function matches {}: the compiler inlined what it names into "
+                                  "every caller, so none has code of its own to probe: {}",
+                                  probe.function, inlined),
+                      probe.loc, kInlinedHint);
     if (matched.empty())
       throw UserError("no-match", fmt::format("no function matches {}", probe.function), probe.loc,
                       "patterns are shell globs over Go symbol names, e.g. 'main.*'; runtime and internal "
@@ -114,6 +122,38 @@ std::vector<ExpandedProbe> expand_wildcards(const Spec &spec, const std::vector<
                                      probe.function));
   }
   return out;
+}
+
+bool is_function_glob(const std::string &function) { return is_glob(function); }
+
+bool function_pattern_matches(const std::string &pattern, const std::string &name) {
+  if (pattern == name)
+    return true;
+  return is_glob(pattern) && fnmatch(receiver_escaped(pattern).c_str(), name.c_str(), 0) == 0;
+}
+
+std::string inlined_everywhere(const std::string &pattern, const Pclntab *pcln) {
+  if (!pcln)
+    return {};
+  constexpr size_t kListed = 5;
+  auto list = [](const std::vector<std::string> &names) {
+    std::string text;
+    for (size_t i = 0; i < names.size() && i < kListed; ++i)
+      text += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    if (names.size() > kListed)
+      text += fmt::format(" and {} more", names.size() - kListed);
+    return text;
+  };
+  std::vector<std::string> found;
+  for (const auto &[callee, into] : pcln->inline_sites())
+    if (function_pattern_matches(pattern, callee) && !pcln->find(callee))
+      found.push_back(callee + " into " + list(into));
+  std::string text;
+  for (size_t i = 0; i < found.size() && i < kListed; ++i)
+    text += (i == 0 ? "" : "; ") + found[i];
+  if (found.size() > kListed)
+    text += fmt::format("; and {} more functions", found.size() - kListed);
+  return text;
 }
 
 } // namespace weave

@@ -179,6 +179,40 @@ std::string default_cache_root() {
                   {}, "set XDG_CACHE_HOME, or use weave build -o DIR");
 }
 
+std::string quick_spec(const std::vector<std::string> &functions) {
+  std::string text = "# weave trace: every parameter, and the results at every RET\nprobes:\n";
+  for (const std::string &function : functions) {
+    // Single-quoted: a method's "(*T)" and a glob's '*' are YAML syntax otherwise.
+    std::string quoted;
+    for (char c : function)
+      quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    text += "  - function: '" + quoted + "'\n    args: all\n    return: true\n";
+  }
+  return text;
+}
+
+std::string save_quick_spec(const std::string &text, const std::string &cache_root) {
+  fs::path dir = fs::path(cache_root.empty() ? default_cache_root() : cache_root) / "specs";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  fs::path path = dir / (Sha256::hex(text) + ".yaml");
+  std::string existing;
+  if (read_whole(path.string(), existing) && existing == text)
+    return path.string();
+  // Written whole under a temporary name, then renamed: a concurrent trace reads all or nothing.
+  fs::path tmp = dir / fmt::format(".{}.tmp", getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush())
+      throw UserError("write-failed", fmt::format("cannot write {}", tmp.string()));
+  }
+  fs::rename(tmp, path, ec);
+  if (ec)
+    throw UserError("write-failed", fmt::format("cannot write {}: {}", path.string(), ec.message()));
+  return path.string();
+}
+
 std::string cache_key(std::string_view spec_bytes, std::string_view binary_id,
                       std::string_view weave_version, std::string_view runtime_digest) {
   Sha256 h;
@@ -244,6 +278,10 @@ std::vector<std::string> tracer_argv(const std::string &tracer, const RunOptions
   if (!options.format.empty()) {
     argv.push_back("--format");
     argv.push_back(options.format);
+  }
+  if (!options.output.empty()) {
+    argv.push_back("-o");
+    argv.push_back(options.output);
   }
   if (options.pid > 0) {
     argv.push_back("--pid");

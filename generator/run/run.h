@@ -50,10 +50,20 @@ struct RunOptions {
   std::vector<std::string> program_args; // after --
   bool start_program = false;            // `--` was given: start the binary with program_args
   std::string format;                    // tracer --format, when given
+  std::string output;                    // tracer -o: events to this file, when given
   int pid = 0;                           // tracer --pid, when given
   std::string runtime_path;              // the weave-tracer runtime (part of the key)
   std::string cache_root;                // default: default_cache_root()
 };
+
+// The spec of `weave trace BIN FUNC...`, for the first five minutes without a spec file: one probe
+// per function name or glob, with every parameter and the results at every RET (args: all,
+// return: true). YAML, printed so that it can be saved and edited.
+std::string quick_spec(const std::vector<std::string> &functions);
+
+// Writes a quick spec where `weave run` can key its cache on it, CACHE_ROOT/specs/SHA256.yaml (the
+// same text, the same file), and returns that path. Throws UserError [write-failed].
+std::string save_quick_spec(const std::string &text, const std::string &cache_root);
 
 // $XDG_CACHE_HOME/weave when set (and absolute, as the XDG spec requires), else $HOME/.cache/weave.
 // Throws UserError [no-cache-dir] when neither variable helps.

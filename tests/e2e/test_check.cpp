@@ -92,7 +92,9 @@ TEST_CASE("a struct field that moved is drift, and the report names the field an
   size_t hunk = r.out.find("\n@@ -");
   CHECK(r.out.find("\n-", hunk) != std::string::npos);
   CHECK(r.out.find("\n+", hunk) != std::string::npos);
-  CHECK(contains(r.out, "tracer:\n  built from the checked-in probes.json above"));
+  // The tracer carries the checked-in probes.json: consistent with the tree, a note and not drift.
+  CHECK(contains(r.out, "\ntracer: carries the checked-in probes.json, so `weave build` rebuilds it"));
+  CHECK(contains(r.out, "has drifted: 2 of 7 files differ")); // probes.bpf.c and probes.json
   CHECK(contains(r.out, "to update it: weave build"));
   // Files that did not change are not mentioned.
   CHECK_FALSE(contains(r.out, "weave_bpf.h"));
@@ -125,6 +127,28 @@ TEST_CASE("a spec that gained and lost probes: added and removed by name") {
   CHECK(contains(r.out, "  probe main.Ints removed\n"));
   CHECK(contains(r.out, "  probe main.Strings added\n"));
   CHECK(contains(r.out, "  probe main.Nested: id 1 -> 0\n"));
+}
+
+TEST_CASE("removing return: true is one line: the return event removed") {
+  std::string root = e2e::temp_dir("check-return");
+  std::ofstream(root + "/with.yaml")
+      << "probes:\n  - function: main.Nested\n    capture: [r.Size]\n    return: true\n";
+  std::ofstream(root + "/without.yaml") << "probes:\n  - function: main.Nested\n    capture: [r.Size]\n";
+  auto built = weave_in(root + "/dir", "fixture", {"build", root + "/with.yaml", "./svc", "-o", "out"});
+  REQUIRE(built.status == 0);
+  auto r = weave_in(root + "/dir", "fixture", {"check", root + "/without.yaml", "./svc", "out"});
+  INFO(r.out);
+  CHECK(r.status == 1);
+  size_t at = r.out.find("\nprobes.json:\n");
+  REQUIRE(at != std::string::npos);
+  std::string section = r.out.substr(at + 1, r.out.find("\n\n", at + 1) - at - 1);
+  CHECK(section == "probes.json:\n  probe main.Nested: return event removed");
+  CHECK_FALSE(contains(r.out, "kind return -> entry"));
+  // And back: the return event added, in one line too.
+  built = weave_in(root + "/dir", "fixture", {"build", root + "/without.yaml", "./svc", "-o", "out"});
+  REQUIRE(built.status == 0);
+  r = weave_in(root + "/dir", "fixture", {"check", root + "/with.yaml", "./svc", "out"});
+  CHECK(contains(r.out, "\nprobes.json:\n  probe main.Nested: return event added\n\n"));
 }
 
 TEST_CASE("missing files and a missing directory are drift") {

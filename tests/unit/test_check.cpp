@@ -1,6 +1,7 @@
 // Unit tests for `weave check` (the line diff, the manifest's semantic diff, the report) and for
 // `weave run`'s cache key (SHA-256 against the FIPS 180-4 / NIST CAVP vectors).
 #include "check/check.h"
+#include "plan/plan.h"
 #include "common/diag.h"
 #include "payload.h"
 #include "run/run.h"
@@ -180,6 +181,9 @@ TEST_CASE("weave run's tracer command line") {
   o.pid = 42;
   CHECK(weave::tracer_argv("/c/tracer", o) ==
         std::vector<std::string>{"/c/tracer", "--pid", "42", "--binary", "/srv/svc"});
+  o.output = "events.jsonl";
+  CHECK(weave::tracer_argv("/c/tracer", o) ==
+        std::vector<std::string>{"/c/tracer", "-o", "events.jsonl", "--pid", "42", "--binary", "/srv/svc"});
 }
 
 TEST_CASE("cached_tracer builds on a miss only, and keeps the 32 most recently used entries") {
@@ -342,6 +346,35 @@ TEST_CASE("manifest diff: probes and captures added, removed and reordered by na
   CHECK(changes.size() == 5); // no cascade from the reordering
 }
 
+TEST_CASE("manifest diff: a probe's return event is matched by name and kind, not by position") {
+  // return: true makes two entries of one name: the entry event, then the return event.
+  json with_return = manifest();
+  json &entry = with_return["probes"][0];
+  entry["kind"] = "entry";
+  entry["program"] = "probe_0_entry";
+  json ret = entry;
+  ret["id"] = 1;
+  ret["kind"] = "return";
+  ret["program"] = "probe_0_return";
+  ret["attach"] = json::parse(R"([{"kind": "return", "vaddr": "0x4827f7", "file_offset": "0x827f7",
+                                   "cookie": 0}])");
+  ret["captures"] = json::array();
+  ret["duration_offset"] = 48;
+  with_return["probes"] = json::array({entry, ret});
+  json without = with_return;
+  without["probes"].erase(1);
+  // The truth in one line, either way: no "kind return -> entry", no captures added.
+  CHECK(weave::manifest_changes(with_return, without) ==
+        std::vector<std::string>{"probe main.(*Server).Handle: return event removed"});
+  CHECK(weave::manifest_changes(without, with_return) ==
+        std::vector<std::string>{"probe main.(*Server).Handle: return event added"});
+  // A change inside the return event is named by it.
+  json moved = with_return;
+  moved["probes"][1]["duration_offset"] = 56;
+  CHECK(weave::manifest_changes(with_return, moved) ==
+        std::vector<std::string>{"probe main.(*Server).Handle: return event: duration offset 48 -> 56"});
+}
+
 TEST_CASE("manifest diff: return attach points and keys it does not know") {
   json a = manifest(), b = manifest();
   for (json *m : {&a, &b}) {
@@ -406,11 +439,18 @@ TEST_CASE("check_output: identical, changed, missing, and a stale tracer") {
         std::string::npos);
   CHECK(report.find("entry file offset 0x1 -> 0x827e0") != std::string::npos);
 
-  // A tracer built from the checked-in probes.json: one line, not the same changes twice.
+  // A tracer built from the checked-in probes.json matches the tree: a note, not drift, and not
+  // the same changes twice.
   REQUIRE(weave::append_payload((dir / "runtime").string(), "obj", old.dump(2) + "\n",
                                 (dir / "tracer").string(), error));
-  report = weave::format_check_report(weave::check_output(files, dir.string()));
-  CHECK(report.find("tracer:\n  built from the checked-in probes.json above") != std::string::npos);
+  weave::CheckResult consistent = weave::check_output(files, dir.string());
+  report = weave::format_check_report(consistent);
+  INFO(report);
+  CHECK(consistent.drift.size() == 3);
+  CHECK(report.find("has drifted: 3 of 4 files differ, 1 missing") != std::string::npos);
+  CHECK(report.find("\ntracer: carries the checked-in probes.json, so `weave build` rebuilds it "
+                    "along with the files above\n") != std::string::npos);
+  CHECK(report.find("\ntracer:\n") == std::string::npos);
   CHECK(report.find("OLD/ID") == report.rfind("OLD/ID"));
 }
 
@@ -436,4 +476,43 @@ TEST_CASE("check_output: a missing directory is drift of every file") {
       files, (fs::path(WEAVE_BINARY_DIR) / "unit-tmp" / "no-such-dir").string());
   CHECK(result.drift.size() == 2);
   CHECK(result.drift[0].missing);
+}
+
+TEST_CASE("the recorded binary path: absolute as given, else relative to the output directory") {
+  fs::path cwd = fs::current_path();
+  fs::path root = fs::path(WEAVE_BINARY_DIR) / "unit-tmp" / "recorded-path";
+  fs::create_directories(root / "sub");
+  fs::current_path(root);
+  // Every name of one file from one directory records the same path...
+  for (const char *binary : {"myapp", "./myapp", "sub/../myapp", "./sub/./../myapp"})
+    for (const char *out : {"weave-out", "weave-out/", "./weave-out", "sub/../weave-out"}) {
+      CAPTURE(binary);
+      CAPTURE(out);
+      CHECK(weave::recorded_target_path(binary, out) == "../myapp");
+    }
+  CHECK(weave::recorded_target_path("bin/svc", "deploy/probes") == "../../bin/svc");
+  CHECK(weave::recorded_target_path("svc", ".") == "svc");
+  CHECK(weave::recorded_target_path("../svc", "out") == "../../svc");
+  // ...and an absolute path is kept, normalized, wherever the output goes.
+  CHECK(weave::recorded_target_path("/usr/local/bin/svc", "out") == "/usr/local/bin/svc");
+  CHECK(weave::recorded_target_path("/usr/local/bin/../bin/./svc", "/tmp/x") == "/usr/local/bin/svc");
+  // From another working directory, the same layout records the same text.
+  fs::current_path(root / "sub");
+  CHECK(weave::recorded_target_path("myapp", "weave-out") == "../myapp");
+  fs::current_path(cwd);
+}
+
+TEST_CASE("check reads the recorded path of a tree, and notes it when it is not this one") {
+  fs::path dir = fs::path(WEAVE_BINARY_DIR) / "unit-tmp" / "checked-path";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  CHECK_FALSE(weave::checked_in_target_path(dir.string()));
+  std::ofstream(dir / "probes.json") << "{\"target\": {\"path\": \"../svc\"}}";
+  CHECK(weave::checked_in_target_path(dir.string()) == std::optional<std::string>("../svc"));
+  std::ofstream(dir / "probes.json") << "{\"target\": {\"path\": 3}}";
+  CHECK_FALSE(weave::checked_in_target_path(dir.string()));
+  std::string note = weave::target_path_note("../svc", "../../b/svc");
+  CHECK(note.find("not compared") != std::string::npos);
+  CHECK(note.find("records ../svc") != std::string::npos);
+  CHECK(note.find("--binary") != std::string::npos);
 }

@@ -48,6 +48,8 @@ weave::Plan plan_case(const fs::path &spec_path, const std::string &binary) {
   auto debug = weave::DebugInfo::open(image.path, image.ptr_size);
   auto pcln = weave::Pclntab::load(image);
   weave::Plan plan = weave::make_plan(spec, image, debug.get(), pcln ? &*pcln : nullptr);
+  // As `weave build spec.yaml ./fixture` records it: relative to the output directory weave-out.
+  plan.target.path = weave::recorded_target_path(image.path, "weave-out");
   fs::current_path(cwd);
   return plan;
 }

@@ -836,3 +836,38 @@ TEST_CASE("runtime type descriptors name every type DWARF lists, as DWARF names 
     CHECK_FALSE(table.type_at(0));
   }
 }
+
+TEST_CASE("inline_sites: every inlined frame the runtime reports, under the function holding it") {
+  for (const std::string &path : {kInline, kInlinePie, kInlineStripped}) {
+    CAPTURE(path);
+    Pclntab table = load_table(path);
+    std::map<std::string, std::vector<std::string>> sites = table.inline_sites();
+    std::vector<Stack> stacks = run_inline_fixture(path);
+    REQUIRE(stacks.size() == 2);
+    const uint64_t bias = stacks[0].self - table.find("main.report")->entry;
+    size_t checked = 0;
+    for (const Stack &stack : stacks)
+      for (size_t i = 0; i < stack.pcs.size(); ++i) {
+        // The runtime's frames (symbolize equals them: the test above) name each inlined callee
+        // and, last, the physical function its copy lives in.
+        auto chain = table.symbolize(stack.pcs[i] - 1 - bias);
+        for (size_t k = 0; k + 1 < chain.size(); ++k) {
+          CAPTURE(chain[k].function);
+          const std::vector<std::string> &into = sites[chain[k].function];
+          CHECK(std::find(into.begin(), into.end(), chain.back().function) != into.end());
+          ++checked;
+        }
+      }
+    CHECK(checked >= 5);
+    // Inlined into their only caller, they have no body; main.report (noinline) is never inlined.
+    for (const char *callee : {"main.scale", "main.pick", "main.choose"}) {
+      CAPTURE(callee);
+      CHECK(table.find(callee) == nullptr);
+      CHECK(sites[callee] == std::vector<std::string>{"main.deep"});
+    }
+    CHECK(sites.count("main.report") == 0);
+    // Each holder is listed once, however many times it inlines the callee.
+    for (const auto &[callee, into] : sites)
+      CHECK(std::set<std::string>(into.begin(), into.end()).size() == into.size());
+  }
+}
