@@ -46,11 +46,11 @@ _weave() {
 
   local command= i
   case ${words[1]} in
-  build | check | run | funcs) command=${words[1]} ;;
+  build | check | run | trace | funcs) command=${words[1]} ;;
   esac
 
-  # Everything after `weave run ... --` belongs to the traced program.
-  if [[ $command == run ]]; then
+  # Everything after `weave run ... --` (or trace) belongs to the traced program.
+  if [[ $command == run || $command == trace ]]; then
     for ((i = 2; i < cword; i++)); do
       if [[ ${words[i]} == -- ]]; then
         COMPREPLY=($(compgen -f -- "$cur"))
@@ -87,7 +87,8 @@ _weave() {
     case $command in
     build) options+=' --output --dump --clang --runtime --timings' ;;
     check) ;;
-    run) options+=' --format --pid --clang --runtime' ;;
+    run) options+=' --format --output --pid --clang --runtime' ;;
+    trace) options+=' --format --output --pid' ;;
     funcs) options+=' --names' ;;
     *) options+=' --version --output --dump --clang --runtime --timings' ;; # weave SPEC BIN is build
     esac
@@ -98,7 +99,7 @@ _weave() {
   if [[ -z $command ]]; then
     if ((cword == 1)); then
       # A subcommand, or the spec of the short form `weave SPEC BIN`.
-      COMPREPLY=($(compgen -W 'build check run funcs' -- "$cur") $(compgen -f -- "$cur"))
+      COMPREPLY=($(compgen -W 'build check run trace funcs' -- "$cur") $(compgen -f -- "$cur"))
     else
       COMPREPLY=($(compgen -f -- "$cur"))
     fi
@@ -116,7 +117,8 @@ _weave() {
     fi
   done
 
-  if [[ $command == funcs && ${#positionals[@]} -eq 1 ]]; then
+  # weave funcs BIN PATTERN, weave trace BIN FUNC...: function names of the binary.
+  if [[ ($command == funcs && ${#positionals[@]} -eq 1) || ($command == trace && ${#positionals[@]} -ge 1) ]]; then
     local binary prefix name
     binary=$(_weave_unquote "${positionals[0]}")
     binary=${binary/#\~/$HOME}

@@ -2,7 +2,7 @@
 # `weave funcs BIN <TAB>` (asked of weave itself: `weave funcs --names BIN`).
 # Installed as share/fish/vendor_completions.d/weave.fish.
 
-set -l commands build check run funcs
+set -l commands build check run trace funcs
 
 # The arguments after `weave funcs` that are not options: the binary, then the pattern.
 function __weave_funcs_positionals
@@ -28,6 +28,7 @@ complete -c weave -f
 complete -c weave -n "not __fish_seen_subcommand_from $commands" -a build -d 'generate probes and a tracer for a Go binary'
 complete -c weave -n "not __fish_seen_subcommand_from $commands" -a check -d 'compare with a checked-in output directory (CI)'
 complete -c weave -n "not __fish_seen_subcommand_from $commands" -a run -d 'build into a cache and run the tracer at once'
+complete -c weave -n "not __fish_seen_subcommand_from $commands" -a trace -d 'trace functions without a spec file'
 complete -c weave -n "not __fish_seen_subcommand_from $commands" -a funcs -d 'list functions, parameters and their locations'
 complete -c weave -n "not __fish_seen_subcommand_from $commands" -l version -d 'print the version and exit'
 complete -c weave -s h -l help -d 'print help and exit'

@@ -187,6 +187,9 @@ TEST_CASE("the bash completion completes a command, an option and a function nam
     CHECK(quoted.out == "main.(*Server).Handle\n");
     auto escaped = complete("weave funcs " + hello + " main.\\(\\*Se", "weave funcs " + quote(hello) + " 'main.\\(\\*Se'", helpers);
     CHECK(escaped.out == "main.(*Server).Handle\n");
+    // weave trace BIN FUNC...: every argument after the binary is a function name.
+    auto traced = complete("weave trace " + hello + " main.main main.", "weave trace " + quote(hello) + " main.main main.", helpers);
+    CHECK(traced.out == "main.(*Server).Handle\nmain.main\n");
     auto dump = complete("weave build --dump probes.b", "weave build --dump probes.b", helpers);
     CHECK(dump.out == "probes.bpf.c\n");
   }
