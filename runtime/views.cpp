@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -590,6 +592,30 @@ std::vector<std::string> LatencySummary::lines() const {
 
 // ---- --folded -------------------------------------------------------------------------------------
 
+namespace {
+
+// The header of an event whose probe id the manifest knows, or nullopt (a malformed record, which
+// EventWriter counts).
+std::optional<weave_event_header> known_header(const Manifest &manifest, const void *data, size_t size) {
+  struct weave_event_header h;
+  if (size < sizeof h)
+    return std::nullopt;
+  std::memcpy(&h, data, sizeof h);
+  if (h.probe_id >= manifest.probes.size())
+    return std::nullopt;
+  return h;
+}
+
+// The entry event a probe's events pair with: every attach point's cookie carries its id in bits
+// 24-47 (templates/weave_bpf.h); an entry's is its own.
+uint32_t entry_probe_of(const Manifest &manifest, uint32_t id) {
+  const ManifestProbe &p = manifest.probes[id];
+  uint32_t pair = p.attach.empty() ? id : static_cast<uint32_t>((p.attach.front().cookie >> 24) & 0xffffff);
+  return pair < manifest.probes.size() ? pair : id;
+}
+
+} // namespace
+
 void FoldedStacks::add_entry(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, std::string_view stack) {
   // Frames come innermost first, one per line: "    main.g (f.go:3)", " [inlined]" after an
   // inlined one, or "    0x4a3f60" when the address has no symbol.
@@ -659,17 +685,13 @@ FoldedView::FoldedView(const Manifest &manifest, uint64_t start_ns, std::string 
       path_(std::move(path)) {}
 
 void FoldedView::on_event(const void *data, size_t size) {
-  struct weave_event_header h;
-  if (size < sizeof h)
+  std::optional<weave_event_header> header = known_header(manifest_, data, size);
+  if (!header)
     return;
-  std::memcpy(&h, data, sizeof h);
-  if (h.probe_id >= manifest_.probes.size())
-    return;
+  const weave_event_header &h = *header;
   const ManifestProbe &probe = manifest_.probes[h.probe_id];
   if (h.kind == WEAVE_EVENT_RETURN) {
-    // A return pairs with its probe's entry event, whose id every attach point's cookie carries
-    // in bits 24-47 (templates/weave_bpf.h).
-    uint32_t pair = probe.attach.empty() ? h.probe_id : static_cast<uint32_t>((probe.attach.front().cookie >> 24) & 0xffffff);
+    uint32_t pair = entry_probe_of(manifest_, h.probe_id);
     uint64_t duration = probe.duration_offset && size >= probe.duration_offset + 8
                             ? load_u64(static_cast<const uint8_t *>(data) + probe.duration_offset)
                             : 0;
@@ -718,13 +740,9 @@ PerfettoView::PerfettoView(const Manifest &manifest, uint64_t start_ns, std::str
       path_(std::move(path)) {
   has_return_.assign(manifest.probes.size(), false);
   pair_of_.resize(manifest.probes.size());
-  for (size_t i = 0; i < manifest.probes.size(); ++i) {
-    const ManifestProbe &p = manifest.probes[i];
-    // Every attach point's cookie carries the id of the entry its event pairs with (bits 24-47).
-    uint32_t pair = p.attach.empty() ? static_cast<uint32_t>(i)
-                                     : static_cast<uint32_t>((p.attach.front().cookie >> 24) & 0xffffff);
-    pair_of_[i] = pair < manifest.probes.size() ? pair : static_cast<uint32_t>(i);
-    if (p.duration_offset && pair_of_[i] != i)
+  for (uint32_t i = 0; i < manifest.probes.size(); ++i) {
+    pair_of_[i] = entry_probe_of(manifest, i);
+    if (manifest.probes[i].duration_offset && pair_of_[i] != i)
       has_return_[pair_of_[i]] = true;
   }
 }
@@ -765,12 +783,10 @@ void PerfettoView::name_track(uint32_t pid, uint64_t track, bool goroutine) {
 }
 
 void PerfettoView::on_event(const void *data, size_t size) {
-  struct weave_event_header h;
-  if (size < sizeof h)
+  std::optional<weave_event_header> header = known_header(manifest_, data, size);
+  if (!header)
     return;
-  std::memcpy(&h, data, sizeof h);
-  if (h.probe_id >= manifest_.probes.size())
-    return;
+  const weave_event_header &h = *header;
   line_.clear();
   if (!printer_.format(data, size, line_))
     return;

@@ -51,27 +51,24 @@ private:
       fail(pos_, "expected '" + token + "'");
   }
 
-  PredicateNode parse_or(size_t depth) {
-    PredicateNode first = parse_and(depth);
-    if (!peek_is("||"))
+  // or := and ('||' and)*, and := unary ('&&' unary)*: one level of a left-to-right chain.
+  PredicateNode parse_chain(size_t depth, const std::string &op, PredicateNode::Kind kind,
+                            PredicateNode (Parser::*operand)(size_t)) {
+    PredicateNode first = (this->*operand)(depth);
+    if (!peek_is(op))
       return first;
     PredicateNode node;
-    node.kind = PredicateNode::Kind::Or;
+    node.kind = kind;
     node.children.push_back(std::move(first));
-    while (eat("||"))
-      node.children.push_back(parse_and(depth));
+    while (eat(op))
+      node.children.push_back((this->*operand)(depth));
     return node;
   }
+  PredicateNode parse_or(size_t depth) {
+    return parse_chain(depth, "||", PredicateNode::Kind::Or, &Parser::parse_and);
+  }
   PredicateNode parse_and(size_t depth) {
-    PredicateNode first = parse_unary(depth);
-    if (!peek_is("&&"))
-      return first;
-    PredicateNode node;
-    node.kind = PredicateNode::Kind::And;
-    node.children.push_back(std::move(first));
-    while (eat("&&"))
-      node.children.push_back(parse_unary(depth));
-    return node;
+    return parse_chain(depth, "&&", PredicateNode::Kind::And, &Parser::parse_unary);
   }
   bool peek_is(const std::string &token) {
     skip_space();
