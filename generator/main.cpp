@@ -136,19 +136,33 @@ struct CheckArgs {
   std::string dir;
 };
 
-// Exit codes: weave::kCheckClean, kCheckDrift, kCheckCannotRegen (check/check.h).
+// Exit codes: weave::kCheckClean, kCheckDrift, kCheckCannotRegen (check/check.h), and no other:
+// CI scripts branch on them, so even a bug in weave (an internal error) is "nothing compared", 3.
 int check(const CheckArgs &args) {
+  auto cannot_regen = [&] {
+    std::cerr << "weave check: cannot regenerate the probes for " << args.binary_path
+              << ", so nothing was compared (exit " << weave::kCheckCannotRegen
+              << "; drift would be exit " << weave::kCheckDrift << ")\n";
+    return weave::kCheckCannotRegen;
+  };
   std::optional<Generated> out;
   try {
     out = generate_outputs(args.spec_path, args.binary_path);
   } catch (const weave::UserError &e) {
     std::cerr << weave::format_error(e);
-    std::cerr << "weave check: cannot regenerate the probes for " << args.binary_path
-              << ", so nothing was compared (exit " << weave::kCheckCannotRegen
-              << "; drift would be exit " << weave::kCheckDrift << ")\n";
+    return cannot_regen();
+  } catch (const std::exception &e) {
+    std::cerr << "weave: internal error: " << e.what() << "\n";
+    return cannot_regen();
+  }
+  weave::CheckResult result;
+  try {
+    result = weave::check_output(out->files, args.dir);
+  } catch (const std::exception &e) {
+    std::cerr << "weave check: internal error while comparing with " << args.dir << ": " << e.what()
+              << "\n";
     return weave::kCheckCannotRegen;
   }
-  weave::CheckResult result = weave::check_output(out->files, args.dir);
   std::cout << weave::format_check_report(result);
   if (result.clean())
     return weave::kCheckClean;
