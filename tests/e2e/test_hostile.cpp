@@ -7,8 +7,14 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <linux/bpf.h>
+#include <map>
+#include <set>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
@@ -59,7 +65,73 @@ std::string freebsd_binary(const std::string &dir) {
   return out;
 }
 
+// Every BPF program loaded on the machine, by id, with its name (the first 15 bytes).
+std::map<uint32_t, std::string> bpf_programs() {
+  std::map<uint32_t, std::string> programs;
+  for (uint32_t id = 0;;) {
+    union bpf_attr next {};
+    next.start_id = id;
+    if (syscall(SYS_bpf, BPF_PROG_GET_NEXT_ID, &next, sizeof next) != 0)
+      break;
+    id = next.next_id;
+    union bpf_attr get {};
+    get.prog_id = id;
+    int fd = static_cast<int>(syscall(SYS_bpf, BPF_PROG_GET_FD_BY_ID, &get, sizeof get));
+    if (fd < 0)
+      continue; // freed meanwhile
+    bpf_prog_info info{};
+    union bpf_attr query {};
+    query.info.bpf_fd = static_cast<uint32_t>(fd);
+    query.info.info_len = sizeof info;
+    query.info.info = reinterpret_cast<uint64_t>(&info);
+    if (syscall(SYS_bpf, BPF_OBJ_GET_INFO_BY_FD, &query, sizeof query) == 0)
+      programs[id] = info.name;
+    close(fd);
+  }
+  return programs;
+}
+
 } // namespace
+
+TEST_CASE("a tracer killed with SIGKILL leaves no probe behind: its programs and uprobes go with it") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("tracer-killed");
+  auto built = e2e::run({e2e::weave(), "build", e2e::source("tests/e2e/fixture.yaml"), e2e::fixture("fixture"), "-o",
+                         dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  std::set<std::string> names; // as the kernel keeps them: 15 bytes
+  for (const auto &probe : nlohmann::json::parse(e2e::read_file(dir + "/out/probes.json"))["probes"])
+    names.insert(probe["program"].get<std::string>().substr(0, 15));
+  std::vector<double> gone_ms;
+  for (int round = 0; round < 3; ++round) {
+    std::map<uint32_t, std::string> before = bpf_programs();
+    e2e::Background tracer = e2e::spawn({dir + "/out/tracer"}, dir);
+    REQUIRE_MESSAGE(tracer.wait_for_err("weave: tracing"), tracer.read_err());
+    std::set<uint32_t> ours;
+    for (const auto &[id, name] : bpf_programs())
+      if (!before.count(id) && names.count(name))
+        ours.insert(id);
+    // An uprobe holds its program: while any of these is loaded, a probe may still fire.
+    REQUIRE(ours.size() == names.size());
+    const int pid = tracer.pid;
+    REQUIRE(kill(pid, SIGKILL) == 0);
+    auto killed = std::chrono::steady_clock::now();
+    CHECK(tracer.wait(10000) == 128 + SIGKILL);
+    bool left = true;
+    while (left && std::chrono::steady_clock::now() - killed < std::chrono::seconds(10)) {
+      std::map<uint32_t, std::string> now = bpf_programs();
+      left = std::any_of(ours.begin(), ours.end(), [&](uint32_t id) { return now.count(id) > 0; });
+      if (left)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    CHECK_FALSE(left);
+    gone_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - killed).count());
+  }
+  // And the program runs untouched.
+  CHECK(e2e::run({e2e::fixture("fixture")}).status == 0);
+  MESSAGE("programs gone " << gone_ms[0] << ", " << gone_ms[1] << ", " << gone_ms[2] << " ms after SIGKILL");
+}
 
 TEST_CASE("a name that is not UTF-8 is a located error; a build id that is not UTF-8 is shown in hex") {
   std::string dir = e2e::temp_dir("utf8");
