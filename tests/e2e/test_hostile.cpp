@@ -316,3 +316,19 @@ TEST_CASE("a build killed during clang leaves no temporary once the next build h
     left.push_back(entry.path().filename().string());
   CHECK(left == std::vector<std::string>{"out"});
 }
+
+TEST_CASE("text from the command line, spec or binary reaches probes.bpf.c only inside comments") {
+  // The binary's path is written into a comment of the C file: one holding "*/" and C code must
+  // neither end the comment nor add code.
+  std::string dir = e2e::temp_dir("c-injection");
+  std::string evil = dir + "/x*/int injected = 1; /*";
+  fs::create_directories(evil);
+  fs::copy_file(e2e::fixture("fixture"), evil + "/bin");
+  auto r = e2e::run({e2e::weave(), "build", e2e::source("tests/e2e/fixture.yaml"), evil + "/bin", "-o", dir + "/out"});
+  INFO(r.err);
+  REQUIRE(r.status == 0); // clang compiled it
+  std::string c = e2e::read_file(dir + "/out/probes.bpf.c");
+  CHECK(c.find("x* /int injected = 1; /* /bin") != std::string::npos);
+  // Every "*/" in the file closes a comment weave opened: none comes from the path.
+  CHECK(c.find("x*/") == std::string::npos);
+}
