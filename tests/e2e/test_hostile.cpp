@@ -101,7 +101,8 @@ TEST_CASE("a tracer killed with SIGKILL leaves no probe behind: its programs and
   INFO(built.err);
   REQUIRE(built.status == 0);
   std::set<std::string> names; // as the kernel keeps them: 15 bytes
-  for (const auto &probe : nlohmann::json::parse(e2e::read_file(dir + "/out/probes.json"))["probes"])
+  nlohmann::json manifest = nlohmann::json::parse(e2e::read_file(dir + "/out/probes.json"));
+  for (const auto &probe : manifest["probes"])
     names.insert(probe["program"].get<std::string>().substr(0, 15));
   std::vector<double> gone_ms;
   for (int round = 0; round < 3; ++round) {
@@ -254,7 +255,8 @@ TEST_CASE("every bad input: weave build exits 1 and weave check 3, never an inte
   inputs.push_back({fixture, dir + "/spec.yaml"}); // swapped
   inputs.push_back({dir + "/spec.yaml", dir + "/noisy"});
   size_t failed_builds = 0;
-  for (const auto &[spec, binary] : inputs) {
+  for (const auto &input : inputs) {
+    const std::string &spec = input.first, &binary = input.second; // clang 14 captures no bindings
     CAPTURE(spec);
     CAPTURE(binary);
     auto build = e2e::run({e2e::weave(), "build", spec, binary, "-o", dir + "/out"}, 20000);
@@ -331,4 +333,14 @@ TEST_CASE("text from the command line, spec or binary reaches probes.bpf.c only 
   CHECK(c.find("x* /int injected = 1; /* /bin") != std::string::npos);
   // Every "*/" in the file closes a comment weave opened: none comes from the path.
   CHECK(c.find("x*/") == std::string::npos);
+}
+
+TEST_CASE("a capture index past 2^64 is a located error (found by fuzz_capture_expr)") {
+  std::string dir = e2e::temp_dir("huge-index");
+  write(dir + "/spec.yaml", "probes:\n  - function: main.Collections\n    capture:\n      - arr[18446744073709551616]\n");
+  auto r = e2e::run({e2e::weave(), "build", dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("spec.yaml:4:13: error[bad-expression]") != std::string::npos);
+  CHECK(r.err.find("index 18446744073709551616 is larger than any Go value can have") != std::string::npos);
+  CHECK(e2e::run({e2e::weave(), "check", dir + "/spec.yaml", e2e::fixture("fixture"), dir + "/out"}).status == 3);
 }
