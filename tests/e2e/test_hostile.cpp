@@ -134,7 +134,7 @@ TEST_CASE("a tracer killed with SIGKILL leaves no probe behind: its programs and
   MESSAGE("programs gone " << gone_ms[0] << ", " << gone_ms[1] << ", " << gone_ms[2] << " ms after SIGKILL");
 }
 
-TEST_CASE("a name that is not UTF-8 is a located error; a build id that is not UTF-8 is shown in hex") {
+TEST_CASE("a name that is not UTF-8 is a located error, and a build id that is not UTF-8 is shown in hex") {
   std::string dir = e2e::temp_dir("utf8");
   write(dir + "/name.yaml", "probes:\n  - function: main.Ints\n    name: caf\xe9\n");
   auto build = e2e::run({e2e::weave(), "build", dir + "/name.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
