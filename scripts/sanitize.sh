@@ -29,8 +29,10 @@ built=$(date +%s)
 # on bad input. libstdc++'s std::regex recurses once per character it matches, and ASan's frames are
 # larger: test_golden's comment-stripping regex overflows the default 8 MiB stack under ASan.
 ulimit -s 1048576 2>/dev/null || ulimit -s unlimited
-pattern="^($(IFS='|'; echo "${unit[*]}" "${e2e[*]}" | tr ' ' '|')): "
-ctest --preset asan -j 2 -R "$pattern" "$@"
+# ctest names a test "EXECUTABLE:CASE". The arm64 cases need weave-tracer-arm64, which this build
+# leaves out (it is a cross build of its own, unsanitized anyway).
+pattern="^($(IFS='|'; echo "${unit[*]}" "${e2e[*]}" | tr ' ' '|')):"
+ctest --preset asan -j 2 -R "$pattern" -E "arm64" "$@"
 tested=$(date +%s)
 ctest --preset asan -j 2 -L fuzz "$@"
 end=$(date +%s)
