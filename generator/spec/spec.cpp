@@ -13,8 +13,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
-#include <cstdio>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
