@@ -38,15 +38,27 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 } // namespace
 
-std::string format_error(const UserError &error) {
-  std::ostringstream out;
+namespace {
+
+// A source line as the terminal should show it: bytes that are not UTF-8 become '?', one for one,
+// so the caret below still lines up and no stray byte reaches the terminal.
+std::string printable_line(std::string line) {
+  for (size_t pos = invalid_utf8(line); pos != std::string::npos;) {
+    line[pos] = '?';
+    size_t next = invalid_utf8(std::string_view(line).substr(pos + 1));
+    pos = next == std::string::npos ? next : pos + 1 + next;
+  }
+  return line;
+}
+
+void format_one(std::ostringstream &out, const UserError &error) {
   if (error.loc.line > 0)
     out << error.loc.file << ":" << error.loc.line << ":" << error.loc.column << ": ";
   else if (!error.loc.file.empty())
     out << error.loc.file << ": ";
   out << "error[" << error.id << "]: " << error.what() << "\n";
   if (error.loc.line > 0) {
-    std::string line = source_line(error.loc);
+    std::string line = printable_line(source_line(error.loc));
     if (!line.empty()) {
       out << "  " << line << "\n  ";
       for (int i = 1; i < error.loc.column && i <= static_cast<int>(line.size()); ++i)
@@ -56,7 +68,75 @@ std::string format_error(const UserError &error) {
   }
   if (!error.hint.empty())
     out << "  hint: " << error.hint << "\n";
+}
+
+} // namespace
+
+std::string format_error(const UserError &error) {
+  std::ostringstream out;
+  format_one(out, error);
+  size_t total = 1 + error.others.size();
+  for (size_t i = 0; i < error.others.size() && i + 1 < kMaxErrorsShown; ++i)
+    format_one(out, error.others[i]);
+  if (total > kMaxErrorsShown)
+    out << "... and " << total - kMaxErrorsShown << " more error"
+        << (total - kMaxErrorsShown == 1 ? "" : "s") << "\n";
+  if (total > 1)
+    out << total << " errors\n";
   return out.str();
+}
+
+UserError combine_errors(std::vector<UserError> errors) {
+  std::vector<UserError> flat;
+  for (auto &error : errors) {
+    std::vector<UserError> others = std::move(error.others);
+    error.others.clear();
+    flat.push_back(std::move(error));
+    for (auto &other : others)
+      flat.push_back(std::move(other));
+  }
+  // Errors without a line (the file as a whole) first, then in the order of the text.
+  std::stable_sort(flat.begin(), flat.end(), [](const UserError &a, const UserError &b) {
+    return std::pair(a.loc.line, a.loc.column) < std::pair(b.loc.line, b.loc.column);
+  });
+  UserError first = std::move(flat.front());
+  first.others.assign(std::make_move_iterator(flat.begin() + 1), std::make_move_iterator(flat.end()));
+  return first;
+}
+
+size_t invalid_utf8(std::string_view text) {
+  // Unicode 15, table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF.
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = byte(i);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+      n = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      lo = c == 0xE0 ? 0xA0 : 0x80;
+      hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      lo = c == 0xF0 ? 0x90 : 0x80;
+      hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else
+      return i;
+    if (i + n >= text.size())
+      return i;
+    if (byte(i + 1) < lo || byte(i + 1) > hi)
+      return i;
+    for (size_t k = 2; k <= n; ++k)
+      if ((byte(i + k) & 0xC0) != 0x80)
+        return i;
+    i += n + 1;
+  }
+  return std::string_view::npos;
 }
 
 std::vector<std::string> nearest_names(std::string_view wanted,

@@ -28,10 +28,24 @@ public:
   std::string id;
   SourceLoc loc;
   std::string hint;
+  // Further independent errors found in the same run (a spec with three typos gets three
+  // messages), in the order they are shown; format_error prints them after this one.
+  std::vector<UserError> others;
 };
 
+// At most this many errors of one run are printed; the rest are counted.
+inline constexpr size_t kMaxErrorsShown = 20;
+
+// The first of `errors` (in order of their location) carrying the rest as others. `errors` must not
+// be empty; an error that already carries others is flattened.
+UserError combine_errors(std::vector<UserError> errors);
+
+// The offset of the first byte of `text` that does not belong to well-formed UTF-8, or npos.
+size_t invalid_utf8(std::string_view text);
+
 // Renders an error with its location, the offending source line and a caret under the column
-// (when the file can be read), and the hint.
+// (when the file can be read), and the hint; then its others (at most kMaxErrorsShown in all, then
+// how many more there are) and, for more than one, the count.
 std::string format_error(const UserError &error);
 
 // Up to `max` candidates closest to `wanted` by edit distance (case-insensitive), best first,

@@ -151,23 +151,39 @@ struct CheckArgs {
   std::string dir;
 };
 
-// Exit codes: weave::kCheckClean, kCheckDrift, kCheckCannotRegen (check/check.h).
+// Exit codes: weave::kCheckClean, kCheckDrift, kCheckCannotRegen (check/check.h), and no other:
+// CI scripts branch on them, so even a bug in weave (an internal error) is "nothing compared", 3.
 int check(const CheckArgs &args) {
-  // The recorded path is not compared: a tree checked out elsewhere, or checked with the binary
-  // named otherwise, is regenerated with the path it records (and a note says so).
-  std::string here = weave::recorded_target_path(args.binary_path, args.dir);
-  std::optional<std::string> recorded = weave::checked_in_target_path(args.dir);
-  std::optional<Generated> out;
-  try {
-    out = generate_outputs(args.spec_path, args.binary_path, recorded.value_or(here));
-  } catch (const weave::UserError &e) {
-    diagnose(weave::format_error(e));
+  auto cannot_regen = [&] {
     std::cerr << "weave check: cannot regenerate the probes for " << args.binary_path
               << ", so nothing was compared (exit " << weave::kCheckCannotRegen
               << "; drift would be exit " << weave::kCheckDrift << ")\n";
     return weave::kCheckCannotRegen;
+  };
+  // The recorded path is not compared: a tree checked out elsewhere, or checked with the binary
+  // named otherwise, is regenerated with the path it records (and a note says so).
+  std::string here;
+  std::optional<std::string> recorded;
+  std::optional<Generated> out;
+  try {
+    here = weave::recorded_target_path(args.binary_path, args.dir);
+    recorded = weave::checked_in_target_path(args.dir);
+    out = generate_outputs(args.spec_path, args.binary_path, recorded.value_or(here));
+  } catch (const weave::UserError &e) {
+    diagnose(weave::format_error(e));
+    return cannot_regen();
+  } catch (const std::exception &e) {
+    std::cerr << "weave: internal error: " << e.what() << "\n";
+    return cannot_regen();
   }
-  weave::CheckResult result = weave::check_output(out->files, args.dir);
+  weave::CheckResult result;
+  try {
+    result = weave::check_output(out->files, args.dir);
+  } catch (const std::exception &e) {
+    std::cerr << "weave check: internal error while comparing with " << args.dir << ": " << e.what()
+              << "\n";
+    return weave::kCheckCannotRegen;
+  }
   std::cout << weave::format_check_report(result);
   if (recorded && *recorded != here)
     std::cout << weave::target_path_note(*recorded, here);

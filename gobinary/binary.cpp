@@ -56,6 +56,44 @@ struct OpenElf {
        path + ": not an ELF file (" + what + (detail ? std::string(": ") + detail : "") + ")");
 }
 
+// A file that is not ELF: a program for another system is named as one, with its GOOS.
+[[noreturn]] void not_elf(int fd, const std::string &path) {
+  unsigned char magic[4] = {};
+  bool read_all = pread(fd, magic, sizeof magic, 0) == static_cast<ssize_t>(sizeof magic);
+  const char *os_hint = "uprobes are a Linux kernel feature: build the program with GOOS=linux";
+  if (read_all && magic[0] == 'M' && magic[1] == 'Z')
+    fail("unsupported-os", path, path + ": a Windows program (PE format, GOOS=windows), not a Linux ELF binary",
+         os_hint);
+  uint32_t word = uint32_t(magic[0]) | uint32_t(magic[1]) << 8 | uint32_t(magic[2]) << 16 | uint32_t(magic[3]) << 24;
+  if (read_all && (word == 0xfeedfaceu || word == 0xfeedfacfu || word == 0xcefaedfeu || word == 0xcffaedfeu ||
+                   word == 0xbebafecau))
+    fail("unsupported-os", path, path + ": a macOS program (Mach-O format, GOOS=darwin or ios), not a Linux ELF binary",
+         os_hint);
+  fail("not-elf", path, path + ": not an ELF file");
+}
+
+// The operating system an ELF file was built for, when it is not Linux: Go's linker marks FreeBSD in
+// the ELF header's OS ABI byte, and from Go 1.18 every binary's build info says its GOOS. Empty for
+// Linux (and for files that say nothing, as ELF's default, System V, is what Linux uses).
+std::string foreign_goos(const GElf_Ehdr &ehdr, const std::optional<GoBuildInfo> &info) {
+  if (info)
+    for (const auto &[key, value] : info->settings)
+      if (key == "GOOS" && value != "linux")
+        return value;
+  switch (ehdr.e_ident[EI_OSABI]) {
+  case ELFOSABI_FREEBSD:
+    return "freebsd";
+  case ELFOSABI_NETBSD:
+    return "netbsd";
+  case ELFOSABI_OPENBSD:
+    return "openbsd";
+  case ELFOSABI_SOLARIS:
+    return "solaris";
+  default:
+    return {};
+  }
+}
+
 std::string machine_name(unsigned machine) {
   std::string number = " (e_machine " + std::to_string(machine) + ")";
   switch (machine) {
@@ -113,7 +151,7 @@ BinaryImage load_binary(const std::string &path) {
 
   file.elf = elf_begin(file.fd, ELF_C_READ_MMAP, nullptr);
   if (!file.elf || elf_kind(file.elf) != ELF_K_ELF)
-    fail("not-elf", path, path + ": not an ELF file");
+    not_elf(file.fd, path);
   Elf *elf = file.elf;
 
   GElf_Ehdr ehdr;
@@ -247,6 +285,12 @@ BinaryImage load_binary(const std::string &path) {
     fail("not-go", path,
          path + ": not a Go binary (no .go.buildinfo, .gopclntab or Go runtime symbols)",
          "weave traces programs built by the Go toolchain");
+  // Another system's program shares the ELF format and the architecture, but neither its system
+  // calls nor its thread-local storage (where g lives) are Linux's: a tracer would read wrong values.
+  if (std::string goos = foreign_goos(ehdr, image.buildinfo); !goos.empty())
+    fail("unsupported-os", path,
+         path + ": built for GOOS=" + goos + ", not Linux",
+         "uprobes are a Linux kernel feature: build the program with GOOS=linux");
   return image;
 }
 

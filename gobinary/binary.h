@@ -57,7 +57,8 @@ struct BinaryImage {
 };
 
 // Reads everything above. Throws UserError: [binary-unreadable] (missing, permission),
-// [not-elf], [unsupported-arch], [not-go] (no .go.buildinfo and no Go symbols).
+// [not-elf], [unsupported-arch], [unsupported-os] (a program for another GOOS), [not-go] (no
+// .go.buildinfo and no Go symbols).
 BinaryImage load_binary(const std::string &path);
 
 // File offset of a virtual address inside a PT_LOAD segment's file-backed part.

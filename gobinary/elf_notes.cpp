@@ -1,6 +1,10 @@
 #include "gobinary/elf_notes.h"
 
+#include "common/diag.h"
+
+#include <algorithm>
 #include <cstring>
+#include <string_view>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -11,6 +15,16 @@ namespace weave {
 namespace {
 constexpr unsigned kGoBuildIdNote = 4; // cmd/link: ELF_NOTE_GOBUILDID_TAG
 constexpr unsigned kGnuBuildIdNote = 3; // NT_GNU_BUILD_ID
+
+std::string hex(std::string_view bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
 } // namespace
 
 std::string read_build_id(Elf *elf) {
@@ -30,17 +44,16 @@ std::string read_build_id(Elf *elf) {
     while ((offset = gelf_getnote(data, offset, &note, &name_off, &desc_off)) > 0) {
       const char *base = static_cast<const char *>(data->d_buf);
       std::string owner(base + name_off, strnlen(base + name_off, note.n_namesz));
-      if (owner == "Go" && note.n_type == kGoBuildIdNote)
-        return std::string(base + desc_off, strnlen(base + desc_off, note.n_descsz));
-      if (owner == "GNU" && note.n_type == kGnuBuildIdNote && gnu.empty()) {
-        static const char digits[] = "0123456789abcdef";
-        gnu = "gnu:";
-        for (size_t b = 0; b < note.n_descsz; ++b) {
-          unsigned char c = static_cast<unsigned char>(base[desc_off + b]);
-          gnu += digits[c >> 4];
-          gnu += digits[c & 15];
-        }
+      if (owner == "Go" && note.n_type == kGoBuildIdNote) {
+        // cmd/go writes base64-like text, but the note is bytes: anything else is shown as hex,
+        // as the build id travels in probes.json (JSON strings are UTF-8) and in messages.
+        std::string id(base + desc_off, strnlen(base + desc_off, note.n_descsz));
+        bool text = invalid_utf8(id) == std::string::npos &&
+                    std::all_of(id.begin(), id.end(), [](unsigned char c) { return c >= 0x20 && c != 0x7f; });
+        return text ? id : "hex:" + hex(id);
       }
+      if (owner == "GNU" && note.n_type == kGnuBuildIdNote && gnu.empty())
+        gnu = "gnu:" + hex(std::string_view(base + desc_off, note.n_descsz));
     }
   }
   return gnu;

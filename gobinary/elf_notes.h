@@ -8,7 +8,8 @@ typedef struct Elf Elf;
 
 namespace weave {
 
-// The Go build id (".note.go.buildid", owner "Go", type 4) as its text, or else the GNU build id
+// The Go build id (".note.go.buildid", owner "Go", type 4) as its text (as "hex:" and its bytes in
+// hex when they are not printable UTF-8), or else the GNU build id
 // (owner "GNU", type NT_GNU_BUILD_ID) as lowercase hex, prefixed "gnu:". Empty when neither exists.
 // Reads PT_NOTE segments, so it works without section headers.
 std::string read_build_id(Elf *elf);

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config make   # toolchain
   clang llvm                                          # clang -target bpf compiles the probes
+  libclang-rt-14-dev                                  # libFuzzer and the sanitizers' runtimes (fuzz/)
   libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev  # BPF loading, ELF and DWARF reading
   nlohmann-json3-dev libyaml-cpp-dev libkainjow-mustache-dev libcli11-dev libfmt-dev libzydis-dev
   doctest-dev                                         # unit tests

@@ -385,6 +385,11 @@ std::vector<std::string> bpf_clang_args(const Plan &plan) {
 
 std::string render_manifest(const Plan &plan) {
   using json = nlohmann::ordered_json;
+  // The tracer opens the binary by this path, so it must survive JSON (UTF-8) unchanged.
+  if (invalid_utf8(plan.target.path) != std::string::npos)
+    throw UserError("binary-path-encoding",
+                    "the binary's path is not valid UTF-8, which probes.json cannot record",
+                    SourceLoc{}, "rename the file or its directory, or give it through a symlink whose path is UTF-8");
   json manifest;
   manifest["format"] = 1;
   manifest["weave_version"] = WEAVE_VERSION;
@@ -481,7 +486,9 @@ std::string render_manifest(const Plan &plan) {
       types[hex(t.address)] = {{"name", t.name}, {"kind", t.kind}, {"size", t.size}};
     manifest["types"] = types;
   }
-  return manifest.dump(2) + "\n";
+  // Names from the binary (symbols, DWARF types) are bytes: ones that are not UTF-8 are shown
+  // with U+FFFD (the tracer only displays them) instead of making the dump throw.
+  return manifest.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string render_bpf_source(const Plan &plan) {

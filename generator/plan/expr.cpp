@@ -1,6 +1,7 @@
 #include "plan/expr.h"
 
 #include <cctype>
+#include <charconv>
 
 namespace weave {
 
@@ -61,7 +62,11 @@ CaptureExpr parse_capture_expr(const std::string &full_text, const SourceLoc &lo
         ++i;
       if (i == start || i >= text.size() || text[i] != ']')
         return fail(base + start, "expected a constant index and ']'");
-      ExprStep step{ExprStep::Kind::Index, "", std::stoull(text.substr(start, i - start)), base + start - 1};
+      uint64_t index = 0;
+      auto [end, error] = std::from_chars(text.data() + start, text.data() + i, index);
+      if (error != std::errc() || end != text.data() + i) // found by fuzz/fuzz_capture_expr.cpp
+        return fail(base + start, "index " + text.substr(start, i - start) + " is larger than any Go value can have");
+      ExprStep step{ExprStep::Kind::Index, "", index, base + start - 1};
       expr.steps.push_back(step);
       ++i;
       continue;

@@ -78,13 +78,21 @@ class Validator {
 public:
   Validator(const Schema &root, const std::string &path) : root_(root), path_(path) {}
 
+  // Every error found, in the order found; `check` adds to it and goes on with the next key or
+  // item wherever what follows does not depend on what failed.
+  mutable std::vector<UserError> errors;
+
   void check(const YAML::Node &node, const SourceLoc &loc, const Schema &schema,
              const Place &place) const {
     const Schema &s = resolve(schema);
     std::string type = s.value("type", "");
-    if (!has_type(node, type) || (s.contains("enum") && !node.IsScalar()))
+    if (!has_type(node, type) || (s.contains("enum") && !node.IsScalar())) {
+      // "true" and "3" in quotes are strings to YAML and JSON alike: say what would be right.
+      bool quoted = node.IsScalar() && node.Tag() == "!" && has_plain_type(node.Scalar(), type);
       fail(loc, place.name + " must be " + expected(s) + ", found " + describe_found(node),
-           description(schema));
+           quoted ? "write " + node.Scalar() + " without quotes: a quoted value is a string"
+                  : description(schema));
+    }
     if (s.contains("enum"))
       check_enum(node, loc, s, schema, place);
     if (type == "object")
@@ -100,6 +108,20 @@ public:
 private:
   [[noreturn]] void fail(const SourceLoc &loc, std::string message, std::string hint = {}) const {
     throw UserError("spec-schema", std::move(message), loc, std::move(hint));
+  }
+
+  // An error that does not stop the checks of its siblings.
+  void record(const SourceLoc &loc, std::string message, std::string hint = {}) const {
+    errors.emplace_back("spec-schema", std::move(message), loc, std::move(hint));
+  }
+
+  // Checks one subtree; its first error is recorded and the caller goes on.
+  template <typename F> void independently(F &&check_subtree) const {
+    try {
+      check_subtree();
+    } catch (const UserError &e) {
+      errors.push_back(e);
+    }
   }
 
   const Schema &resolve(const Schema &schema) const {
@@ -133,7 +155,9 @@ private:
 
   static bool has_type(const YAML::Node &node, const std::string &type) {
     // YAML scalars are untyped text, so a type is decided by content. Any scalar is a string,
-    // as a YAML user would expect of `name: 2024`.
+    // as a YAML user would expect of `name: 2024`; but a quoted one (tag "!") is only a string,
+    // as in JSON: `return: "true"` is a typo for `return: true` or a mistake, never silently
+    // either.
     if (type.empty())
       return true;
     if (type == "object")
@@ -142,11 +166,18 @@ private:
       return node.IsSequence();
     if (type == "string")
       return node.IsScalar();
-    if (type == "integer")
-      return node.IsScalar() && parse_integer(node.Scalar());
-    if (type == "boolean")
-      return node.IsScalar() && (node.Scalar() == "true" || node.Scalar() == "false");
+    if (type == "integer" || type == "boolean")
+      return node.IsScalar() && node.Tag() != "!" && has_plain_type(node.Scalar(), type);
     unsupported("type \"" + type + "\"");
+  }
+
+  // Whether an unquoted scalar with this text is of `type` ("integer" or "boolean").
+  static bool has_plain_type(const std::string &text, const std::string &type) {
+    if (type == "integer")
+      return parse_integer(text).has_value();
+    if (type == "boolean")
+      return text == "true" || text == "false";
+    return false;
   }
 
   // What a schema accepts, as the end of "X must be ...".
@@ -208,26 +239,30 @@ private:
     // Unknown keys first: a misspelt required key is better reported as the typo than as missing.
     for (const auto &pair : node) {
       const YAML::Node &key = pair.first;
-      if (!key.IsScalar())
-        fail(location(key, path_),
-             "a key must be a name, found " + describe_found(key) + in_owner(place));
+      if (!key.IsScalar()) {
+        record(location(key, path_),
+               "a key must be a name, found " + describe_found(key) + in_owner(place));
+        continue;
+      }
       if (closed && !properties.contains(key.Scalar())) {
         std::string hint = did_you_mean(key.Scalar(), names);
         if (hint.empty())
           hint = names.empty() ? "no keys are allowed here"
                                : "valid keys here: " + join_keys(properties);
-        fail(location(key, path_), "unknown key " + quote(key.Scalar()) + in_owner(place), hint);
+        record(location(key, path_), "unknown key " + quote(key.Scalar()) + in_owner(place), hint);
       }
     }
     for (auto &required : s.value("required", Schema::array())) {
       auto key = required.get<std::string>();
       if (!node[key]) {
         std::string hint = description(properties[key]);
-        fail(loc, "missing required key " + quote(key) + in_owner(place),
-             hint.empty() ? hint : key + ": " + hint);
+        record(loc, "missing required key " + quote(key) + in_owner(place),
+               hint.empty() ? hint : key + ": " + hint);
       }
     }
     for (const auto &pair : node) {
+      if (!pair.first.IsScalar())
+        continue;
       const std::string &key = pair.first.Scalar();
       if (!properties.contains(key))
         continue;
@@ -235,7 +270,7 @@ private:
       SourceLoc value_loc =
           pair.second.IsNull() ? location(pair.first, path_) : location(pair.second, path_);
       std::string name = place.prefix + key;
-      check(pair.second, value_loc, properties[key], Place{name, name, name + "."});
+      independently([&] { check(pair.second, value_loc, properties[key], Place{name, name, name + "."}); });
     }
   }
 
@@ -269,7 +304,7 @@ private:
                        ? Place{name, item_schema["title"].get<std::string>(), ""}
                        : Place{name, name, name + "."};
       SourceLoc item_loc = location(node[i], path_);
-      check(node[i], item_loc.line > 0 ? item_loc : loc, items, item);
+      independently([&] { check(node[i], item_loc.line > 0 ? item_loc : loc, items, item); });
     }
   }
 
@@ -386,7 +421,14 @@ const Schema &spec_schema() {
 }
 
 void validate(const YAML::Node &document, const Schema &schema, const std::string &path) {
-  Validator(schema, path).check(document, location(document, path), schema, {"the spec", "", ""});
+  Validator validator(schema, path);
+  try {
+    validator.check(document, location(document, path), schema, {"the spec", "", ""});
+  } catch (const UserError &e) {
+    validator.errors.push_back(e);
+  }
+  if (!validator.errors.empty())
+    throw combine_errors(std::move(validator.errors));
 }
 
 SourceLoc location(const YAML::Node &node, const std::string &path) {
@@ -419,7 +461,7 @@ std::string describe_found(const YAML::Node &node) {
     break;
   }
   const std::string &text = node.Scalar();
-  if (parse_integer(text))
+  if (parse_integer(text) && node.Tag() != "!")
     return text;
   constexpr size_t kShown = 40;
   if (code_points(text) <= kShown)

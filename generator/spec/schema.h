@@ -23,8 +23,9 @@ const Schema &spec_schema();
 // Throws std::logic_error when `schema` uses a keyword or form the validator does not implement.
 void check_supported(const Schema &schema);
 
-// Throws UserError [spec-schema] at the first node of `document` that does not conform to `schema`
-// (which must pass check_supported). `path` is only used in locations.
+// Throws UserError [spec-schema] for the nodes of `document` that do not conform to `schema` (which
+// must pass check_supported): every independent one, as the first error carrying the others (the
+// siblings of a node at fault are still checked). `path` is only used in locations.
 void validate(const YAML::Node &document, const Schema &schema, const std::string &path);
 
 // The 1-based location of a node; line 0 when yaml-cpp has no mark for it.

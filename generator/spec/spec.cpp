@@ -14,6 +14,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -220,6 +221,16 @@ UserError syntax_error(const YAML::Exception &e, const std::string &text, const 
       loc = loc_at(text, backslash, path);
     return error(msg, loc, "write a backslash as \\\\ in a double-quoted string");
   }
+  if (msg.starts_with(YAML::ErrorMsg::INVALID_UNICODE)) {
+    // An escape that names no character ("\ud800", half of a surrogate pair): yaml-cpp refuses it,
+    // so every scalar it returns is UTF-8 when the file is. Point at the escape's backslash.
+    size_t backslash = text.rfind('\\', pos);
+    if (backslash != std::string::npos && text.find('\n', backslash) >= pos)
+      loc = loc_at(text, backslash, path);
+    return error("this escape names no Unicode character", loc,
+                 "\\u and \\U take a code point up to 10FFFF that is not a surrogate (D800 to DFFF); "
+                 "write a character beyond FFFF as \\U0001F600, not as a surrogate pair");
+  }
   if (msg == YAML::ErrorMsg::UNKNOWN_TOKEN)
     return error("unexpected " + here, loc,
                  here == "'@'" || here == "'`'" ? "YAML reserves '@' and '`': quote a value that "
@@ -302,10 +313,50 @@ YAML::Node load(const std::string &text, const std::string &path) {
   }
 }
 
+// A compiled program or other binary file where the spec belongs (most often the two arguments
+// swapped) is named as such, not parsed: YAML would quote kilobytes of it back in its error.
+void refuse_non_text(const std::string &text, const std::string &path) {
+  const char *order = "the spec comes first, then the binary: weave build SPEC BINARY";
+  if (text.starts_with("\x7f"
+                       "ELF"))
+    throw UserError("spec-not-text", "this is an ELF file (a compiled program), not a probe spec",
+                    SourceLoc{path}, order);
+  if (size_t nul = text.find('\0'); nul != std::string::npos)
+    throw UserError("spec-not-text",
+                    "this is a binary file, not a probe spec (a NUL byte at offset " +
+                        std::to_string(nul) + ")",
+                    SourceLoc{path}, std::string("a spec is YAML or JSON text; ") + order);
+}
+
+// Bytes that are not UTF-8, one error per line (YAML and JSON are Unicode text, and every name
+// ends up in probes.json).
+std::vector<UserError> utf8_errors(const std::string &text, const std::string &path) {
+  std::vector<UserError> errors;
+  std::string_view rest = text;
+  for (int line = 1; !rest.empty() && errors.size() <= 1000; ++line) {
+    size_t eol = rest.find('\n');
+    std::string_view content = rest.substr(0, eol);
+    rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
+    size_t bad = invalid_utf8(content);
+    if (bad == std::string_view::npos)
+      continue;
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(content[bad]));
+    errors.emplace_back("spec-encoding", std::string("invalid UTF-8 (byte ") + byte + ")",
+                        SourceLoc{path, line, static_cast<int>(bad) + 1},
+                        "a spec is UTF-8 text: save it as UTF-8, or write the character as an "
+                        "escape in a double-quoted string (\"\\u00e9\")");
+  }
+  return errors;
+}
+
 // Rejects what yaml-cpp accepts but a spec must not contain.
 class Linter {
 public:
-  Linter(const std::string &text, const std::string &path) : text_(text), path_(path) {}
+  // Errors that leave the tree usable (a repeated key, a tag) are added to `errors` and the walk
+  // goes on, so one run reports them all; the others are thrown.
+  Linter(const std::string &text, const std::string &path, std::vector<UserError> &errors)
+      : text_(text), path_(path), errors_(errors) {}
 
   void lint(const YAML::Node &node) {
     // Aliases make the tree a graph: an alias inside its own anchor would recurse forever, and
@@ -319,6 +370,14 @@ public:
                       "the spec has more than " + std::to_string(kMaxNodes) +
                           " values once its aliases are expanded",
                       location(node, path_));
+    // A spec's values are plain: a tag would either be ignored (!custom) or change what a value
+    // means (!!str true) without the schema knowing.
+    const std::string &tag = node.Tag();
+    if (!tag.empty() && tag != "?" && tag != "!") {
+      std::string shown = tag.starts_with("tag:yaml.org,2002:") ? "!!" + tag.substr(18) : tag;
+      errors_.emplace_back("spec-syntax", "unexpected YAML tag " + quote(shown) + ": a spec's values carry no tags",
+                           location(node, path_), "remove the tag; to make a value a string, quote it");
+    }
     if (node.IsScalar()) {
       size_t pos = node.Mark().is_null() ? text_.size() : static_cast<size_t>(node.Mark().pos);
       if (pos < text_.size() && (text_[pos] == '"' || text_[pos] == '\'') && node.Tag() == "!" &&
@@ -341,10 +400,10 @@ public:
         if (key.IsScalar()) {
           auto [first, inserted] = seen.emplace(key.Scalar(), key);
           if (!inserted)
-            throw UserError("duplicate-key", "duplicate key " + quote(key.Scalar()),
-                            location(key, path_),
-                            quote(key.Scalar()) + " is first given at line " +
-                                std::to_string(location(first->second, path_).line));
+            errors_.emplace_back("duplicate-key", "duplicate key " + quote(key.Scalar()),
+                                 location(key, path_),
+                                 quote(key.Scalar()) + " is first given at line " +
+                                     std::to_string(location(first->second, path_).line));
         }
         lint(pair.second);
       }
@@ -356,16 +415,25 @@ private:
   static constexpr size_t kMaxNodes = 100000;
   const std::string &text_;
   const std::string &path_;
+  std::vector<UserError> &errors_;
   std::vector<YAML::Node> ancestors_;
   size_t visited_ = 0;
 };
 
 TypeSpec parse_type(const YAML::Node &node, const std::string &path);
 
-std::vector<ParamSpec> parse_params(const YAML::Node &list, const std::string &path) {
+// Each parameter's type is checked on its own: a bad one is added to `errors` and the rest still
+// read.
+std::vector<ParamSpec> parse_params(const YAML::Node &list, const std::string &path,
+                                    std::vector<UserError> &errors) {
   std::vector<ParamSpec> params;
-  for (const auto &item : list)
-    params.push_back({item["name"].Scalar(), parse_type(item["type"], path), location(item["name"], path)});
+  for (const auto &item : list) {
+    try {
+      params.push_back({item["name"].Scalar(), parse_type(item["type"], path), location(item["name"], path)});
+    } catch (const UserError &e) {
+      errors.push_back(e);
+    }
+  }
   return params;
 }
 
@@ -417,9 +485,11 @@ TypeSpec parse_type(const YAML::Node &node, const std::string &path) {
   return type;
 }
 
+// Builds the Spec from a document the schema accepted. Throws every error it finds (combined).
 Spec build(const YAML::Node &root, const std::string &path) {
   Spec spec;
   spec.path = path;
+  std::vector<UserError> errors;
   std::map<std::string, SourceLoc> names;
   for (const auto &probe : root["probes"]) {
     ProbeSpec p;
@@ -451,20 +521,24 @@ Spec build(const YAML::Node &root, const std::string &path) {
       p.stack = static_cast<int>(*spec_schema::parse_integer(stack.Scalar()));
     if (YAML::Node params = probe["params"]) {
       p.has_params = true;
-      p.params = parse_params(params, path);
+      p.params = parse_params(params, path, errors);
     }
     if (YAML::Node results = probe["results"]) {
       p.has_results = true;
-      p.results = parse_params(results, path);
+      p.results = parse_params(results, path, errors);
     }
     auto [first, inserted] = names.emplace(p.name, name_loc);
-    if (!inserted)
-      throw UserError("duplicate-probe", "duplicate probe name " + quote(p.name), name_loc,
-                      "the first probe named " + quote(p.name) + " is at line " +
-                          std::to_string(first->second.line) +
-                          "; set a different \"name\" on one of them");
+    if (!inserted) {
+      errors.emplace_back("duplicate-probe", "duplicate probe name " + quote(p.name), name_loc,
+                          "the first probe named " + quote(p.name) + " is at line " +
+                              std::to_string(first->second.line) +
+                              "; set a different \"name\" on one of them");
+      continue;
+    }
     spec.probes.push_back(std::move(p));
   }
+  if (!errors.empty())
+    throw combine_errors(std::move(errors));
   if (YAML::Node options = root["options"])
     if (YAML::Node string_max = options["string_max"])
       spec.options.string_max = static_cast<int>(*spec_schema::parse_integer(string_max.Scalar()));
@@ -484,17 +558,27 @@ Spec parse_spec_file(const std::string &path) {
 }
 
 Spec parse_spec_text(const std::string &text, const std::string &path) {
-  YAML::Node root = load(text, path);
-  if (root.IsNull())
-    throw UserError("spec-schema", "the spec is empty", SourceLoc{path}, kExample);
-  Linter(text, path).lint(root);
-  if (!root.IsMap())
-    throw UserError("spec-schema",
-                    "the spec must be a mapping with a \"probes\" list, found " +
-                        describe_found(root),
-                    location(root, path), kExample);
-  spec_schema::validate(root, spec_schema::spec_schema(), path);
-  return build(root, path);
+  refuse_non_text(text, path);
+  // Like a compiler, one run reports every independent error, each located: the checks below add
+  // to `errors` and go on where what follows does not depend on what failed.
+  std::vector<UserError> errors = utf8_errors(text, path);
+  try {
+    YAML::Node root = load(text, path);
+    if (root.IsNull())
+      throw UserError("spec-schema", "the spec is empty", SourceLoc{path}, kExample);
+    Linter(text, path, errors).lint(root);
+    if (!root.IsMap())
+      throw UserError("spec-schema",
+                      "the spec must be a mapping with a \"probes\" list, found " +
+                          describe_found(root),
+                      location(root, path), kExample);
+    spec_schema::validate(root, spec_schema::spec_schema(), path);
+    if (errors.empty())
+      return build(root, path);
+  } catch (const UserError &e) {
+    errors.push_back(e);
+  }
+  throw combine_errors(std::move(errors));
 }
 
 std::string dump_spec(const Spec &spec) {

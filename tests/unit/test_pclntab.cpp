@@ -232,7 +232,10 @@ TEST_CASE("find prefers the real body over its ABI wrapper; duplicates are exact
     for (const PclnFunction &fn : table.functions())
       by_name[fn.name].push_back(&fn);
     size_t pairs = 0;
-    for (const auto &[name, fns] : by_name) {
+    for (const auto &entry : by_name) {
+      // Named, not a structured binding: clang 14 (the asan preset) cannot capture one in CAPTURE.
+      const auto &name = entry.first;
+      const auto &fns = entry.second;
       if (fns.size() == 1)
         continue;
       CAPTURE(name);
