@@ -71,7 +71,8 @@ std::vector<ExpandedProbe> expand_wildcards(const Spec &spec, const std::vector<
                                             std::vector<std::string> &warnings,
                                             const Pclntab *pcln) {
   std::vector<ExpandedProbe> out;
-  for (const ProbeSpec &probe : spec.probes) {
+  std::vector<UserError> errors; // one per probe that matches nothing: all of them are reported
+  for (const ProbeSpec &probe : spec.probes) try {
     // A generic instance's name has brackets ("main.Sum[go.shape.int_0]"), which fnmatch reads
     // as a character class: a name that is exactly some function's is that function.
     if (!is_glob(probe.function) || std::find(names.begin(), names.end(), probe.function) != names.end()) {
@@ -120,7 +121,11 @@ std::vector<ExpandedProbe> expand_wildcards(const Spec &spec, const std::vector<
       warnings.push_back(fmt::format("{}: capture expressions apply to every matched function; those "
                                      "without such parameters are left out",
                                      probe.function));
+  } catch (const UserError &e) {
+    errors.push_back(e);
   }
+  if (!errors.empty())
+    throw combine_errors(std::move(errors));
   return out;
 }
 

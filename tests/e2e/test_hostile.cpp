@@ -344,3 +344,31 @@ TEST_CASE("a capture index past 2^64 is a located error (found by fuzz_capture_e
   CHECK(r.err.find("index 18446744073709551616 is larger than any Go value can have") != std::string::npos);
   CHECK(e2e::run({e2e::weave(), "check", dir + "/spec.yaml", e2e::fixture("fixture"), dir + "/out"}).status == 3);
 }
+
+TEST_CASE("every probe that cannot be planned is reported in one run, each at its line") {
+  std::string dir = e2e::temp_dir("hostile-many-errors");
+  std::ofstream(dir + "/spec.yaml") << "probes:\n"
+                                       "  - function: main.Nope\n"              // line 2: no such function
+                                       "  - function: main.Ints\n"
+                                       "  - function: main.ByValue\n"
+                                       "    capture: [h.Nope]\n"                // line 5: no such field
+                                       "  - function: 'nothing.matches.*'\n";  // line 6: an empty glob
+  auto glob = e2e::run({e2e::weave(), "build", dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
+  CHECK(glob.status == 1);
+  CHECK(glob.err.find("spec.yaml:6:") != std::string::npos); // the wildcards are expanded first
+  CHECK(glob.err.find("internal error") == std::string::npos);
+  // Without the empty glob, the two planning errors come together.
+  std::ofstream(dir + "/spec.yaml") << "probes:\n"
+                                       "  - function: main.Nope\n"
+                                       "  - function: main.Ints\n"
+                                       "  - function: main.ByValue\n"
+                                       "    capture: [h.Nope]\n";
+  auto r = e2e::run({e2e::weave(), "build", dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("spec.yaml:2:") != std::string::npos);
+  CHECK(r.err.find("no function main.Nope") != std::string::npos);
+  CHECK(r.err.find("spec.yaml:5:") != std::string::npos);
+  CHECK(r.err.find("has no field Nope") != std::string::npos);
+  CHECK(r.err.find("2 errors") != std::string::npos);
+  CHECK(!std::filesystem::exists(dir + "/out"));
+}
