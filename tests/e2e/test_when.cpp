@@ -59,20 +59,23 @@ std::map<std::string, std::map<std::string, long long>> stats_rows(const std::st
   return rows;
 }
 
-e2e::Result build(const std::string &dir, const std::string &spec) {
+e2e::Result build(const std::string &dir, const std::string &spec, const std::string &binary = "fixture") {
   std::ofstream(dir + "/spec.yaml") << spec;
-  return e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
+  return e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(binary), "-o", dir + "/out"});
 }
 
 } // namespace
 
 TEST_CASE("when: only the calls whose values satisfy the condition are traced, with their returns") {
   e2e::require_bpf();
-  std::string dir = e2e::temp_dir("when");
-  auto built = build(dir, kSpec);
+  // amd64 (registers) and 386 (ABI0: values on the stack, g in TLS for the pairing).
+  for (const char *binary : {"fixture", "fixture_386"}) {
+  CAPTURE(binary);
+  std::string dir = e2e::temp_dir(std::string("when-") + binary);
+  auto built = build(dir, kSpec, binary);
   INFO(built.err);
   REQUIRE(built.status == 0);
-  auto traced = e2e::run({dir + "/out/tracer", "--stats", "--format", "json", "--", e2e::fixture("fixture"),
+  auto traced = e2e::run({dir + "/out/tracer", "--stats", "--format", "json", "--", e2e::fixture(binary),
                           "-truth", dir + "/truth.jsonl", "-rounds", "8"});
   INFO(traced.err);
   REQUIRE(traced.status == 0);
@@ -131,6 +134,7 @@ TEST_CASE("when: only the calls whose values satisfy the condition are traced, w
     CHECK(cells["hits"] == cells["events"] + cells["lost"] + cells["filtered"]);
   }
   CHECK(traced.err.find("!=") == std::string::npos); // no probe's numbers fail to add up
+  }
 }
 
 TEST_CASE("when: what BPF cannot evaluate exactly is refused where the condition says it") {
