@@ -263,11 +263,13 @@ bool Loader::load(std::string_view object, std::string &error, AttachMethod meth
     return false;
   }
 
-  filtered_ = bpf_object__find_map_by_name(object_, "weave_filtered");
-  if (filtered_ && (bpf_map__type(filtered_) != BPF_MAP_TYPE_PERCPU_ARRAY ||
-                    bpf_map__max_entries(filtered_) < manifest_.probes.size())) {
-    error = "BPF object: map 'weave_filtered' has the wrong type or size (see templates/weave_bpf.h)";
-    return false;
+  for (auto [map, name] : {std::pair{&filtered_, "weave_filtered"}, std::pair{&limited_, "weave_limited"}}) {
+    *map = bpf_object__find_map_by_name(object_, name);
+    if (*map && (bpf_map__type(*map) != BPF_MAP_TYPE_PERCPU_ARRAY ||
+                 bpf_map__max_entries(*map) < manifest_.probes.size())) {
+      error = std::string("BPF object: map '") + name + "' has the wrong type or size (see templates/weave_bpf.h)";
+      return false;
+    }
   }
 
   // How to attach is settled now: the expected attach type is part of what the verifier checks
@@ -512,6 +514,11 @@ bool Loader::hits_per_probe(std::vector<uint64_t> &hits, std::string &error) con
 bool Loader::filtered_per_probe(std::vector<uint64_t> &filtered, std::string &error) const {
   error.clear();
   return filtered_ && read_counters(filtered_, "weave_filtered", filtered, error);
+}
+
+bool Loader::limited_per_probe(std::vector<uint64_t> &limited, std::string &error) const {
+  error.clear();
+  return limited_ && read_counters(limited_, "weave_limited", limited, error);
 }
 
 bool Loader::run_stats_per_program(std::vector<ProgramStats> &stats, std::string &error) const {

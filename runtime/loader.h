@@ -102,8 +102,10 @@ public:
   // Probe runs for a traced process (after the pid filter), per probe id, summed over CPUs. False
   // with an empty `error` when the object has no weave_hits map (built by an older weave).
   bool hits_per_probe(std::vector<uint64_t> &hits, std::string &error) const;
-  // Events when: conditions dropped; false (nothing read) for an object without the map.
+  // Events when: conditions dropped, and events limits: dropped; false (nothing read) for an
+  // object without the map.
   bool filtered_per_probe(std::vector<uint64_t> &filtered, std::string &error) const;
+  bool limited_per_probe(std::vector<uint64_t> &limited, std::string &error) const;
   // Run counts and times (struct bpf_prog_info) per program (see program_of_probe); false when the statistics are unavailable (see
   // enable_run_time_stats).
   bool run_stats_per_program(std::vector<ProgramStats> &stats, std::string &error) const;
@@ -129,6 +131,7 @@ private:
   bpf_map *lost_ = nullptr;
   bpf_map *hits_ = nullptr; // optional
   bpf_map *filtered_ = nullptr; // optional: objects older than when: have none
+  bpf_map *limited_ = nullptr;  // optional: objects older than limits: have none
   AttachMethod method_ = AttachMethod::Auto;
   std::string method_reason_;
   int stats_fd_ = -1;

@@ -443,8 +443,10 @@ StatsReport collect_stats(const Loader &loader, const EventWriter &writer,
   report.hits_known = loader.hits_per_probe(hits, error);
   if (!error.empty())
     say("{}", error);
-  std::vector<uint64_t> filtered;
+  std::vector<uint64_t> filtered, limited;
   if (!loader.filtered_per_probe(filtered, error) && !error.empty())
+    say("{}", error);
+  if (!loader.limited_per_probe(limited, error) && !error.empty())
     say("{}", error);
   report.run_time_known = loader.run_stats_per_program(report.programs, error);
   report.program_of_probe = loader.program_of_probe();
@@ -455,6 +457,7 @@ StatsReport collect_stats(const Loader &loader, const EventWriter &writer,
     if (report.hits_known)
       s.hits = hits[i];
     s.filtered = i < filtered.size() ? filtered[i] : 0;
+    s.limited = i < limited.size() ? limited[i] : 0;
   }
   return report;
 }
@@ -793,6 +796,14 @@ int run(int argc, char **argv) {
       say("stats do not add up: {}", mismatch);
   }
   print_summary(manifest, writer, lost, lost_known);
+  // What limits: dropped is part of the summary: the events above are not all the calls there were.
+  if (std::vector<uint64_t> limited; loader.limited_per_probe(limited, error)) {
+    uint64_t dropped = 0;
+    for (uint64_t n : limited)
+      dropped += n;
+    if (dropped)
+      say("limits: dropped {} (per probe: --stats)", count(dropped, "call"));
+  }
   for (const std::string &line : views.summary_lines())
     say("{}", line);
 

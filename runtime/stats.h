@@ -5,15 +5,17 @@
 //           filter (weave_hits, templates/weave_bpf.h);
 //   events  records the tracer received from the ring buffer (each one reserved and submitted);
 //   lost    no room in the ring buffer (weave_lost);
-//   filtered dropped by the probe's when: condition, or a return whose entry it dropped
-//           (weave_filtered), shown as a column when any probe has some.
+//   filtered dropped by the probe's when: condition, or a return whose entry was not emitted
+//           (filtered or limited) (weave_filtered);
+//   limited dropped by limits: events_per_second (weave_limited). Each of the two is a column of
+//           its own when any probe has some.
 // For every BPF program (probes of one shape share one, telling each other apart by the attach
 // point's cookie):
 //   runs    every run, other processes' included (bpf_prog_info.run_cnt, with the kernel's
 //           run-time statistics on), and run_time_ns their total time inside the program.
 // A probe's ns/run is its program's average: probes sharing a program run the same code.
-// Once the links are closed and the ring buffer is drained, hits == events + lost + filtered for
-// every probe;
+// Once the links are closed and the ring buffer is drained, hits == events + lost + filtered +
+// limited for every probe;
 // while tracing, events trail by what is still in the buffer. Pure, for unit tests.
 #pragma once
 
@@ -32,6 +34,7 @@ struct ProbeStats {
   uint64_t events = 0;
   uint64_t lost = 0;
   uint64_t filtered = 0;
+  uint64_t limited = 0;
 };
 
 struct ProgramStats {
@@ -49,7 +52,7 @@ struct StatsReport {
 };
 
 inline bool stats_add_up(const ProbeStats &s) {
-  return s.hits == s.events + s.lost + s.filtered;
+  return s.hits == s.events + s.lost + s.filtered + s.limited;
 }
 
 // "entry", "return", or "entry+return" from the kinds of a probe's attach points.
@@ -68,8 +71,9 @@ inline const char *probe_kind(const ManifestProbe &probe) {
 // A "total" row when there is more than one probe; the last line when run times are known.
 // Unknown values print as "-".
 inline std::vector<std::string> format_stats(const Manifest &manifest, const StatsReport &report) {
-  constexpr int kColumns = 8;
+  constexpr int kColumns = 9;
   constexpr int kFilteredColumn = 6; // shown only when a when: condition dropped something
+  constexpr int kLimitedColumn = 7;  // shown only when limits dropped something
   struct Row {
     std::string cells[kColumns];
   };
@@ -81,7 +85,7 @@ inline std::vector<std::string> format_stats(const Manifest &manifest, const Sta
     return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
   };
   std::vector<Row> rows;
-  rows.push_back({{"probe", "kind", "points", "hits", "events", "lost", "filtered", "ns/run"}});
+  rows.push_back({{"probe", "kind", "points", "hits", "events", "lost", "filtered", "limited", "ns/run"}});
   ProbeStats total;
   size_t total_points = 0;
   for (size_t i = 0; i < manifest.probes.size() && i < report.probes.size(); ++i) {
@@ -94,11 +98,12 @@ inline std::vector<std::string> format_stats(const Manifest &manifest, const Sta
       ns_per_run = avg(program.run_time_ns, program.runs);
     }
     rows.push_back({{p.name, probe_kind(p), num(p.attach.size()), report.hits_known ? num(s.hits) : "-",
-                     num(s.events), num(s.lost), num(s.filtered), ns_per_run}});
+                     num(s.events), num(s.lost), num(s.filtered), num(s.limited), ns_per_run}});
     total.hits += s.hits;
     total.events += s.events;
     total.lost += s.lost;
     total.filtered += s.filtered;
+    total.limited += s.limited;
     total_points += p.attach.size();
   }
   ProgramStats all_programs;
@@ -108,7 +113,7 @@ inline std::vector<std::string> format_stats(const Manifest &manifest, const Sta
   }
   if (manifest.probes.size() > 1)
     rows.push_back({{"total", "", num(total_points), report.hits_known ? num(total.hits) : "-",
-                     num(total.events), num(total.lost), num(total.filtered),
+                     num(total.events), num(total.lost), num(total.filtered), num(total.limited),
                      report.run_time_known ? avg(all_programs.run_time_ns, all_programs.runs) : "-"}});
   size_t width[kColumns] = {};
   for (const Row &row : rows)
@@ -118,7 +123,7 @@ inline std::vector<std::string> format_stats(const Manifest &manifest, const Sta
   for (const Row &row : rows) {
     std::string line;
     for (int c = 0; c < kColumns; ++c) {
-      if (c == kFilteredColumn && total.filtered == 0)
+      if ((c == kFilteredColumn && total.filtered == 0) || (c == kLimitedColumn && total.limited == 0))
         continue;
       const std::string &cell = row.cells[c];
       std::string pad(width[c] - cell.size(), ' ');
@@ -137,7 +142,8 @@ inline std::vector<std::string> format_stats(const Manifest &manifest, const Sta
   return lines;
 }
 
-// Names the probes whose numbers do not add up (hits != events + lost + filtered), for the exit summary:
+// Names the probes whose numbers do not add up (hits != events + lost + filtered + limited), for the
+// exit summary:
 // "main.Work: 10 hits != 9 events + 0 lost". Empty when they all do, or hits are unknown.
 inline std::vector<std::string> stats_mismatches(const Manifest &manifest,
                                                  const StatsReport &report) {
@@ -149,7 +155,8 @@ inline std::vector<std::string> stats_mismatches(const Manifest &manifest,
     if (!stats_add_up(s))
       out.push_back(manifest.probes[i].name + ": " + std::to_string(s.hits) + " hits != " +
                     std::to_string(s.events) + " events + " + std::to_string(s.lost) + " lost" +
-                    (s.filtered ? " + " + std::to_string(s.filtered) + " filtered" : ""));
+                    (s.filtered ? " + " + std::to_string(s.filtered) + " filtered" : "") +
+                    (s.limited ? " + " + std::to_string(s.limited) + " limited" : ""));
   }
   return out;
 }

@@ -109,6 +109,27 @@ struct {
 	__type(value, __u64);
 } weave_filtered SEC(".maps");
 
+/* Events dropped by limits: (events_per_second), per probe id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WEAVE_PROBE_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} weave_limited SEC(".maps");
+
+/* Rate windows: calls counted in the current one-second window, per probe id, and for all probes
+ * together in the last slot. */
+struct weave_rate {
+	__u64 window;
+	__u64 count;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, WEAVE_PROBE_COUNT + 1);
+	__type(key, __u32);
+	__type(value, struct weave_rate);
+} weave_rates SEC(".maps");
+
 /* The attach point's cookie (bpf_get_attach_cookie) tells a program, which every event of one shape
  * shares, what it is filling in: bits 0-23 the event's probe id, bits 24-47 the probe id of the
  * entry a return pairs with (an entry's own), bits 48-63 the attach point's index among the
@@ -160,6 +181,35 @@ static __always_inline void weave_drop(struct weave_event_header *h)
 	__u64 *filtered = bpf_map_lookup_elem(&weave_filtered, &probe_id);
 	if (filtered)
 		__sync_fetch_and_add(filtered, 1); /* atomic, like hits */
+	bpf_ringbuf_discard(h, BPF_RB_NO_WAKEUP);
+}
+
+/* weave_over_rate: counts a call in slot's current one-second window of CLOCK_MONOTONIC; nonzero when
+ * it is past `per_second`. A new window resets the count: two CPUs starting one at the same instant
+ * may each reset it, so a window can let a few more through, never fewer. The count is read after
+ * the atomic add (a fetching add needs BPF v3 atomics), so concurrent calls past the limit are all
+ * seen as such. */
+static __always_inline int weave_over_rate(__u32 slot, __u64 now, __u64 per_second)
+{
+	struct weave_rate *r = bpf_map_lookup_elem(&weave_rates, &slot);
+	if (!r)
+		return 0;
+	__u64 window = now / 1000000000ULL;
+	if (r->window != window) {
+		r->window = window;
+		r->count = 0;
+	}
+	__sync_fetch_and_add(&r->count, 1);
+	return r->count > per_second;
+}
+
+/* weave_drop_limited: discard a reserved event that its limits rule out, counted. */
+static __always_inline void weave_drop_limited(struct weave_event_header *h)
+{
+	__u32 probe_id = h->probe_id;
+	__u64 *limited = bpf_map_lookup_elem(&weave_limited, &probe_id);
+	if (limited)
+		__sync_fetch_and_add(limited, 1);
 	bpf_ringbuf_discard(h, BPF_RB_NO_WAKEUP);
 }
 

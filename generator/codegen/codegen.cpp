@@ -4,6 +4,7 @@
 #include "plan/plan.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <kainjow/mustache.hpp>
 #include <nlohmann/json.hpp>
 
@@ -220,9 +221,28 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   ev.set("g_comment", g_in_register ? fmt::format("g is in {} in ABIInternal code", plan.g_register_name)
                                     : fmt::format("ABI0 code: g is at {} base {} ({})", gs ? "GS" : "FS",
                                                   plan.g_tls_offset, comment(plan.g_tls_source)));
-  // With "when:", the call is remembered for its return only once the condition has passed.
-  ev.set("pair_entry", event->pairs_calls && event->kind == "entry" && !event->filter);
-  ev.set("pair_entry_late", event->pairs_calls && event->kind == "entry" && event->filter);
+  // With "when:" or limits, the call is remembered for its return only once it has passed them.
+  bool limited = event->kind == "entry" && (event->events_per_second || plan.total_events_per_second);
+  bool gated = event->filter || limited;
+  ev.set("pair_entry", event->pairs_calls && event->kind == "entry" && !gated);
+  ev.set("pair_entry_late", event->pairs_calls && event->kind == "entry" && gated);
+  Data limits{Data::type::list};
+  if (limited) {
+    std::vector<std::string> checks, what;
+    if (event->events_per_second) {
+      checks.push_back(fmt::format("weave_over_rate(e->hdr.probe_id, e->hdr.ts_ns, {})", event->events_per_second));
+      what.push_back(fmt::format("{} calls a second of this probe", event->events_per_second));
+    }
+    if (plan.total_events_per_second) {
+      checks.push_back(fmt::format("weave_over_rate(WEAVE_PROBE_COUNT, e->hdr.ts_ns, {})", plan.total_events_per_second));
+      what.push_back(fmt::format("{} a second of all probes together", plan.total_events_per_second));
+    }
+    Data limit;
+    limit.set("checks", fmt::format("{}", fmt::join(checks, " || ")));
+    limit.set("what", fmt::format("{}", fmt::join(what, ", then ")));
+    limits.push_back(limit);
+  }
+  ev.set("limit", limits);
   ev.set("needs_entry", event->needs_entry);
   if (event->filter) {
     Data filter;

@@ -92,6 +92,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   plan.target.ptr_size = image.ptr_size;
   plan.string_max = spec.options.string_max;
   plan.header_size = kEventHeaderSize;
+  plan.total_events_per_second = spec.options.events_per_second;
 
   GoVersion version = parse_go_version(plan.target.go_version);
   check_version_against_pclntab(version, plan.target.go_version, pcln, SourceLoc{spec.path});
@@ -244,6 +245,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       probe.entry.filter = std::move(filter);
       probe.entry.filter_text = probe_spec.when;
     }
+    probe.entry.events_per_second = probe_spec.events_per_second;
     if (dictionary)
       name_instantiations(probe, fn->name, dictionaries);
     if (probe_spec.stack > 0) {
@@ -269,14 +271,17 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
                              captures, probe.skipped);
       // Pairing needs g: in a register in ABIInternal code, in TLS for amd64 ABI0 code.
       probe.entry.pairs_calls = probe.ret->pairs_calls = config.name == "ABIInternal" || plan.has_tls_g;
-      // A return is shown only when its entry passed "when:", which only pairing can tell.
-      if (probe.entry.filter && !probe.entry.pairs_calls)
-        throw UserError("bad-predicate",
-                        fmt::format("{}: when: with return: true needs entries and returns paired by goroutine, "
+      // A return is shown only when its entry passed "when:" and the limits, which only pairing
+      // can tell.
+      bool gated = probe.entry.filter || probe.entry.events_per_second || spec.options.events_per_second;
+      if (gated && !probe.entry.pairs_calls)
+        throw UserError(probe.entry.filter ? "bad-predicate" : "unpaired-limits",
+                        fmt::format("{}: {} with return: true needs entries and returns paired by goroutine, "
                                     "and this {} code has no goroutine pointer weave can read",
-                                    fn->name, config.name),
-                        probe_spec.when_loc, "drop return: true, or the condition");
-      probe.ret->needs_entry = probe.entry.filter.has_value();
+                                    fn->name, probe.entry.filter ? "when:" : "limits:", config.name),
+                        probe.entry.filter ? probe_spec.when_loc : probe_spec.loc,
+                        "drop return: true, or the condition and limits");
+      probe.ret->needs_entry = gated;
     }
     return probe;
   };

@@ -120,7 +120,11 @@ struct EventPlan {
   std::optional<PredicateNode> filter;
   std::string filter_text; // as the spec wrote it
   uint64_t filter_faults = 0; // the fault bits of the captures it reads
-  // Return events of such a probe: emitted only when the paired entry was (it passed the filter).
+  // "limits: {events_per_second: N}" (entry events): calls past N in a one-second window are
+  // dropped, after the filter, with their returns. 0 for none.
+  uint64_t events_per_second = 0;
+  // Return events of such a probe: emitted only when the paired entry was (it passed the filter
+  // and the limits).
   bool needs_entry = false;
 };
 
@@ -186,6 +190,7 @@ struct Plan {
   int64_t g_tls_offset = 0;
   std::string g_tls_source;
   uint32_t header_size = 0;     // sizeof(struct weave_event_header)
+  uint64_t total_events_per_second = 0; // options.limits: calls a second over all probes, 0 for none
   std::vector<ProbePlan> probes;
   std::vector<ProgramPlan> programs; // in the order of their first event
   std::vector<size_t> event_probe;   // index into `probes` of each event id

@@ -24,7 +24,7 @@ std::string program_shape(const ProbePlan &probe, const EventPlan &event) {
   };
   if (event.filter)
     key += fmt::format("when {} faults={:#x}\n", predicate_key(*event.filter), event.filter_faults);
-  key += fmt::format("needs_entry={}\n", event.needs_entry);
+  key += fmt::format("needs_entry={} per_second={}\n", event.needs_entry, event.events_per_second);
   for (const CapturePlan &c : event.captures) {
     key += fmt::format("capture bit={}\n", c.fault_bit);
     for (const EventField &f : c.fields) {

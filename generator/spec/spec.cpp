@@ -508,6 +508,8 @@ Spec build(const YAML::Node &root, const std::string &path) {
       if (when.Tag() == "!" && p.when_loc.line > 0) // quoted: columns inside it start after the quote
         p.when_loc.column += 1;
     }
+    if (YAML::Node limits = probe["limits"])
+      p.events_per_second = static_cast<uint64_t>(*spec_schema::parse_integer(limits["events_per_second"].Scalar()));
     if (YAML::Node exclude = probe["exclude"])
       for (const auto &pattern : exclude)
         p.exclude.push_back(pattern.Scalar());
@@ -545,6 +547,10 @@ Spec build(const YAML::Node &root, const std::string &path) {
   if (YAML::Node options = root["options"])
     if (YAML::Node max_functions = options["max_functions"])
       spec.options.max_functions = static_cast<int>(*spec_schema::parse_integer(max_functions.Scalar()));
+  if (YAML::Node options = root["options"])
+    if (YAML::Node limits = options["limits"])
+      spec.options.events_per_second =
+          static_cast<uint64_t>(*spec_schema::parse_integer(limits["events_per_second"].Scalar()));
   if (YAML::Node options = root["options"])
     if (YAML::Node slice_max = options["slice_max"])
       spec.options.slice_max = static_cast<int>(*spec_schema::parse_integer(slice_max.Scalar()));

@@ -48,6 +48,7 @@ struct ProbeSpec {
   std::vector<CaptureSpec> captures;
   std::vector<std::string> exclude; // globs a wildcard `function` leaves out
   std::string when;                 // "when:": a condition on the entry's values, evaluated in BPF
+  uint64_t events_per_second = 0;   // "limits: {events_per_second: N}": 0 for none
   SourceLoc when_loc;
   bool all_args = false;       // "args: all"
   SourceLoc all_args_loc;
@@ -63,6 +64,7 @@ struct SpecOptions {
   int string_max = 64; // bytes copied from each string (1..4096)
   int slice_max = 8;   // elements copied from each slice or array (1..64)
   int max_functions = 1000; // most functions one wildcard may match
+  uint64_t events_per_second = 0; // "limits:" over all probes together: 0 for none
 };
 
 struct Spec {
