@@ -236,6 +236,15 @@ std::string check_pid(const std::string &text) {
   return "";
 }
 
+// The options weave run and weave trace pass on to the tracer they start.
+void add_tracer_options(CLI::App &cmd, weave::RunOptions &options) {
+  cmd.add_option("--format", options.format, "tracer output: text or json")->check(CLI::IsMember({"text", "json"}));
+  cmd.add_option("-o,--output", options.output, "tracer -o: events to this file; stdout stays the program's");
+  cmd.add_option("--pid", options.pid, "trace only this running process")
+      ->check(CLI::Validator(check_pid, ""))
+      ->type_name("PID");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -321,13 +330,7 @@ int main(int argc, char **argv) {
                   "  weave run --format json --pid 1234 spec.yaml ./bin   # one running process, JSON lines");
   run_cmd->add_option("spec", run_args.options.spec_path, "probe spec (YAML or JSON)")->required();
   run_cmd->add_option("binary", run_args.options.binary_path, "Go binary to trace")->required();
-  run_cmd->add_option("--format", run_args.options.format, "tracer output: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
-  run_cmd->add_option("-o,--output", run_args.options.output,
-                      "tracer -o: events to this file; stdout stays the program's");
-  run_cmd->add_option("--pid", run_args.options.pid, "trace only this running process")
-      ->check(CLI::Validator(check_pid, ""))
-      ->type_name("PID");
+  add_tracer_options(*run_cmd, run_args.options);
   run_cmd->add_option("--clang", run_args.clang, "clang executable used to compile the probes");
   run_cmd->add_option("--runtime", run_args.runtime, "tracer runtime to embed the probes into");
 
@@ -343,13 +346,7 @@ int main(int argc, char **argv) {
   trace_cmd->add_option("function", trace_functions,
                         "Go function names or globs, as weave funcs lists them")
       ->required();
-  trace_cmd->add_option("--format", trace_args.options.format, "tracer output: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
-  trace_cmd->add_option("-o,--output", trace_args.options.output,
-                        "tracer -o: events to this file; stdout stays the program's");
-  trace_cmd->add_option("--pid", trace_args.options.pid, "trace only this running process")
-      ->check(CLI::Validator(check_pid, ""))
-      ->type_name("PID");
+  add_tracer_options(*trace_cmd, trace_args.options);
 
   std::string funcs_binary, funcs_pattern;
   bool funcs_names = false;
