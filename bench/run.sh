@@ -14,7 +14,8 @@
 #   BENCH_BPFTRACE_MANY=N   functions bpftrace attaches to there (default: BENCH_MANY; 0 skips it)
 #   BENCH_PERF_MANY=N       functions for weave --attach perf there (default 25; 0 skips it)
 #   BENCH_TIMEOUT=S         bound on any one traced run (default 900)
-#   BENCH_SKIP=LIST         steps to skip, of: overhead attach rate build format
+#   BENCH_SKIP=LIST         steps to skip, of: overhead attach rate build format costs
+#   BENCH_LADDER_CALLS=N    calls per rung of the cost ladder (default 20000)
 #
 # Steps:
 #   1. overhead  per-call cost of a Go function (int, string, struct pointer) as the Go loop itself
@@ -28,6 +29,7 @@
 #                with events and lost from --stats.
 #   4. build     `weave build` wall time and peak RSS on cmd/compile with 10 probes.
 #   5. format    the tracer's user-space formatting alone, text vs JSON (bench/format_bench.cpp).
+#   6. costs     BPF ns/run of bench/cost_ladder.bpf.c's rungs: what each part of a probe costs here.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -304,6 +306,61 @@ if ! skipped format; then
     echo
     "$WORK/format_bench" "$WORK/out-work/probes.json" 2000000 "$WORK/format.out"
   } | tee "$WORK/report-5.txt"
+fi
+
+# ---- 6. What each part of a probe costs ---------------------------------------------------------
+# BPF time per run (--stats, the kernel's bpf_stats) of bench/cost_ladder.bpf.c's rungs, each one
+# thing more than the last; the generated 3-capture program and the floor beside them. ns/run is
+# the program alone, which a busy machine disturbs far less than the per-call loop of step 1.
+if ! skipped costs; then
+  LADDER_CALLS=${BENCH_LADDER_CALLS:-20000}
+  say "bench: 6. cost ladder, $LADDER_CALLS calls per rung x $ROUNDS rounds"
+  rungs="0 1 2 3 4 5 6 7"
+  for n in $rungs; do
+    clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -DRUNG=$n -I"$ROOT/templates" -c "$ROOT/bench/cost_ladder.bpf.c" -o "$WORK/ladder-$n.bpf.o"
+  done
+  run_ns() { awk '/ BPF programs? for / { for (i = 1; i <= NF; i++) if ($i == "ns/run") print $(i-1) }' "$1" | tail -1; }
+  : > "$WORK/ladder.txt"
+  for r in $(seq "$ROUNDS"); do
+    for n in $rungs generated; do
+      if [ $n = generated ]; then
+        timeout "$TIMEOUT" "$WORK/out-work/tracer" --stats -o /dev/null -- "$WORKLOAD" -n "$LADDER_CALLS" > /dev/null 2> "$WORK/ladder.err" || true
+      else
+        timeout "$TIMEOUT" "$RUNTIME" --object "$WORK/ladder-$n.bpf.o" --manifest "$WORK/floor.json" --stats -o /dev/null -- "$WORKLOAD" -n "$LADDER_CALLS" > /dev/null 2> "$WORK/ladder.err" || true
+      fi
+      echo "$n $(run_ns "$WORK/ladder.err")" >> "$WORK/ladder.txt"
+    done
+  done
+  {
+    echo
+    echo "## 6. What each part of a probe costs: BPF ns/run (median of $ROUNDS), main.Work, 3 captures"
+    echo
+    printf '%-58s %8s %8s\n' "rung (each adds one thing to the one above)" "ns/run" "+ns"
+    prev=
+    for n in $rungs generated; do
+      m=$(awk -v n=$n '$1 == n { print $2 }' "$WORK/ladder.txt" | median)
+      case $n in
+      0) label="0 floor: return at once" ;;
+      1) label="1 + bpf_get_attach_cookie" ;;
+      2) label="2 + pid_tgid, pid filter, hits counter" ;;
+      3) label="3 + ring buffer reserve/submit (136-byte event)" ;;
+      4) label="4 + bpf_ktime_get_ns" ;;
+      5) label="5 + bpf_probe_read_user: goroutine id" ;;
+      6) label="6 + bpf_probe_read_user: p.Count" ;;
+      7) label="7 + bpf_probe_read_user: s's bytes (12 of 64)" ;;
+      generated) label="the generated probe (weave build of work.yaml)" ;;
+      esac
+      if [ $n = generated ]; then
+        printf '%-58s %8s %8s\n' "$label" "$m" "($(awk -v a="$m" -v b="$floor_ns" 'BEGIN { printf "%+.0f", a - b }') over the floor)"
+      elif [ -n "$prev" ]; then
+        printf '%-58s %8s %8s\n' "$label" "$m" "$(awk -v a="$m" -v b="$prev" 'BEGIN { printf "%+.0f", a - b }')"
+      else
+        printf '%-58s %8s %8s\n' "$label" "$m" "-"
+        floor_ns=$m
+      fi
+      prev=$m
+    done
+  } | tee "$WORK/report-6.txt"
 fi
 
 cat "$WORK"/report-*.txt > "$WORK/report.txt"
