@@ -138,31 +138,30 @@ struct {
 #define WEAVE_COOKIE_PAIR(cookie) ((__u32)(((cookie) >> 24) & 0xffffff))
 #define WEAVE_COOKIE_POINT(cookie) ((__u16)((cookie) >> 48))
 
-/* weave_reserve: apply the pid filter, count the hit, reserve an event of `size` bytes and fill its
- * header; `ip` is where the probe fired. Returns 0 when the event is filtered out or the buffer is
- * full (then counted in weave_lost). */
-static __always_inline struct weave_event_header *weave_reserve(__u64 cookie, __u64 ip, __u32 kind,
-								__u64 size)
+/* weave_count: one more in a per-probe counter (weave_hits, weave_lost, weave_filtered, weave_limited).
+ * Atomic even in a per-CPU slot: a uprobe program can be preempted, and another task on this CPU
+ * can run it in between (a lost update would break hits == events + lost + filtered + limited). */
+static __always_inline void weave_count(void *counters, __u32 probe_id)
+{
+	__u64 *n = bpf_map_lookup_elem(counters, &probe_id);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+/* weave_begin: apply the pid filter, count the hit and fill the event header; `ip` is where the
+ * probe fired, `clock` whether to read the clock now (0: the caller sets ts_ns later). Returns
+ * nonzero when the process is not traced. */
+static __always_inline int weave_begin(struct weave_event_header *h, __u64 cookie, __u64 ip, __u32 kind,
+				       int clock)
 {
 	__u32 probe_id = WEAVE_COOKIE_PROBE(cookie);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 zero = 0;
 	struct weave_config *config = bpf_map_lookup_elem(&weave_config, &zero);
 	if (config && config->target_tgid && config->target_tgid != (__u32)(pid_tgid >> 32))
-		return 0;
-	__u64 *hits = bpf_map_lookup_elem(&weave_hits, &probe_id);
-	/* Atomic even in a per-CPU slot: a uprobe program can be preempted, and another task on this
-	 * CPU can run it in between (a lost update would break hits == events + lost). */
-	if (hits)
-		__sync_fetch_and_add(hits, 1);
-	struct weave_event_header *h = bpf_ringbuf_reserve(&weave_events, size, 0);
-	if (!h) {
-		__u64 *lost = bpf_map_lookup_elem(&weave_lost, &probe_id);
-		if (lost)
-			__sync_fetch_and_add(lost, 1); /* atomic, like hits */
-		return 0;
-	}
-	h->ts_ns = bpf_ktime_get_ns();
+		return 1;
+	weave_count(&weave_hits, probe_id);
+	h->ts_ns = clock ? bpf_ktime_get_ns() : 0;
 	h->goid = 0;
 	h->faults = 0;
 	h->ip = ip;
@@ -171,17 +170,63 @@ static __always_inline struct weave_event_header *weave_reserve(__u64 cookie, __
 	h->probe_id = probe_id;
 	h->kind = kind;
 	h->point = WEAVE_COOKIE_POINT(cookie);
+	return 0;
+}
+
+/* weave_reserve: weave_begin straight into a ring buffer record of `size` bytes. Returns 0 when
+ * the process is not traced or the buffer is full (then counted in weave_lost). */
+static __always_inline struct weave_event_header *weave_reserve(__u64 cookie, __u64 ip, __u32 kind,
+								__u64 size)
+{
+	struct weave_event_header header;
+	if (weave_begin(&header, cookie, ip, kind, 0))
+		return 0;
+	struct weave_event_header *h = bpf_ringbuf_reserve(&weave_events, size, 0);
+	if (!h) {
+		weave_count(&weave_lost, header.probe_id);
+		return 0;
+	}
+	*h = header;
+	h->ts_ns = bpf_ktime_get_ns();
 	return h;
 }
 
-/* weave_drop: discard a reserved event that its probe's when: condition rules out, counted. */
+/* weave_output: copy a record built on the stack into the ring buffer (lost when it is full).
+ * Reserve, copy inline and submit: `size` is a constant at every call site, so the copy is a few
+ * dozen moves, cheaper than bpf_ringbuf_output's own copy (bench/run.sh, step 6). */
+static __always_inline void weave_output(struct weave_event_header *h, __u64 size)
+{
+	void *r = bpf_ringbuf_reserve(&weave_events, size, 0);
+	if (!r) {
+		weave_count(&weave_lost, h->probe_id);
+		return;
+	}
+	__builtin_memcpy((__u64 *)r, (__u64 *)h, size); /* 8-byte moves: both are 8-byte aligned */
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+/* weave_drop, weave_drop_limited: discard a reserved record that its probe's when: condition or
+ * its limits rule out, counted. weave_skip, weave_skip_limited: the same for one on the stack. */
 static __always_inline void weave_drop(struct weave_event_header *h)
 {
-	__u32 probe_id = h->probe_id;
-	__u64 *filtered = bpf_map_lookup_elem(&weave_filtered, &probe_id);
-	if (filtered)
-		__sync_fetch_and_add(filtered, 1); /* atomic, like hits */
+	weave_count(&weave_filtered, h->probe_id);
 	bpf_ringbuf_discard(h, BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline void weave_drop_limited(struct weave_event_header *h)
+{
+	weave_count(&weave_limited, h->probe_id);
+	bpf_ringbuf_discard(h, BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline void weave_skip(struct weave_event_header *h)
+{
+	weave_count(&weave_filtered, h->probe_id);
+}
+
+static __always_inline void weave_skip_limited(struct weave_event_header *h)
+{
+	weave_count(&weave_limited, h->probe_id);
 }
 
 /* weave_over_rate: counts a call in slot's current one-second window of CLOCK_MONOTONIC; nonzero when
@@ -201,16 +246,6 @@ static __always_inline int weave_over_rate(__u32 slot, __u64 now, __u64 per_seco
 	}
 	__sync_fetch_and_add(&r->count, 1);
 	return r->count > per_second;
-}
-
-/* weave_drop_limited: discard a reserved event that its limits rule out, counted. */
-static __always_inline void weave_drop_limited(struct weave_event_header *h)
-{
-	__u32 probe_id = h->probe_id;
-	__u64 *limited = bpf_map_lookup_elem(&weave_limited, &probe_id);
-	if (limited)
-		__sync_fetch_and_add(limited, 1);
-	bpf_ringbuf_discard(h, BPF_RB_NO_WAKEUP);
 }
 
 /* weave_load: *value = the `size`-byte little-endian integer at user address `addr`, zero-extended.

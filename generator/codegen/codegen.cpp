@@ -192,6 +192,11 @@ Data user_view(const ProbePlan &probe, const EventPlan &event, bool first) {
   return user;
 }
 
+// The largest record a program builds on its stack: with the copy of the registers (168 bytes on
+// x86, 272 on arm64) and the locals of the reads, it stays within BPF's 512 bytes (clang refuses
+// more at compile time).
+uint32_t max_stack_event(const Plan &plan) { return plan.target.arch == "arm64" ? 160 : 256; }
+
 // The code of a program and the layout of its record, from the first event it serves (every
 // other one has the same shape: plan.cpp, program_shape).
 Data program_view(const Plan &plan, const ProgramPlan &program) {
@@ -224,6 +229,27 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   // With "when:" or limits, the call is remembered for its return only once it has passed them.
   bool limited = event->kind == "entry" && (event->events_per_second || plan.total_events_per_second);
   bool gated = event->filter || limited;
+  // A call its when: condition, its limits or a missing entry may drop is built on the BPF stack
+  // and copied into the ring buffer only once it passes: a dropped call then costs no ring buffer
+  // reservation (bench/run.sh, step 6: ~120 ns here) and, for an entry that pairs nothing, no clock
+  // read either (another ~120 ns). Only records that fit beside the register copy (512 bytes of
+  // stack in all) are built so; larger ones are reserved first and discarded when dropped.
+  bool on_stack = (gated || event->needs_entry) && event->event_size <= max_stack_event(plan);
+  bool late_clock = on_stack && event->filter && event->kind == "entry" && !event->pairs_calls;
+  ev.set("on_stack", on_stack);
+  ev.set("in_ring", !on_stack);
+  ev.set("early_clock", on_stack ? (late_clock ? "0" : "1") : "");
+  ev.set("late_clock", late_clock);
+  ev.set("drop", on_stack ? "weave_skip" : "weave_drop");
+  ev.set("drop_limited", on_stack ? "weave_skip_limited" : "weave_drop_limited");
+  // Built on the stack, an entry reads what its condition needs, decides, and only then the rest:
+  // goroutine id, stack and the other captures cost nothing on a call it drops.
+  bool defer_reads = on_stack && event->kind == "entry";
+  ev.set("goid_late", defer_reads);
+  ev.set("stack_early", event->stack_depth > 0 && !defer_reads);
+  ev.set("stack_late", event->stack_depth > 0 && defer_reads);
+  ev.set("needs_entry_early", event->needs_entry && on_stack);
+  ev.set("needs_entry_late", event->needs_entry && !on_stack);
   ev.set("pair_entry", event->pairs_calls && event->kind == "entry" && !gated);
   ev.set("pair_entry_late", event->pairs_calls && event->kind == "entry" && gated);
   Data limits{Data::type::list};
@@ -262,7 +288,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   ev.set("ctx_type", plan.ctx_type);
   ev.set("goid_offset", std::to_string(plan.goid_offset));
   ev.set("goid_source", comment(plan.goid_source));
-  Data captures{Data::type::list};
+  Data captures{Data::type::list}, late_captures{Data::type::list};
   Data members{Data::type::list};
   if (event->duration_offset) {
     Data m;
@@ -272,7 +298,6 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     m.set("comment", "since the paired entry; 0 when the entry was not seen");
     members.push_back(m);
   }
-  ev.set("has_stack", event->stack_depth > 0);
   ev.set("stack_depth", std::to_string(event->stack_depth));
   ev.set("stack_call", plan.target.arch == "arm64"
                            ? fmt::format("weave_walk_frames(e->stack, {}, regs.regs[30], regs.regs[29])",
@@ -346,9 +371,11 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
       fields.push_back(fv);
     }
     cv.set("fields", fields);
-    captures.push_back(cv);
+    bool condition_reads = event->filter_faults & (uint64_t{1} << capture.fault_bit);
+    (defer_reads && !condition_reads ? late_captures : captures).push_back(cv);
   }
   ev.set("captures", captures);
+  ev.set("late_captures", late_captures);
   if (event->stack_depth) {
     Data m;
     m.set("decl", fmt::format("__u64 stack[{}]", event->stack_depth));
@@ -379,6 +406,9 @@ Data plan_view(const Plan &plan) {
   for (const auto &arg : bpf_cflags(plan))
     flags += (flags.empty() ? "" : " ") + arg;
   view.set("bpf_cflags", flags);
+  // The pieces a program renders in one of two places (before or after its when: condition).
+  view.set("capture", Data{kainjow::mustache::partial([] { return resource("templates/capture.bpf.c.mustache"); })});
+  view.set("goid", Data{kainjow::mustache::partial([] { return resource("templates/goid.bpf.c.mustache"); })});
   return view;
 }
 

@@ -22,13 +22,35 @@ SEC("uprobe")
 int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx); /* which event, pair and attach point: weave_bpf.h */
-	struct probe_0_entry_event *e =
-		(struct probe_0_entry_event *)weave_reserve(cookie, ctx->ip, WEAVE_EVENT_ENTRY, sizeof(*e));
-	if (!e)
+	/* Built on the stack, into the ring buffer only if the call is kept: a dropped call costs no
+	 * reservation and no clock read. */
+	struct probe_0_entry_event record = {}, *e = &record;
+	if (weave_begin(&e->hdr, cookie, ctx->ip, WEAVE_EVENT_ENTRY, 0))
 		return 0;
 	/* A copy of the registers: clang may otherwise compute ctx + offset once and load through the
 	 * moved pointer, which the verifier refuses for the context. */
 	const struct weave_pt_regs_x86_64 regs = *ctx;
+
+	{ /* capture 1: req.Header.Port (uint16) */
+		long fault = 0, discard = 0; /* errors ORed together; discard: speculative reads, which mark nothing */
+		(void)discard;
+		{ /* req.Header.Port */
+			__u64 v = regs.bx; /* req: *main.Request in RBX */
+			fault |= weave_load(&v, v + 16, 8); /* req.Header: *main.Header at +16 */
+			fault |= weave_load(&v, v + 0, 2); /* req.Header.Port: uint16 at +0 */
+			e->c1 = (__u16)v;
+		}
+		if (fault)
+			e->hdr.faults |= 1ULL << 1;
+	}
+
+	/* when: req.Header.Port == 8081
+	 * A false condition drops the call here; a value it reads that faulted lets it through, marked. */
+	if (!(e->hdr.faults & 0x2) && !(e->c1 == 8081ULL)) {
+		weave_skip(&e->hdr);
+		return 0;
+	}
+	e->hdr.ts_ns = bpf_ktime_get_ns(); /* kept: now the clock is worth reading */
 
 	/* goroutine id: g is in R14 in ABIInternal code; goid at +152 (DWARF runtime.g.goid) */
 	__u64 g = regs.r14;
@@ -47,19 +69,6 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 		}
 		if (fault)
 			e->hdr.faults |= 1ULL << 0;
-	}
-
-	{ /* capture 1: req.Header.Port (uint16) */
-		long fault = 0, discard = 0; /* errors ORed together; discard: speculative reads, which mark nothing */
-		(void)discard;
-		{ /* req.Header.Port */
-			__u64 v = regs.bx; /* req: *main.Request in RBX */
-			fault |= weave_load(&v, v + 16, 8); /* req.Header: *main.Header at +16 */
-			fault |= weave_load(&v, v + 0, 2); /* req.Header.Port: uint16 at +0 */
-			e->c1 = (__u16)v;
-		}
-		if (fault)
-			e->hdr.faults |= 1ULL << 1;
 	}
 
 	{ /* capture 2: deadline (int64) */
@@ -84,6 +93,6 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 			e->hdr.faults |= 1ULL << 3;
 	}
 
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the tracer drains on a timer */
+	weave_output(&e->hdr, sizeof(*e)); /* copied into the ring buffer; the tracer drains on a timer */
 	return 0;
 }
