@@ -85,6 +85,14 @@ probes:
 EOF
 "$WEAVE" build "$WORK/work.yaml" "$WORKLOAD" -o "$WORK/out-work" 2> "$WORK/weave-work.log" || die "weave build: $WORK/weave-work.log"
 "$WEAVE" build "$WORK/empty.yaml" "$WORKLOAD" -o "$WORK/out-empty" 2> "$WORK/weave-empty.log" || die "weave build: $WORK/weave-empty.log"
+cat > "$WORK/dropped.yaml" << 'EOF'
+# The same 3 captures behind a condition no call meets: what a dropped call costs.
+probes:
+  - function: main.Work
+    capture: [n, s, p.Count]
+    when: 'n < 0'
+EOF
+"$WEAVE" build "$WORK/dropped.yaml" "$WORKLOAD" -o "$WORK/out-dropped" 2> "$WORK/weave-dropped.log" || die "weave build: $WORK/weave-dropped.log"
 
 # The floor: an empty program, loaded and attached (uprobe_multi) by the weave runtime itself, with
 # the no-capture probe's manifest pointing at it.
@@ -322,9 +330,11 @@ if ! skipped costs; then
   run_ns() { awk '/ BPF programs? for / { for (i = 1; i <= NF; i++) if ($i == "ns/run") print $(i-1) }' "$1" | tail -1; }
   : > "$WORK/ladder.txt"
   for r in $(seq "$ROUNDS"); do
-    for n in $rungs generated; do
-      if [ $n = generated ]; then
-        timeout "$TIMEOUT" "$WORK/out-work/tracer" --stats -o /dev/null -- "$WORKLOAD" -n "$LADDER_CALLS" > /dev/null 2> "$WORK/ladder.err" || true
+    for n in $rungs generated dropped; do
+      if [ $n = generated ] || [ $n = dropped ]; then
+        out=$WORK/out-work
+        [ $n = dropped ] && out=$WORK/out-dropped
+        timeout "$TIMEOUT" "$out/tracer" --stats -o /dev/null -- "$WORKLOAD" -n "$LADDER_CALLS" > /dev/null 2> "$WORK/ladder.err" || true
       else
         timeout "$TIMEOUT" "$RUNTIME" --object "$WORK/ladder-$n.bpf.o" --manifest "$WORK/floor.json" --stats -o /dev/null -- "$WORKLOAD" -n "$LADDER_CALLS" > /dev/null 2> "$WORK/ladder.err" || true
       fi
@@ -337,7 +347,7 @@ if ! skipped costs; then
     echo
     printf '%-58s %8s %8s\n' "rung (each adds one thing to the one above)" "ns/run" "+ns"
     prev=
-    for n in $rungs generated; do
+    for n in $rungs generated dropped; do
       m=$(awk -v n=$n '$1 == n { print $2 }' "$WORK/ladder.txt" | median)
       case $n in
       0) label="0 floor: return at once" ;;
@@ -349,8 +359,9 @@ if ! skipped costs; then
       6) label="6 + bpf_probe_read_user: p.Count" ;;
       7) label="7 + bpf_probe_read_user: s's bytes (12 of 64)" ;;
       generated) label="the generated probe (weave build of work.yaml)" ;;
+      dropped) label="the same with when: 'n < 0', every call dropped" ;;
       esac
-      if [ $n = generated ]; then
+      if [ $n = generated ] || [ $n = dropped ]; then
         printf '%-58s %8s %8s\n' "$label" "$m" "($(awk -v a="$m" -v b="$floor_ns" 'BEGIN { printf "%+.0f", a - b }') over the floor)"
       elif [ -n "$prev" ]; then
         printf '%-58s %8s %8s\n' "$label" "$m" "$(awk -v a="$m" -v b="$prev" 'BEGIN { printf "%+.0f", a - b }')"
