@@ -134,6 +134,13 @@ int parse_command_line(int argc, char **argv, Options &opt) {
   CLI::App app{"Traces the Go functions this tracer was built for (by `weave build`) and prints "
                "one line per call.",
                "tracer"};
+  // CLI11 cannot declare what follows "--" (it is split off above), so the usage line says it.
+  struct UsageWithCommand : CLI::Formatter {
+    std::string make_usage(const CLI::App *, std::string name) const override {
+      return "Usage: " + name + " [OPTIONS] [-- CMD ARGS...]\n";
+    }
+  };
+  app.formatter(std::make_shared<UsageWithCommand>());
   app.add_option("--format", opt.format, "output: text lines, or JSON lines")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -69,7 +69,7 @@ TEST_CASE("every command's help has its usage line and examples of that command"
   auto tracer = e2e::run({kRuntime, "--help"});
   INFO(tracer.out);
   CHECK(tracer.status == 0);
-  CHECK(has(tracer.out, "Usage: tracer [OPTIONS]"));
+  CHECK(has(tracer.out, "Usage: tracer [OPTIONS] [-- CMD ARGS...]"));
   CHECK(has(tracer.out, "Examples:\n  weave-out/tracer -- ./bin args"));
 }
 
