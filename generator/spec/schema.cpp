@@ -437,6 +437,13 @@ SourceLoc location(const YAML::Node &node, const std::string &path) {
   return {path, node.Mark().line + 1, node.Mark().column + 1};
 }
 
+SourceLoc text_location(const YAML::Node &node, const std::string &path) {
+  SourceLoc loc = location(node, path);
+  if (node.Tag() == "!" && loc.line > 0) // quoted: the mark is the quote, the text starts after it
+    loc.column += 1;
+  return loc;
+}
+
 std::optional<long long> parse_integer(std::string_view text) {
   if (text.starts_with("+"))
     text.remove_prefix(1);

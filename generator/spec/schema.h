@@ -30,6 +30,9 @@ void validate(const YAML::Node &document, const Schema &schema, const std::strin
 
 // The 1-based location of a node; line 0 when yaml-cpp has no mark for it.
 SourceLoc location(const YAML::Node &node, const std::string &path);
+// Where a scalar's text begins, for errors that point inside it (a capture's field, a condition's
+// operator): one past the mark when the scalar is quoted.
+SourceLoc text_location(const YAML::Node &node, const std::string &path);
 
 // A YAML 1.2 core-schema decimal integer ("64", "-3", "+7"); nullopt for anything else or overflow.
 std::optional<long long> parse_integer(std::string_view text);

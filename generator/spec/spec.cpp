@@ -29,6 +29,7 @@ namespace {
 
 using spec_schema::describe_found;
 using spec_schema::location;
+using spec_schema::text_location;
 using spec_schema::quote;
 
 const char *const kExample = "a spec lists the functions to trace, e.g. "
@@ -501,12 +502,10 @@ Spec build(const YAML::Node &root, const std::string &path) {
     SourceLoc name_loc = name ? location(name, path) : p.loc;
     if (YAML::Node captures = probe["capture"])
       for (const auto &capture : captures)
-        p.captures.push_back({capture.Scalar(), location(capture, path)});
+        p.captures.push_back({capture.Scalar(), text_location(capture, path)});
     if (YAML::Node when = probe["when"]) {
       p.when = when.Scalar();
-      p.when_loc = location(when, path);
-      if (when.Tag() == "!" && p.when_loc.line > 0) // quoted: columns inside it start after the quote
-        p.when_loc.column += 1;
+      p.when_loc = text_location(when, path);
     }
     if (YAML::Node limits = probe["limits"])
       p.events_per_second = static_cast<uint64_t>(*spec_schema::parse_integer(limits["events_per_second"].Scalar()));

@@ -112,6 +112,11 @@ TEST_CASE("bad input: a clear error, a non-zero exit, and nothing written") {
   expect_error("unknown-field", "probes:\n  - function: main.Nested\n    capture: [r.Header.Prot]\n", fixture,
                "unknown-field", {"spec.yaml:3:24", "has no field Prot", "did you mean Port",
                                  "fields: Port, Flags, ID, Host"});
+  // Quoted, in a flow list and in a block list: the column is the field's, not one left of it.
+  expect_error("unknown-field-quoted", "probes:\n  - function: main.Nested\n    capture: [\"r.Header.Prot\"]\n",
+               fixture, "unknown-field", {"spec.yaml:3:25", "has no field Prot"});
+  expect_error("unknown-field-block", "probes:\n  - function: main.Nested\n    capture:\n      - 'r.Header.Prot'\n",
+               fixture, "unknown-field", {"spec.yaml:4:19", "has no field Prot"});
   expect_error("not-a-struct", "probes:\n  - function: main.Ints\n    capture: [a.x]\n", fixture,
                "not-a-struct", {"a is int8"});
   expect_error("float", "probes:\n  - function: main.Floats\n    capture: [n, f]\n", fixture,
