@@ -10,6 +10,7 @@
 // 77 (skipped) and says which is missing.
 #include "arm64_vm.h"
 #include "harness.h"
+#include "when_expect.h"
 
 #include <doctest/doctest.h>
 
@@ -49,6 +50,7 @@ struct Job {
   std::string tracer;                    // host path of the weave-built tracer
   std::string fixture;                   // host path of the arm64 Go program it runs
   std::vector<std::string> fixture_args; // after `-truth /out/NAME.truth`
+  std::vector<std::string> tracer_args = {}; // after `-v --format json`
 };
 
 struct JobResult {
@@ -74,8 +76,10 @@ VmRun run_in_vm(const std::string &dir, const std::vector<Job> &jobs) {
     boot.files.emplace_back("w/tracer-" + job.name, job.tracer);
     boot.files.emplace_back("w/fixture-" + job.name, job.fixture);
     // A job that hangs is killed after 60 s and reported by its exit status; the others still run.
-    std::string cmd = "timeout -s KILL 60 ./tracer-" + job.name + " -v --format json -- ./fixture-" + job.name +
-                      " -truth /out/" + job.name + ".truth";
+    std::string cmd = "timeout -s KILL 60 ./tracer-" + job.name + " -v --format json";
+    for (const auto &arg : job.tracer_args)
+      cmd += " " + quote(arg);
+    cmd += " -- ./fixture-" + job.name + " -truth /out/" + job.name + ".truth";
     for (const auto &arg : job.fixture_args)
       cmd += " " + quote(arg);
     boot.script += "t0=$(cut -d' ' -f1 /proc/uptime)\n" + cmd + " > /out/" + job.name + ".out 2> /out/" +
@@ -439,7 +443,9 @@ std::vector<Job> jobs_for(const std::string &dir, const std::string &fixture) {
   std::string stacks = build_tracer(dir + "/stacks", "tests/e2e/stacks.yaml", fixture);
   std::string types = build_tracer(dir + "/types", "tests/e2e/types.yaml", fixture);
   std::string interfaces = build_tracer(dir + "/interfaces", "tests/e2e/interfaces.yaml", fixture);
+  std::string when = build_tracer(dir + "/when", "tests/e2e/when.yaml", fixture);
   return {{"values", values, fixture, {"-rounds", "3"}},
+          {"when", when, fixture, {"-rounds", "8"}, {"--stats"}},
           {"types", types, fixture, {"-rounds", "3"}},
           {"interfaces", interfaces, fixture, {"-rounds", "3"}},
           {"divmod", returns, fixture, {"-rounds", "3"}},
@@ -460,6 +466,13 @@ void check_all(VmRun &vm) {
   {
     INFO("job interfaces"); // dynamic types by name: type descriptors found in the arm64 binary
     check_against_truth(vm.jobs["interfaces"], "main.Check", 3);
+  }
+  {
+    INFO("job when"); // conditions decided in BPF before the rest is read, records built on the stack
+    const JobResult &r = vm.jobs["when"];
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    when_expect::check(r.truth, r.out, r.err);
   }
   {
     INFO("job divmod");
