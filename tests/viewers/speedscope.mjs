@@ -42,7 +42,7 @@ const deadline = setTimeout(() => fail('timed out after 100 s'), 100_000);
 let browser;
 function fail(message) {
   console.error(`speedscope.mjs: ${message}`);
-  if (browser) browser.kill('SIGKILL');
+  if (browser) killGroup('SIGKILL');
   process.exit(1);
 }
 
@@ -81,7 +81,11 @@ browser = spawn(chromium, [
   // speedscope draws its flame charts with WebGL: software GL, as there is no GPU.
   '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
   '--window-size=1400,900', 'about:blank',
-], {stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe']});
+], {stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], detached: true}); // its own process group
+// Chromium's helpers (renderer, GPU, crashpad) are in the browser's process group: ended with it.
+function killGroup(signal) {
+  try { process.kill(-browser.pid, signal); } catch {}
+}
 let stderr = '';
 browser.stderr.on('data', d => { stderr += d; });
 browser.on('exit', code => { if (!finished) fail(`chromium exited (${code}) early:\n${stderr.slice(-2000)}`); });
@@ -232,7 +236,14 @@ for (const file of files) {
 
 finished = true;
 clearTimeout(deadline);
-browser.kill('SIGTERM');
-await new Promise(resolve => browser.exitCode !== null ? resolve() : browser.on('exit', resolve));
+const exited = new Promise(resolve => browser.exitCode !== null ? resolve() : browser.on('exit', resolve));
+await send('Browser.close').catch(() => {});
+await Promise.race([exited, sleep(5000)]);
+killGroup('SIGKILL'); // whatever helper outlived the browser
 server.close();
-fs.rmSync(profileDir, {recursive: true, force: true});
+// Helpers that were still exiting may have written into the profile a moment ago: retried.
+try {
+  fs.rmSync(profileDir, {recursive: true, force: true, maxRetries: 10, retryDelay: 100});
+} catch (e) {
+  console.error(`speedscope.mjs: could not remove ${profileDir}: ${e.message}`);
+}
