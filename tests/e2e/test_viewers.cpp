@@ -244,6 +244,15 @@ TEST_CASE("speedscope opens --perfetto and --folded: goroutine tracks, functions
   // Imported, but no main.Leaf.
   std::string no_leaf = json(flame_problems(shown["renamed.folded"], "renamed.folded", folded_text, leaf_calls)).dump();
   CHECK(no_leaf != "[]");
+  // Goroutines whose calls ran on more than one thread, each still one profile (got == want above).
+  std::map<uint64_t, std::set<uint64_t>> threads;
+  for (const json &e : events)
+    threads[e["goid"].get<uint64_t>()].insert(e["tid"].get<uint64_t>());
+  size_t hopped = 0;
+  for (auto &[goid, tids] : threads)
+    hopped += tids.size() > 1;
+  MESSAGE(shown["trace.json"]["profiles"].size() << " goroutine tracks in speedscope, " << hopped
+                                                 << " of them on more than one thread");
   // What the checks found in the damaged files, for the log.
   MESSAGE("truncated.json: " << truncated);
   MESSAGE("unnamed.json: " << no_names.substr(0, 300));
