@@ -1,4 +1,4 @@
-// speedscope.mjs APP_DIR OUT_DIR FILE... — opens each FILE in the real speedscope web app, in
+// speedscope.mjs APP_DIR OUT_DIR FILE... [--no-shots FILE...] — opens each FILE in the real speedscope web app, in
 // headless Chromium, and reports what speedscope made of it.
 //
 // APP_DIR is speedscope's static build (dist/release of its npm package). It is served with FILE
@@ -8,14 +8,15 @@
 // so nothing but Node and Chromium is needed.
 //
 // For each FILE one JSON line on stdout:
-//   {"file", "title", "error", "dialogs", "profiles", "frames", "screenshot"}
+//   {"file", "title", "error", "dialogs", "warnings", "profiles": [{"name", "label", "frames"}], "screenshot"}
 // title is document.title (speedscope sets "NAME - speedscope" only after a successful import);
 // error is speedscope's "Something went wrong" text when an importer threw; dialogs are alert()s
-// ("Unrecognized format!", "... but it's empty!"); profiles are the names in the profile selector
-// (one per thread or goroutine track of a trace-event file); frames are the names in the Sandwich
-// view's table, the view that lists every frame of the profile shown as text (the flame charts are
-// drawn on a canvas). Screenshots go to OUT_DIR: NAME.png (the Time Order view of the first profile),
-// NAME.K.png (of the K-th), NAME.sandwich.png (the first profile's Sandwich view).
+// ("Unrecognized format!", "... but it's empty!"); warnings are what it logged as warnings or
+// errors meanwhile (what its importers worked around). profiles are the entries of its profile
+// selector (one per thread or goroutine track of a trace-event file), each with its frames as
+// [name, total, self] from the Sandwich view's table, the view that lists every frame as text (the
+// flame charts are drawn on a canvas). Screenshots go to OUT_DIR: NAME.png (the Time Order view of
+// the first profile), NAME.K.png (of the K-th), NAME.sandwich.png (the first profile's table).
 //
 // Exit status: 0 when every file was opened and read (whatever speedscope said about it), 1 when
 // the browser could not be driven, 77 when Chromium is not installed.
@@ -25,9 +26,13 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 
-const [appDir, outDir, ...files] = process.argv.slice(2);
+const [appDir, outDir, ...args] = process.argv.slice(2);
+// --no-shots before files: no screenshots of those (the damaged copies), which saves seconds.
+const files = args.filter(a => a !== '--no-shots');
+const noShots = new Set(args.slice(args.indexOf('--no-shots') + 1));
+if (!args.includes('--no-shots')) noShots.clear();
 if (!appDir || !outDir || files.length === 0) {
-  console.error('usage: speedscope.mjs APP_DIR OUT_DIR FILE...');
+  console.error('usage: speedscope.mjs APP_DIR OUT_DIR FILE... [--no-shots FILE...]');
   process.exit(2);
 }
 const chromium = process.env.WEAVE_CHROMIUM || '/usr/bin/chromium';
@@ -121,8 +126,14 @@ const sleep = ms => new Promise(r => setTimeout(r, ms));
 const {targetId} = await send('Target.createTarget', {url: 'about:blank'});
 const {sessionId} = await send('Target.attachToTarget', {targetId, flatten: true});
 const page = (method, params) => send(method, params, sessionId);
-let dialogs = [];
+let dialogs = [], warnings = [];
 listeners.push(m => {
+  // speedscope's importers say on the console what they had to work around ("Tried to end frame
+  // ... when ... was on the top of the stack", "still open at end of profile").
+  if (m.sessionId === sessionId && m.method === 'Runtime.consoleAPICalled' &&
+      (m.params.type === 'warning' || m.params.type === 'error')) {
+    warnings.push(m.params.args.map(a => a.value ?? a.description ?? '').join(' '));
+  }
   if (m.sessionId === sessionId && m.method === 'Page.javascriptDialogOpening') {
     dialogs.push(m.params.message);
     page('Page.handleJavaScriptDialog', {accept: true}).catch(() => {});
@@ -197,6 +208,7 @@ const clickTab = label => evaluate(`[...document.querySelectorAll('div')]
 for (const file of files) {
   const name = path.basename(file);
   dialogs = [];
+  warnings = [];
   const hash = `#profileURL=${encodeURIComponent(`${origin}/profiles/${encodeURIComponent(name)}`)}`;
   // about:blank between files: a new hash alone would not reload the app.
   await page('Page.navigate', {url: 'about:blank'});
@@ -204,14 +216,15 @@ for (const file of files) {
   // Loaded: the title names the file; failed: an error view or an alert.
   await until(`document.title.endsWith(' - speedscope') || (${errorText}) !== ''`, 20_000, () => dialogs.length > 0);
   await sleep(300);
-  const result = {file: name, title: await evaluate('document.title'), error: await evaluate(errorText), dialogs};
+  const result = {file: name, title: await evaluate('document.title'), error: await evaluate(errorText), dialogs,
+                  warnings};
   result.profiles = [];
   if (result.title.endsWith(' - speedscope')) {
     // Every profile (a trace-event file has one per track): its Time Order view as a picture
     // (NAME.png for the first, as a user first sees it, NAME.K.png for the K-th), then its frames
     // read in the Sandwich view (pictured for the first, NAME.sandwich.png).
     await sleep(700);
-    result.screenshot = path.join(outDir, `${name}.png`);
+    if (!noShots.has(file)) result.screenshot = path.join(outDir, `${name}.png`);
     const names = await evaluate(profileNames);
     const count = Math.max(1, names.length);
     for (let i = 0; i < count; ++i) {
@@ -221,13 +234,13 @@ for (const file of files) {
         await until(`${activeProfile}.includes('(${i + 1}/${count})')`, 5_000);
         await sleep(300);
       }
-      await screenshot(i === 0 ? result.screenshot : path.join(outDir, `${name}.${i + 1}.png`));
+      if (!noShots.has(file)) await screenshot(i === 0 ? result.screenshot : path.join(outDir, `${name}.${i + 1}.png`));
       await clickTab('Sandwich');
       await sleep(200);
       const label = await evaluate(activeProfile);
       result.profiles.push({name: names[i] ?? label.replace(/ \(\d+\/\d+\)$/, ''), label,
                             frames: await evaluate(sandwichRows)});
-      if (i === 0) await screenshot(path.join(outDir, `${name}.sandwich.png`));
+      if (i === 0 && !noShots.has(file)) await screenshot(path.join(outDir, `${name}.sandwich.png`));
       await clickTab('Time Order');
     }
   }
@@ -240,6 +253,7 @@ const exited = new Promise(resolve => browser.exitCode !== null ? resolve() : br
 await send('Browser.close').catch(() => {});
 await Promise.race([exited, sleep(5000)]);
 killGroup('SIGKILL'); // whatever helper outlived the browser
+server.closeAllConnections(); // keep-alive connections would hold the process for 5 s
 server.close();
 // Helpers that were still exiting may have written into the profile a moment ago: retried.
 try {
@@ -247,3 +261,4 @@ try {
 } catch (e) {
   console.error(`speedscope.mjs: could not remove ${profileDir}: ${e.message}`);
 }
+process.exit(0); // not waiting for the timers still pending
