@@ -133,11 +133,17 @@ std::vector<std::string> timeline_problems(const json &shown, const std::string 
   return problems;
 }
 
+// speedscope's plain weights (folded stacks have no unit): toLocaleString, "2,119,905" in en-US.
+uint64_t displayed_weight(std::string text) {
+  text.erase(std::remove(text.begin(), text.end(), ','), text.end());
+  return std::stoull(text);
+}
+
 // What speedscope must show for the flame graph: one profile, every frame of the file, each with
-// the total speedscope's flame graph gives it (the weights of the stacks it is on) and main.Leaf's
-// total the number of calls the program made.
+// the total speedscope's flame graph gives it (the weights of the stacks it is on), and the totals
+// of some functions what the program or the tracer says (calls made, nanoseconds taken).
 std::vector<std::string> flame_problems(const json &shown, const std::string &file, const std::string &folded,
-                                        uint64_t leaf_calls) {
+                                        const std::map<std::string, uint64_t> &totals) {
   std::vector<std::string> problems;
   if (shown["title"] != file + " - speedscope")
     problems.push_back("title is " + shown["title"].dump() + ": not imported");
@@ -161,12 +167,13 @@ std::vector<std::string> flame_problems(const json &shown, const std::string &fi
       want[f] += weight;
   }
   for (const json &row : shown["profiles"][0]["frames"])
-    got[row[0]] = std::stoull(row[1].get<std::string>());
+    got[row[0]] = displayed_weight(row[1]);
   if (got != want)
     problems.push_back("frames and totals: speedscope " + json(got).dump() + ", file " + json(want).dump());
-  if (got["main.Leaf"] != leaf_calls)
-    problems.push_back("main.Leaf: speedscope counts " + std::to_string(got["main.Leaf"]) + " calls, the program made " +
-                       std::to_string(leaf_calls));
+  for (auto &[function, total] : totals)
+    if (got[function] != total)
+      problems.push_back(function + ": speedscope's total is " + std::to_string(got[function]) + ", want " +
+                         std::to_string(total));
   return problems;
 }
 
@@ -215,6 +222,25 @@ TEST_CASE("speedscope opens --perfetto and --folded: goroutine tracks, functions
   }
   REQUIRE(truth_handle.size() == 4);
   REQUIRE(leaf_calls == 4);
+  // The flame graph weighted by time: plain numbers in speedscope, nanoseconds.
+  std::string timed = dir + "/time.folded";
+  auto traced_time = e2e::run({dir + "/out/tracer", "--format", "json", "--folded", timed, "--folded-weight", "time",
+                               "--", e2e::fixture("fixture"), "-truth", "/dev/null", "-deep", "12", "-sleepers", "3"});
+  INFO(traced_time.err);
+  REQUIRE(traced_time.status == 0);
+  // Sleepy's frame is as wide as its calls took; Deep's recursion as the outermost call, Deep(12),
+  // the longest (not the sum over every level of it).
+  std::map<std::string, uint64_t> time_totals{{"main.Deep", 0}, {"main.Sleepy", 0}};
+  for (const json &e : e2e::json_lines(traced_time.out)) {
+    if (e["kind"] != "return")
+      continue;
+    uint64_t ns = e["duration_ns"];
+    if (e["function"] == "main.Sleepy")
+      time_totals["main.Sleepy"] += ns;
+    if (e["function"] == "main.Deep")
+      time_totals["main.Deep"] = std::max(time_totals["main.Deep"], ns);
+  }
+  time_totals["runtime.goexit"] = time_totals["main.Sleepy"] + time_totals["main.Deep"];
 
   // The check must be able to fail: the same files, damaged four ways a viewer would show.
   std::string trace_text = e2e::read_file(timeline), folded_text = e2e::read_file(flame);
@@ -233,7 +259,7 @@ TEST_CASE("speedscope opens --perfetto and --folded: goroutine tracks, functions
     renamed.replace(at, 9, "main.Lxaf");
   write(dir + "/renamed.folded", renamed);
 
-  auto shown = open_in_speedscope({timeline, flame, "--no-shots", dir + "/truncated.json", dir + "/unnamed.json",
+  auto shown = open_in_speedscope({timeline, flame, timed, "--no-shots", dir + "/truncated.json", dir + "/unnamed.json",
                                    dir + "/overlap.json", dir + "/renamed.folded"},
                                   dir + "/shots");
   // What speedscope showed, for the log when a check fails.
@@ -243,9 +269,15 @@ TEST_CASE("speedscope opens --perfetto and --folded: goroutine tracks, functions
   std::string timeline_shown = json(timeline_problems(shown["trace.json"], "trace.json", events, truth_handle)).dump();
   CHECK(timeline_shown == "[]");
   CHECK(shown["trace.json"]["profiles"].size() >= 5); // main, Deep's goroutine, three sleepers
-  std::string flame_shown = json(flame_problems(shown["calls.folded"], "calls.folded", folded_text, leaf_calls)).dump();
+  std::string flame_shown =
+      json(flame_problems(shown["calls.folded"], "calls.folded", folded_text, {{"main.Leaf", leaf_calls}})).dump();
   CHECK(flame_shown == "[]");
-  for (const char *shot : {"trace.json.png", "trace.json.sandwich.png", "calls.folded.png", "calls.folded.sandwich.png"})
+  std::string time_shown =
+      json(flame_problems(shown["time.folded"], "time.folded", e2e::read_file(timed), time_totals)).dump();
+  INFO(shown["time.folded"].dump().substr(0, 3000));
+  CHECK(time_shown == "[]");
+  for (const char *shot : {"trace.json.png", "trace.json.sandwich.png", "calls.folded.png", "calls.folded.sandwich.png",
+                           "time.folded.png"})
     CHECK(e2e::read_file(dir + "/shots/" + shot).size() > 10000);
 
   // speedscope: "Unrecognized format!"
@@ -258,7 +290,8 @@ TEST_CASE("speedscope opens --perfetto and --folded: goroutine tracks, functions
   std::string overlapping = json(timeline_problems(shown["overlap.json"], "overlap.json", events, truth_handle)).dump();
   CHECK(overlapping != "[]");
   // Imported, but no main.Leaf.
-  std::string no_leaf = json(flame_problems(shown["renamed.folded"], "renamed.folded", folded_text, leaf_calls)).dump();
+  std::string no_leaf =
+      json(flame_problems(shown["renamed.folded"], "renamed.folded", folded_text, {{"main.Leaf", leaf_calls}})).dump();
   CHECK(no_leaf != "[]");
   // Goroutines whose calls ran on more than one thread, each still one profile (got == want above).
   std::map<uint64_t, std::set<uint64_t>> threads;

@@ -85,7 +85,9 @@ browser = spawn(chromium, [
   '--disable-background-networking', '--disable-component-update', '--disable-dev-shm-usage',
   // speedscope draws its flame charts with WebGL: software GL, as there is no GPU.
   '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
-  '--window-size=1400,900', 'about:blank',
+  '--window-size=1400,900',
+  '--lang=en-US', // numbers as speedscope formats them with toLocaleString: "2,119,905"
+  'about:blank',
 ], {stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], detached: true}); // its own process group
 // Chromium's helpers (renderer, GPU, crashpad) are in the browser's process group: ended with it.
 function killGroup(signal) {
