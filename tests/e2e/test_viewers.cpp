@@ -3,8 +3,8 @@
 // Chromium, and what speedscope shows is compared with what the tracer printed and what the
 // program recorded: the goroutine tracks it lists, the functions and captured values it names, the
 // time and call counts it adds up. test_perfetto and test_folded check the files' format; this
-// checks that a consumer people use reads them as meant. Screenshots of both go to the test's
-// directory (build/e2e-tmp/viewers).
+// checks that a consumer people use reads them as meant. Screenshots of both go to
+// build/e2e-tmp/viewers/shots.
 //
 // speedscope is fetched once with `npm pack` into ~/.cache/weave (tests/viewers/fetch-speedscope.sh)
 // and driven by tests/viewers/speedscope.mjs over the DevTools protocol. Without npm, the registry,
