@@ -832,10 +832,15 @@ void PerfettoView::on_event(const void *data, size_t size) {
     args = calls[i].args;
     if (!duration)
       begin = calls[i].ts_ns;
-    for (size_t j = calls.size(); j-- > i + 1;)
+    // Each one ends a nanosecond before the call around it. Ending them all at this return, as
+    // their frames did, made ties that viewers computing ts + dur in floating point (speedscope)
+    // break either way: a caller closed before the call inside it stayed open to the end.
+    for (size_t j = calls.size(); j-- > i + 1;) {
+      uint64_t end = h.ts_ns - std::min<uint64_t>(j - i, h.ts_ns - calls[j].ts_ns);
       emit("{\"ph\":\"X\",\"name\":" + json_quote(calls[j].function + " (no return seen)") + ",\"ts\":" +
-           micros(calls[j].ts_ns - start_ns_) + ",\"dur\":" + micros(h.ts_ns - calls[j].ts_ns) + head +
+           micros(calls[j].ts_ns - start_ns_) + ",\"dur\":" + micros(end - calls[j].ts_ns) + head +
            ",\"args\":{\"args\":" + calls[j].args + "}}");
+    }
     calls.resize(i);
     break;
   }

@@ -80,8 +80,10 @@ std::string function_of(const std::string &frame) { return frame.substr(0, frame
 
 // What speedscope must show for the timeline, from the tracer's own events (JSON lines): one profile
 // per goroutine that had a call return, named as the file's thread_name says, listing exactly the
-// functions that goroutine returned from, each function's slices adding up to its durations; each
-// Handle slice's name carries the values the program passed. Returns what differs.
+// functions that goroutine returned from, each function's slices adding up to its durations; as
+// many "(no return seen)" slices of a function as it had entries without returns (calls that
+// panicked, closed when their traced caller returned); each Handle slice's name carries the values
+// the program passed. Returns what differs.
 std::vector<std::string> timeline_problems(const json &shown, const std::string &file, const std::vector<json> &events,
                                            const std::vector<json> &truth_handle) {
   std::vector<std::string> problems;
@@ -92,7 +94,9 @@ std::vector<std::string> timeline_problems(const json &shown, const std::string 
                        shown["warnings"].dump());
   std::map<std::string, std::set<std::string>> want; // profile name -> functions
   std::map<std::string, double> want_ns;             // function -> sum of durations
+  std::map<std::string, long> want_unreturned, got_unreturned; // function -> entries - returns
   for (const json &e : events) {
+    want_unreturned[e["function"]] += e["kind"] == "return" ? -1 : 1;
     if (e["kind"] != "return")
       continue;
     std::string track = "goroutine " + std::to_string(e["goid"].get<uint64_t>());
@@ -108,6 +112,11 @@ std::vector<std::string> timeline_problems(const json &shown, const std::string 
     std::set<std::string> &functions = got[p["name"]];
     for (const json &row : p["frames"]) {
       std::string name = row[0], function = function_of(name);
+      const std::string unreturned = " (no return seen)";
+      if (function.size() > unreturned.size() && function.ends_with(unreturned)) {
+        ++got_unreturned[function.substr(0, function.size() - unreturned.size())];
+        continue;
+      }
       functions.insert(function);
       double ns = displayed_ns(row[1]);
       got_ns[function] += ns;
@@ -122,6 +131,11 @@ std::vector<std::string> timeline_problems(const json &shown, const std::string 
     if (std::abs(got_ns[function] - ns) > slack[function])
       problems.push_back(function + ": speedscope adds up " + std::to_string(got_ns[function]) + " ns, the tracer " +
                          std::to_string(ns) + " ns");
+  // Functions probed without returns (Leaf) are instants, which speedscope does not show.
+  std::erase_if(want_unreturned, [&](const auto &kv) { return kv.second == 0 || !want_ns.count(kv.first); });
+  if (got_unreturned != want_unreturned)
+    problems.push_back("calls without a return: speedscope " + json(got_unreturned).dump() + ", tracer " +
+                       json(want_unreturned).dump());
   for (const json &t : truth_handle) {
     std::string path = "\"req.Path\":" + t["req.Path"].dump(), name = "\"s.Name\":" + t["s.Name"].dump();
     bool found = false;
@@ -185,8 +199,8 @@ TEST_CASE("speedscope opens --perfetto and --folded: goroutine tracks, functions
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("viewers");
   // Handle with its captures and results, Deep recursing on a goroutine of its own, Sleepy on three
-  // goroutines at once, MayPanic whose odd calls panic (never return: instants in the file, which
-  // speedscope does not show), and Leaf's stacks for the flame graph.
+  // goroutines at once, MayPanic whose odd calls panic (never return: closed as "(no return seen)"
+  // when their traced caller, callRecovering, returns), and Leaf's stacks for the flame graph.
   write(dir + "/spec.yaml", "probes:\n"
                             "  - function: main.(*Server).Handle\n"
                             "    capture: [s.Name, req.Path]\n"
@@ -200,6 +214,9 @@ TEST_CASE("speedscope opens --perfetto and --folded: goroutine tracks, functions
                             "    stack: 4\n"
                             "    return: true\n"
                             "  - function: main.MayPanic\n"
+                            "    capture: [n]\n"
+                            "    return: true\n"
+                            "  - function: main.callRecovering\n"
                             "    capture: [n]\n"
                             "    return: true\n"
                             "  - function: main.Leaf\n"
