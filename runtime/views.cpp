@@ -658,8 +658,17 @@ void FoldedStacks::add_return(uint32_t probe, uint32_t pid, uint32_t tid, uint64
   for (size_t i = calls.size(); i-- > 0;) {
     if (calls[i].probe != probe)
       continue;
-    if (duration_ns)
-      weights_[calls[i].path] += duration_ns;
+    // A flame graph draws a frame as wide as the weights of every stack under it, so a call
+    // weighs its own time: its duration less that of the traced calls that returned inside it,
+    // which weigh theirs on their deeper stacks. Weighed whole, a recursion 13 deep was drawn
+    // ten times wider than the outermost call lasted.
+    if (duration_ns) {
+      uint64_t own = duration_ns > calls[i].inner_ns ? duration_ns - calls[i].inner_ns : 0;
+      if (own)
+        weights_[calls[i].path] += own;
+      if (i > 0)
+        calls[i - 1].inner_ns += duration_ns;
+    }
     calls.resize(i);
     break;
   }
@@ -823,10 +832,15 @@ void PerfettoView::on_event(const void *data, size_t size) {
     args = calls[i].args;
     if (!duration)
       begin = calls[i].ts_ns;
-    for (size_t j = calls.size(); j-- > i + 1;)
+    // Each one ends a nanosecond before the call around it. Ending them all at this return, as
+    // their frames did, made ties that viewers computing ts + dur in floating point (speedscope)
+    // break either way: a caller closed before the call inside it stayed open to the end.
+    for (size_t j = calls.size(); j-- > i + 1;) {
+      uint64_t end = h.ts_ns - std::min<uint64_t>(j - i, h.ts_ns - calls[j].ts_ns);
       emit("{\"ph\":\"X\",\"name\":" + json_quote(calls[j].function + " (no return seen)") + ",\"ts\":" +
-           micros(calls[j].ts_ns - start_ns_) + ",\"dur\":" + micros(h.ts_ns - calls[j].ts_ns) + head +
+           micros(calls[j].ts_ns - start_ns_) + ",\"dur\":" + micros(end - calls[j].ts_ns) + head +
            ",\"args\":{\"args\":" + calls[j].args + "}}");
+    }
     calls.resize(i);
     break;
   }

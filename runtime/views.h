@@ -220,6 +220,7 @@ private:
   struct Open {
     uint32_t probe;
     std::string path;
+    uint64_t inner_ns = 0; // durations of the traced calls that returned inside this one
   };
   std::vector<std::string> functions_; // per probe
   Weight weight_;

@@ -17,10 +17,12 @@ packages=(
   file dpkg-dev                                       # cpack -G DEB: dpkg-shlibdeps finds the package's Depends
   debootstrap                                         # the package test installs the .deb into a fresh Debian root
   bash-completion zsh fish man-db groff-base          # the completion and man page tests run them
+  chromium                                            # headless, opens --perfetto/--folded in speedscope (e2e_test_viewers)
 )
 
-# npm fetches the real stripped Go binaries the esbuild tests trace (tests/npm/fetch.sh; they skip
-# with a message when the registry cannot be reached). Machines that already have Node.js and npm
+# npm fetches the real stripped Go binaries the esbuild tests trace (tests/npm/fetch.sh) and the
+# speedscope viewer (tests/viewers/fetch-speedscope.sh, driven by Node); they skip with a message
+# when the registry cannot be reached. Machines that already have Node.js and npm
 # from elsewhere keep theirs: Debian's npm would conflict with another nodejs package.
 if ! command -v npm >/dev/null 2>&1; then
   packages+=(npm ca-certificates)
