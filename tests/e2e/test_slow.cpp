@@ -157,7 +157,7 @@ TEST_CASE("capture_at_return: a path with no pointer to follow is refused, sayin
     auto r = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("slow"), "-o", dir + "/out"});
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK(r.err.find("spec.yaml:4:34: error[no-pointer-at-return]: capture_at_return: " + c.expr +
+    CHECK(r.err.find("spec.yaml:4:35: error[no-pointer-at-return]: capture_at_return: " + c.expr +
                      " has no pointer to follow: " + c.why) != std::string::npos);
     CHECK(r.err.find("the call could not have changed the caller's copy") != std::string::npos);
   }
