@@ -34,7 +34,7 @@ std::string build(const std::string &dir, const std::string &spec) {
 
 } // namespace
 
-TEST_CASE("min_duration: only the slow calls, entry then return, nested calls first; values at return") {
+TEST_CASE("min_duration: only the slow calls, entry then return, nested calls first, values at return") {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("slow");
   std::string tracer = build(dir, kSpec);
@@ -166,4 +166,43 @@ TEST_CASE("capture_at_return: a path with no pointer to follow is refused, sayin
   auto r = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("slow"), "-o", dir + "/out"});
   CHECK(r.status == 1);
   CHECK(r.err.find("spec.yaml:3:19: error[spec-schema]: min_duration needs return: true") != std::string::npos);
+}
+
+TEST_CASE("min_duration: a held entry that never returns is counted: evicted when replaced, held at exit") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("slow-evicted");
+  std::string tracer = build(dir, kSpec);
+  // Call 2 panics out of Handle (its caller recovers), so its entry stays in the map until call 3,
+  // made from the same goroutine at the same depth, replaces it; with -hang another goroutine is
+  // still in Handle when the program exits.
+  auto traced = e2e::run({tracer, "--stats", "--format", "json", "-o", dir + "/events.jsonl", "--",
+                          e2e::fixture("slow"), "-calls", "8", "-slow-ms", "20", "-panic-at", "2", "-hang"},
+                         120000);
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::vector<json> truth = e2e::json_lines(traced.out);
+  REQUIRE(truth.size() == 9);
+  std::vector<int64_t> shown, want = {1, 3, 5, 7};
+  for (const json &e : e2e::json_lines(e2e::read_file(dir + "/events.jsonl")))
+    if (e["function"] == "main.Handle" && e["kind"] == "entry")
+      shown.push_back(e["args"]["i"].get<int64_t>());
+  CHECK(shown == want);
+  std::string err = traced.err;
+  std::smatch m;
+  // entry: 9 hits = 4 events + 3 filtered (calls 0, 4, 6) + 1 evicted (call 2) + 1 held (the hang)
+  REQUIRE(std::regex_search(err, m, std::regex(R"(main\.Handle\s+entry\s+\d+\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+))")));
+  CHECK(m[1] == "9");
+  CHECK(m[2] == "4");
+  CHECK(m[3] == "0");
+  CHECK(m[4] == "3");
+  CHECK(m[5] == "1");
+  CHECK(m[6] == "1");
+  // return: 7 hits (call 2 and the hang never return) = 4 events + 3 filtered
+  REQUIRE(std::regex_search(err, m, std::regex(R"(main\.Handle\s+return\s+\d+\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+0\s+0\s)")));
+  CHECK(m[1] == "7");
+  CHECK(m[2] == "4");
+  CHECK(m[4] == "3");
+  CHECK(err.find("stats do not add up") == std::string::npos);
+  CHECK(err.find("min_duration: 1 call evicted from the map of calls in flight") != std::string::npos);
+  CHECK(err.find("min_duration: 1 call still in flight at exit") != std::string::npos);
 }
