@@ -24,9 +24,9 @@ const char *kSpec = "probes:\n"
                     "    capture: [n]\n"
                     "    return: true\n";
 
-std::string build(const std::string &dir, const std::string &spec) {
+std::string build(const std::string &dir, const std::string &spec, const std::string &fixture = "slow") {
   std::ofstream(dir + "/spec.yaml") << spec;
-  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("slow"), "-o", dir + "/out"});
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(fixture), "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
   return dir + "/out/tracer";
@@ -34,13 +34,13 @@ std::string build(const std::string &dir, const std::string &spec) {
 
 } // namespace
 
-TEST_CASE("min_duration: only the slow calls, entry then return, nested calls first, values at return") {
+void check_slow_calls(const std::string &fixture) {
   e2e::require_bpf();
-  std::string dir = e2e::temp_dir("slow");
-  std::string tracer = build(dir, kSpec);
+  std::string dir = e2e::temp_dir(fixture);
+  std::string tracer = build(dir, kSpec, fixture);
   // 8 calls: the odd ones sleep 20 ms, the even ones return at once.
   auto traced = e2e::run({tracer, "--stats", "--format", "json", "-o", dir + "/events.jsonl", "--",
-                          e2e::fixture("slow"), "-calls", "8", "-slow-ms", "20"},
+                          e2e::fixture(fixture), "-calls", "8", "-slow-ms", "20"},
                          120000);
   INFO(traced.err);
   REQUIRE(traced.status == 0);
@@ -116,6 +116,16 @@ TEST_CASE("min_duration: only the slow calls, entry then return, nested calls fi
   }
   CHECK(err.find("evicted") == std::string::npos);
   CHECK(err.find("still in flight") == std::string::npos);
+}
+
+TEST_CASE("min_duration: only the slow calls, entry then return, nested calls first, values at return") {
+  check_slow_calls("slow");
+}
+
+// On 386 every argument is on the stack (ABI0): capture_at_return saves the pointer loaded from
+// its stack slot, and g comes from thread-local storage for the pairing.
+TEST_CASE("min_duration and capture_at_return on 386") {
+  check_slow_calls("slow_386");
 }
 
 TEST_CASE("min_duration: --graph nests the calls made inside a held call under it") {
