@@ -216,3 +216,34 @@ TEST_CASE("min_duration: a held entry that never returns is counted: evicted whe
   CHECK(err.find("min_duration: 1 call evicted from the map of calls in flight") != std::string::npos);
   CHECK(err.find("min_duration: 1 call still in flight at exit") != std::string::npos);
 }
+
+TEST_CASE("capture_at_return without min_duration: every call's return, with what it left behind") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("slow-at-return");
+  std::string tracer = build(dir, "probes:\n"
+                                  "  - function: main.Handle\n"
+                                  "    capture: [i]\n"
+                                  "    return: true\n"
+                                  "    capture_at_return: [w.status, len(buf.b), w.name]\n");
+  auto traced = e2e::run({tracer, "--format", "json", "-o", dir + "/events.jsonl", "--", e2e::fixture("slow"),
+                          "-calls", "6", "-slow-ms", "1"},
+                         120000);
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::vector<json> truth = e2e::json_lines(traced.out);
+  REQUIRE(truth.size() == 6);
+  std::vector<json> events = e2e::json_lines(e2e::read_file(dir + "/events.jsonl"));
+  REQUIRE(events.size() == 12);
+  for (size_t k = 0; k < 6; ++k) {
+    const json &e = events[2 * k], &r = events[2 * k + 1];
+    CAPTURE(r.dump());
+    CHECK(e["kind"] == "entry");
+    CHECK(e["args"]["i"] == truth[k]["i"]);
+    REQUIRE(r["kind"] == "return");
+    CHECK(r["results"]["w.status@return"] == truth[k]["status"]);
+    CHECK(r["results"]["len(buf.b)@return"] == truth[k]["len"]);
+    CHECK(r["results"]["w.name@return"] == "w" + std::to_string(k));
+    CHECK(r["duration_ns"].get<uint64_t>() > 0);
+    CHECK(!r.contains("faults"));
+  }
+}
