@@ -399,6 +399,7 @@ static __always_inline __u64 weave_tls_g(long offset)
  * the ring buffer when the call was slow enough, and counts both as filtered otherwise. */
 #define BPF_MAP_TYPE_HASH 1
 #define BPF_NOEXIST 1
+#define BPF_F_NO_PREALLOC 1
 #define WEAVE_EEXIST 17
 
 static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 flags) = (void *)130;

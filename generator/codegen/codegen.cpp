@@ -285,7 +285,8 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     d.set("has_saved", !event->saved.empty());
     d.set("saved_count", std::to_string(event->saved.size()));
     d.set("entry_struct", event->struct_name);
-    // Bounded memory: up to 16 MiB of held values, and between 1,024 and 65,536 calls in flight.
+    // Bounded memory: up to 16 MiB of held values, and between 1,024 and 65,536 calls in flight;
+    // allocated as calls come (BPF_F_NO_PREALLOC), so a glob of many such probes costs what is held.
     uint64_t value_size = 8 + 8 * event->saved.size() + (min ? event->event_size : 0);
     d.set("max_entries", std::to_string(std::clamp<uint64_t>((16u << 20) / value_size, 1024, 65536)));
     held_decl.push_back(d);
