@@ -609,7 +609,7 @@ namespace weave {
 void add_at_return_captures(EventPlan &entry, EventPlan &ret, const std::vector<CaptureSpec> &captures,
                             const std::vector<NamedValue> &inputs, const std::string &function,
                             const CaptureContext &context) {
-  constexpr size_t kMaxSaved = 16; // values saved per call in flight
+  constexpr size_t kMaxSaved = 8; // values saved per call in flight (on the BPF stack without min_duration)
   Resolver resolver(context.types, context.regs, context.ptr_size, context.string_max, context.slice_max,
                     context.runtime);
   uint32_t offset = ret.event_size;
