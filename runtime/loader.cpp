@@ -263,7 +263,8 @@ bool Loader::load(std::string_view object, std::string &error, AttachMethod meth
     return false;
   }
 
-  for (auto [map, name] : {std::pair{&filtered_, "weave_filtered"}, std::pair{&limited_, "weave_limited"}}) {
+  for (auto [map, name] : {std::pair{&filtered_, "weave_filtered"}, std::pair{&limited_, "weave_limited"},
+                           std::pair{&evicted_, "weave_evicted"}, std::pair{&held_, "weave_held"}}) {
     *map = bpf_object__find_map_by_name(object_, name);
     if (*map && (bpf_map__type(*map) != BPF_MAP_TYPE_PERCPU_ARRAY ||
                  bpf_map__max_entries(*map) < manifest_.probes.size())) {
@@ -519,6 +520,16 @@ bool Loader::filtered_per_probe(std::vector<uint64_t> &filtered, std::string &er
 bool Loader::limited_per_probe(std::vector<uint64_t> &limited, std::string &error) const {
   error.clear();
   return limited_ && read_counters(limited_, "weave_limited", limited, error);
+}
+
+bool Loader::evicted_per_probe(std::vector<uint64_t> &evicted, std::string &error) const {
+  error.clear();
+  return evicted_ && read_counters(evicted_, "weave_evicted", evicted, error);
+}
+
+bool Loader::held_per_probe(std::vector<uint64_t> &held, std::string &error) const {
+  error.clear();
+  return held_ && read_counters(held_, "weave_held", held, error);
 }
 
 bool Loader::run_stats_per_program(std::vector<ProgramStats> &stats, std::string &error) const {

@@ -106,6 +106,10 @@ public:
   // object without the map.
   bool filtered_per_probe(std::vector<uint64_t> &filtered, std::string &error) const;
   bool limited_per_probe(std::vector<uint64_t> &limited, std::string &error) const;
+  // min_duration: held entries the pairing maps could not keep, and entries held now (calls in
+  // flight); false (nothing read) for an object without the maps.
+  bool evicted_per_probe(std::vector<uint64_t> &evicted, std::string &error) const;
+  bool held_per_probe(std::vector<uint64_t> &held, std::string &error) const;
   // Run counts and times (struct bpf_prog_info) per program (see program_of_probe); false when the statistics are unavailable (see
   // enable_run_time_stats).
   bool run_stats_per_program(std::vector<ProgramStats> &stats, std::string &error) const;
@@ -132,6 +136,8 @@ private:
   bpf_map *hits_ = nullptr; // optional
   bpf_map *filtered_ = nullptr; // optional: objects older than when: have none
   bpf_map *limited_ = nullptr;  // optional: objects older than limits: have none
+  bpf_map *evicted_ = nullptr;  // optional: objects older than min_duration have none
+  bpf_map *held_ = nullptr;     // optional, likewise
   AttachMethod method_ = AttachMethod::Auto;
   std::string method_reason_;
   int stats_fd_ = -1;

@@ -455,6 +455,11 @@ StatsReport collect_stats(const Loader &loader, const EventWriter &writer,
     say("{}", error);
   if (!loader.limited_per_probe(limited, error) && !error.empty())
     say("{}", error);
+  std::vector<uint64_t> evicted, held;
+  if (!loader.evicted_per_probe(evicted, error) && !error.empty())
+    say("{}", error);
+  if (!loader.held_per_probe(held, error) && !error.empty())
+    say("{}", error);
   report.run_time_known = loader.run_stats_per_program(report.programs, error);
   report.program_of_probe = loader.program_of_probe();
   for (size_t i = 0; i < report.probes.size(); ++i) {
@@ -465,6 +470,8 @@ StatsReport collect_stats(const Loader &loader, const EventWriter &writer,
       s.hits = hits[i];
     s.filtered = i < filtered.size() ? filtered[i] : 0;
     s.limited = i < limited.size() ? limited[i] : 0;
+    s.evicted = i < evicted.size() ? evicted[i] : 0;
+    s.held = i < held.size() ? held[i] : 0;
   }
   return report;
 }
@@ -810,6 +817,23 @@ int run(int argc, char **argv) {
       dropped += n;
     if (dropped)
       say("limits: dropped {} (per probe: --stats)", count(dropped, "call"));
+  }
+  // min_duration: entries its maps could not keep are calls that went unseen, and calls still in
+  // flight at exit were never decided; both are said, or the slow calls shown would look complete.
+  {
+    std::vector<uint64_t> evicted, held;
+    uint64_t evicted_total = 0, held_total = 0;
+    if (loader.evicted_per_probe(evicted, error))
+      for (uint64_t n : evicted)
+        evicted_total += n;
+    if (loader.held_per_probe(held, error))
+      for (uint64_t n : held)
+        held_total += n;
+    if (evicted_total)
+      say("min_duration: {} evicted from the map of calls in flight, not shown (per probe: --stats)",
+          count(evicted_total, "call"));
+    if (held_total)
+      say("min_duration: {} still in flight at exit, not shown", count(held_total, "call"));
   }
   for (const std::string &line : views.summary_lines())
     say("{}", line);

@@ -351,6 +351,8 @@ ManifestProbe parse_probe(const json &p, size_t index, uint32_t header_size) {
     if (probe.stack_offset < header_size || probe.stack_offset + 8ull * probe.stack_depth > probe.event_size)
       fail(path + ".stack", "outside the event record");
   }
+  if (p.contains("min_duration_ns"))
+    probe.min_duration_ns = u64_at(p, path, "min_duration_ns");
   if (p.contains("duration_offset")) {
     probe.duration_offset = u32_at(p, path, "duration_offset", kMaxEventSize);
     if (probe.duration_offset < header_size || probe.duration_offset + 8 > probe.event_size)

@@ -9,6 +9,11 @@
 //           (filtered or limited) (weave_filtered);
 //   limited dropped by limits: events_per_second (weave_limited). Each of the two is a column of
 //           its own when any probe has some.
+//   evicted min_duration: held entries the probe's map of calls in flight could not keep (full,
+//           or a call at the same goroutine and depth never returned) (weave_evicted);
+//   held    min_duration: entries held at the end, calls still in flight (weave_held). Both are
+//           entry-probe counts, columns of their own when any probe has some; a slow call's entry
+//           is an event, a fast one's is filtered (and its return too).
 // For every BPF program (probes of one shape share one, telling each other apart by the attach
 // point's cookie):
 //   runs    every run, other processes' included (bpf_prog_info.run_cnt, with the kernel's
@@ -35,6 +40,8 @@ struct ProbeStats {
   uint64_t lost = 0;
   uint64_t filtered = 0;
   uint64_t limited = 0;
+  uint64_t evicted = 0;
+  uint64_t held = 0;
 };
 
 struct ProgramStats {
@@ -52,7 +59,7 @@ struct StatsReport {
 };
 
 inline bool stats_add_up(const ProbeStats &s) {
-  return s.hits == s.events + s.lost + s.filtered + s.limited;
+  return s.hits == s.events + s.lost + s.filtered + s.limited + s.evicted + s.held;
 }
 
 // "entry", "return", or "entry+return" from the kinds of a probe's attach points.
@@ -71,9 +78,11 @@ inline const char *probe_kind(const ManifestProbe &probe) {
 // A "total" row when there is more than one probe; the last line when run times are known.
 // Unknown values print as "-".
 inline std::vector<std::string> format_stats(const Manifest &manifest, const StatsReport &report) {
-  constexpr int kColumns = 9;
+  constexpr int kColumns = 11;
   constexpr int kFilteredColumn = 6; // shown only when a when: condition dropped something
   constexpr int kLimitedColumn = 7;  // shown only when limits dropped something
+  constexpr int kEvictedColumn = 8;  // shown only when min_duration's maps lost some entries
+  constexpr int kHeldColumn = 9;     // shown only when min_duration calls are still in flight
   struct Row {
     std::string cells[kColumns];
   };
@@ -85,7 +94,7 @@ inline std::vector<std::string> format_stats(const Manifest &manifest, const Sta
     return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
   };
   std::vector<Row> rows;
-  rows.push_back({{"probe", "kind", "points", "hits", "events", "lost", "filtered", "limited", "ns/run"}});
+  rows.push_back({{"probe", "kind", "points", "hits", "events", "lost", "filtered", "limited", "evicted", "held", "ns/run"}});
   ProbeStats total;
   size_t total_points = 0;
   for (size_t i = 0; i < manifest.probes.size() && i < report.probes.size(); ++i) {
@@ -98,12 +107,14 @@ inline std::vector<std::string> format_stats(const Manifest &manifest, const Sta
       ns_per_run = avg(program.run_time_ns, program.runs);
     }
     rows.push_back({{p.name, probe_kind(p), num(p.attach.size()), report.hits_known ? num(s.hits) : "-",
-                     num(s.events), num(s.lost), num(s.filtered), num(s.limited), ns_per_run}});
+                     num(s.events), num(s.lost), num(s.filtered), num(s.limited), num(s.evicted), num(s.held), ns_per_run}});
     total.hits += s.hits;
     total.events += s.events;
     total.lost += s.lost;
     total.filtered += s.filtered;
     total.limited += s.limited;
+    total.evicted += s.evicted;
+    total.held += s.held;
     total_points += p.attach.size();
   }
   ProgramStats all_programs;
@@ -114,6 +125,7 @@ inline std::vector<std::string> format_stats(const Manifest &manifest, const Sta
   if (manifest.probes.size() > 1)
     rows.push_back({{"total", "", num(total_points), report.hits_known ? num(total.hits) : "-",
                      num(total.events), num(total.lost), num(total.filtered), num(total.limited),
+                     num(total.evicted), num(total.held),
                      report.run_time_known ? avg(all_programs.run_time_ns, all_programs.runs) : "-"}});
   size_t width[kColumns] = {};
   for (const Row &row : rows)
@@ -123,7 +135,8 @@ inline std::vector<std::string> format_stats(const Manifest &manifest, const Sta
   for (const Row &row : rows) {
     std::string line;
     for (int c = 0; c < kColumns; ++c) {
-      if ((c == kFilteredColumn && total.filtered == 0) || (c == kLimitedColumn && total.limited == 0))
+      if ((c == kFilteredColumn && total.filtered == 0) || (c == kLimitedColumn && total.limited == 0) ||
+          (c == kEvictedColumn && total.evicted == 0) || (c == kHeldColumn && total.held == 0))
         continue;
       const std::string &cell = row.cells[c];
       std::string pad(width[c] - cell.size(), ' ');
@@ -156,7 +169,9 @@ inline std::vector<std::string> stats_mismatches(const Manifest &manifest,
       out.push_back(manifest.probes[i].name + ": " + std::to_string(s.hits) + " hits != " +
                     std::to_string(s.events) + " events + " + std::to_string(s.lost) + " lost" +
                     (s.filtered ? " + " + std::to_string(s.filtered) + " filtered" : "") +
-                    (s.limited ? " + " + std::to_string(s.limited) + " limited" : ""));
+                    (s.limited ? " + " + std::to_string(s.limited) + " limited" : "") +
+                    (s.evicted ? " + " + std::to_string(s.evicted) + " evicted" : "") +
+                    (s.held ? " + " + std::to_string(s.held) + " held" : ""));
   }
   return out;
 }

@@ -329,9 +329,33 @@ GraphView::GraphView(const Manifest &manifest, uint64_t start_ns, int fd, CallGr
       graph_(graph_functions(manifest), start_ns, limits), fd_(fd) {
   line_.reserve(4096);
   buffer_.reserve(kFlushThreshold + 4096);
+  for (const ManifestProbe &probe : manifest.probes)
+    reorder_ = reorder_ || probe.min_duration_ns > 0;
 }
 
 void GraphView::on_event(const void *data, size_t size) {
+  if (!reorder_ || size < sizeof(struct weave_event_header)) {
+    process(data, size);
+    return;
+  }
+  struct weave_event_header h;
+  std::memcpy(&h, data, sizeof h);
+  waiting_.emplace(std::pair{h.ts_ns, seq_++}, std::string(static_cast<const char *>(data), size));
+  newest_ns_ = std::max<uint64_t>(newest_ns_, h.ts_ns);
+  release(newest_ns_ > kReorderWindowNs ? newest_ns_ - kReorderWindowNs : 0);
+}
+
+// Hands the events older than `before_ns` to the graph in timestamp order (and the oldest ones
+// past kReorderMax).
+void GraphView::release(uint64_t before_ns) {
+  while (!waiting_.empty() &&
+         (waiting_.begin()->first.first < before_ns || waiting_.size() > kReorderMax)) {
+    auto node = waiting_.extract(waiting_.begin());
+    process(node.mapped().data(), node.mapped().size());
+  }
+}
+
+void GraphView::process(const void *data, size_t size) {
   line_.clear();
   if (!printer_.format(data, size, line_))
     return; // malformed: EventWriter counts it
@@ -378,6 +402,7 @@ void GraphView::on_event(const void *data, size_t size) {
 bool GraphView::flush() { return flush_buffer(fd_, buffer_, error_); }
 
 void GraphView::finish() {
+  release(UINT64_MAX);
   graph_.finish(buffer_);
   flush();
 }

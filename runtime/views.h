@@ -138,6 +138,19 @@ public:
 
 private:
   static constexpr size_t kFlushThreshold = 64 * 1024;
+  void process(const void *data, size_t size);
+  void release(uint64_t before_ns);
+  // min_duration: a held entry reaches the tracer with its return, after the events of the calls
+  // nested in it. With such a probe, events wait here, ordered by timestamp, until they are
+  // kReorderWindowNs older than the newest event (or kReorderMax are waiting, or at exit), so
+  // that the tree nests those calls under it. A held call longer than the window is shown after
+  // the calls it contained, which then stand as trees of their own.
+  static constexpr uint64_t kReorderWindowNs = 2'000'000'000;
+  static constexpr size_t kReorderMax = 100000;
+  bool reorder_ = false;
+  uint64_t newest_ns_ = 0;
+  uint64_t seq_ = 0;
+  std::map<std::pair<uint64_t, uint64_t>, std::string> waiting_; // (ts, arrival) -> the event
   const Manifest &manifest_;
   EventPrinter printer_;
   CallGraph graph_;

@@ -390,4 +390,80 @@ static __always_inline __u64 weave_tls_g(long offset)
 	return g;
 }
 
+/* ---- Calls held until they return: min_duration and capture_at_return ----------------------------
+ * Such a probe keeps each call in flight in a hash map of its own (declared with its programs in
+ * probes.bpf.c), by the key weave_call_enter uses: the entry's timestamp, the pointers
+ * capture_at_return reads through, and with min_duration the entry record itself, which the entry
+ * builds in a ring buffer reservation of the whole value and discards once the map holds a copy.
+ * The return looks the call up: with min_duration it copies the entry record and then its own into
+ * the ring buffer when the call was slow enough, and counts both as filtered otherwise. */
+#define BPF_MAP_TYPE_HASH 1
+#define BPF_NOEXIST 1
+#define BPF_F_NO_PREALLOC 1
+#define WEAVE_EEXIST 17
+
+static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 flags) = (void *)130;
+
+/* Held entries that could not be kept, per probe id: the map was full, or a call at the same key
+ * never returned (a panic, Goexit) and a new one took its place. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WEAVE_PROBE_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} weave_evicted SEC(".maps");
+
+/* Held entries in the maps now, per probe id: +1 when one is held, -1 (added as 2^64 - 1 on
+ * whichever CPU it happens) when its return takes it; the tracer sums the CPUs. For a probe with
+ * min_duration, hits == events + lost + filtered + limited + evicted + held. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WEAVE_PROBE_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} weave_held SEC(".maps");
+
+/* weave_hold: keep `value` for the call's return. `counted`: the entry record is in it
+ * (min_duration), so a value that cannot be kept is an event gone, counted in weave_evicted, and
+ * the ones kept in weave_held. */
+static __always_inline void weave_hold(void *held_map, void *value, __u64 g, __u32 ptr_size, __u64 sp,
+				       __u64 goid, __u32 probe, int counted)
+{
+	struct weave_call_key key;
+	if (weave_make_call_key(&key, g, ptr_size, sp, goid, probe)) {
+		if (counted)
+			weave_count(&weave_evicted, probe);
+		return;
+	}
+	long err = bpf_map_update_elem(held_map, &key, value, BPF_NOEXIST);
+	if (!err) {
+		if (counted)
+			weave_count(&weave_held, probe);
+		return;
+	}
+	if (counted)
+		weave_count(&weave_evicted, probe);
+	if (err == -WEAVE_EEXIST) /* the call held at this key never returned: this one replaces it */
+		bpf_map_update_elem(held_map, &key, value, BPF_ANY);
+}
+
+/* weave_take: the value held for the call returning now (its key in *key), or 0. */
+static __always_inline void *weave_take(void *held_map, struct weave_call_key *key, __u64 g, __u32 ptr_size,
+					__u64 sp, __u64 goid, __u32 probe)
+{
+	if (weave_make_call_key(key, g, ptr_size, sp, goid, probe))
+		return 0;
+	return bpf_map_lookup_elem(held_map, key);
+}
+
+/* weave_release: forget the call taken; `counted` as in weave_hold. */
+static __always_inline void weave_release(void *held_map, struct weave_call_key *key, __u32 probe, int counted)
+{
+	if (bpf_map_delete_elem(held_map, key) == 0 && counted) {
+		__u64 *n = bpf_map_lookup_elem(&weave_held, &probe);
+		if (n)
+			__sync_fetch_and_add(n, (__u64)-1);
+	}
+}
+
 #endif

@@ -8,6 +8,7 @@
 #include <kainjow/mustache.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -67,6 +68,17 @@ std::string comment(const std::string &text) { return std::regex_replace(text, s
 
 std::string hex(uint64_t v) { return fmt::format("{:#x}", v); }
 
+// 5000000 -> "5ms": the largest unit that divides it.
+std::string duration_text(uint64_t ns) {
+  if (ns && ns % 1'000'000'000 == 0)
+    return fmt::format("{}s", ns / 1'000'000'000);
+  if (ns && ns % 1'000'000 == 0)
+    return fmt::format("{}ms", ns / 1'000'000);
+  if (ns && ns % 1'000 == 0)
+    return fmt::format("{}us", ns / 1'000);
+  return fmt::format("{}ns", ns);
+}
+
 std::string conversion(const EventField &f, const std::string &var) {
   static const char *sbits[] = {"", "__s8", "__s16", "", "__s32", "", "", "", "__s64"};
   static const char *ubits[] = {"", "__u8", "__u16", "", "__u32", "", "", "", "__u64"};
@@ -87,6 +99,9 @@ Data read_view(const ValueRead &read, bool optional = false) {
   // Speculative reads fault into `discard`, which marks nothing.
   view.set("fault_var", optional ? "discard" : "fault");
   view.set("base_reg", read.base_reg);
+  // capture_at_return reads start from what the entry saved, which the return found in `held`.
+  view.set("base_expr", read.saved >= 0 ? fmt::format("(held ? held->saved[{}] : 0)", read.saved)
+                                        : "regs." + read.base_reg);
   view.set("base_comment", comment(read.base_comment));
   Data loads{Data::type::list};
   for (const LoadStep &step : read.loads) {
@@ -234,7 +249,11 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   // reservation (bench/run.sh, step 6: ~120 ns here) and, for an entry that pairs nothing, no clock
   // read either (another ~120 ns). Only records that fit beside the register copy (512 bytes of
   // stack in all) are built so; larger ones are reserved first and discarded when dropped.
-  bool on_stack = (gated || event->needs_entry) && event->event_size <= max_stack_event(plan);
+  // min_duration and capture_at_return: the probe holds its calls in flight in a map of its own,
+  // and its records are reserved in the ring buffer (below).
+  const bool holds = event->holds, is_entry = event->kind == "entry";
+  const bool min = event->min_duration_ns > 0;
+  bool on_stack = (gated || event->needs_entry) && event->event_size <= max_stack_event(plan) && !holds;
   bool late_clock = on_stack && event->filter && event->kind == "entry" && !event->pairs_calls;
   ev.set("on_stack", on_stack);
   ev.set("in_ring", !on_stack);
@@ -250,8 +269,57 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   ev.set("stack_late", event->stack_depth > 0 && defer_reads);
   ev.set("needs_entry_early", event->needs_entry && on_stack);
   ev.set("needs_entry_late", event->needs_entry && !on_stack);
-  ev.set("pair_entry", event->pairs_calls && event->kind == "entry" && !gated);
-  ev.set("pair_entry_late", event->pairs_calls && event->kind == "entry" && gated);
+  ev.set("pair_entry", event->pairs_calls && is_entry && !gated && !holds);
+  ev.set("pair_entry_late", event->pairs_calls && is_entry && gated && !holds);
+  const std::string held = fmt::format("probe_{}_held", probe.id);
+  ev.set("held_struct", held);
+  ev.set("held_map", held);
+  ev.set("holds_entry", min);
+  Data held_decl{Data::type::list}, held_setup{Data::type::list};
+  if (holds && is_entry) {
+    Data d;
+    d.set("probe_id", std::to_string(probe.id));
+    d.set("why", min ? fmt::format("min_duration: {}", duration_text(event->min_duration_ns)) : "capture_at_return");
+    d.set("held_struct", held);
+    d.set("held_map", held);
+    d.set("has_saved", !event->saved.empty());
+    d.set("saved_count", std::to_string(event->saved.size()));
+    d.set("entry_struct", event->struct_name);
+    // Bounded memory: up to 16 MiB of held values, and between 1,024 and 65,536 calls in flight;
+    // allocated as calls come (BPF_F_NO_PREALLOC), so a glob of many such probes costs what is held.
+    uint64_t value_size = 8 + 8 * event->saved.size() + (min ? event->event_size : 0);
+    d.set("max_entries", std::to_string(std::clamp<uint64_t>((16u << 20) / value_size, 1024, 65536)));
+    held_decl.push_back(d);
+    // The value is built where no other run of the program can write (a uprobe program can be
+    // preempted, so a per-CPU scratch value could be overwritten halfway): with min_duration in a
+    // ring buffer reservation of the whole value, the entry record first, discarded once a copy is
+    // held; otherwise (a timestamp and a few pointers) on the stack.
+    held_setup.push_back(Data(min ? fmt::format("struct {} *held = (struct {} *)e; /* the entry record is its start */", held, held)
+                                  : fmt::format("struct {} held_value = {{}}, *held = &held_value;", held)));
+  }
+  ev.set("held_decl", held_decl);
+  ev.set("held_setup", held_setup);
+  ev.set("reserve_size", holds && min && is_entry ? "struct " + held : "*e");
+  ev.set("take", holds && !is_entry);
+  Data at_return_faults{Data::type::list};
+  if (event->at_return_faults)
+    at_return_faults.push_back(Data(hex(event->at_return_faults) + "ULL"));
+  ev.set("at_return_faults", at_return_faults);
+  ev.set("release", holds && !is_entry && !min);
+  ev.set("hold", holds && is_entry);
+  Data saves{Data::type::list};
+  for (size_t i = 0; i < event->saved.size(); ++i) {
+    Data sv = read_view(event->saved[i]);
+    sv.set("index", std::to_string(i));
+    sv.set("comment", comment(event->saved[i].base_comment));
+    saves.push_back(sv);
+  }
+  ev.set("saves", saves);
+  ev.set("counted", min ? "1" : "0");
+  ev.set("emit_pair", holds && min && !is_entry);
+  ev.set("min_duration", duration_text(event->min_duration_ns));
+  ev.set("min_ns", std::to_string(event->min_duration_ns));
+  ev.set("submit", !on_stack && !(holds && min));
   Data limits{Data::type::list};
   if (limited) {
     std::vector<std::string> checks, what;
@@ -281,7 +349,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   } else {
     ev.set("filter", Data{Data::type::list});
   }
-  ev.set("pair_return", event->pairs_calls && event->kind == "return");
+  ev.set("pair_return", event->pairs_calls && event->kind == "return" && !holds);
   ev.set("sp_reg", plan.sp_register);
   ev.set("ip_reg", plan.ip_register);
   ev.set("ptr_size", std::to_string(plan.target.ptr_size));
@@ -416,6 +484,8 @@ nlohmann::ordered_json read_json(const ValueRead &read) {
   nlohmann::ordered_json loads = nlohmann::ordered_json::array();
   for (const auto &l : read.loads)
     loads.push_back({{"offset", l.offset}, {"size", l.size}});
+  if (read.saved >= 0) // capture_at_return: from what the entry saved
+    return {{"saved", read.saved}, {"loads", loads}};
   return {{"base", read.base_reg}, {"loads", loads}};
 }
 
@@ -510,6 +580,8 @@ std::string render_manifest(const Plan &plan) {
                 {"captures", captures_json(*event)}};
       if (event->duration_offset)
         p["duration_offset"] = event->duration_offset;
+      if (event->min_duration_ns)
+        p["min_duration_ns"] = event->min_duration_ns;
       if (event->stack_depth)
         p["stack"] = {{"offset", event->stack_offset}, {"depth", event->stack_depth}};
       if (!probe.skipped.empty())

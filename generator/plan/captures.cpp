@@ -603,3 +603,80 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
 }
 
 } // namespace weave
+
+namespace weave {
+
+void add_at_return_captures(EventPlan &entry, EventPlan &ret, const std::vector<CaptureSpec> &captures,
+                            const std::vector<NamedValue> &inputs, const std::string &function,
+                            const CaptureContext &context) {
+  constexpr size_t kMaxSaved = 8; // values saved per call in flight (on the BPF stack without min_duration)
+  Resolver resolver(context.types, context.regs, context.ptr_size, context.string_max, context.slice_max,
+                    context.runtime);
+  uint32_t offset = ret.event_size;
+  for (const CaptureSpec &cs : captures) {
+    std::string key = cs.expr + "@return";
+    for (const CapturePlan &c : ret.captures)
+      if (c.expr == key)
+        throw UserError("duplicate-capture", fmt::format("{} is listed twice in capture_at_return", cs.expr), cs.loc);
+    CapturePlan capture = resolve_capture(cs, inputs, function, "parameter", resolver);
+    // Each read becomes: the value it starts from, saved at the entry, then the loads after it,
+    // made at the return. What is saved must be a pointer: at least one load must follow it.
+    auto convert = [&](ValueRead &read, const std::string &what) {
+      bool on_stack = read.base_reg == context.regs.sp;
+      size_t saved_loads = on_stack ? 1 : 0;
+      if (read.loads.size() <= saved_loads)
+        throw UserError(
+            "no-pointer-at-return",
+            fmt::format("capture_at_return: {} has no pointer to follow: {} is read from the argument itself ({}), "
+                        "not through a pointer, so at the return there is nothing to read it from (the argument "
+                        "{} is reused by then) and the call could not have changed the caller's copy",
+                        cs.expr, what, read.loads.empty() ? read.base_comment : read.loads.back().comment,
+                        on_stack ? "stack slot" : "register"),
+            cs.loc,
+            "capture it at the entry with capture:, or name a value behind a pointer argument "
+            "(a field of *T, an element of a slice)");
+      ValueRead base;
+      base.base_reg = read.base_reg;
+      base.base_comment = read.base_comment;
+      base.loads.assign(read.loads.begin(), read.loads.begin() + static_cast<long>(saved_loads));
+      base.size = static_cast<uint32_t>(context.ptr_size);
+      auto same = [&](const ValueRead &s) {
+        if (s.base_reg != base.base_reg || s.loads.size() != base.loads.size())
+          return false;
+        return base.loads.empty() || (s.loads[0].offset == base.loads[0].offset && s.loads[0].size == base.loads[0].size);
+      };
+      auto it = std::find_if(entry.saved.begin(), entry.saved.end(), same);
+      if (it == entry.saved.end()) {
+        if (entry.saved.size() >= kMaxSaved)
+          throw UserError("capture-too-large",
+                          fmt::format("capture_at_return reads through more than {} different pointers", kMaxSaved),
+                          cs.loc, "capture fewer values at the return");
+        entry.saved.push_back(base);
+        it = entry.saved.end() - 1;
+      }
+      read.saved = static_cast<int>(it - entry.saved.begin());
+      read.base_comment = fmt::format("saved at the entry: {}", read.base_comment);
+      read.base_reg.clear();
+      read.loads.erase(read.loads.begin(), read.loads.begin() + static_cast<long>(saved_loads));
+    };
+    for (EventField &f : capture.fields) {
+      if (f.kind == "empty")
+        continue;
+      std::string what = f.name.empty() ? cs.expr : cs.expr + " ." + f.name;
+      convert(f.value, what);
+      if (f.kind == "string")
+        convert(f.length, what);
+    }
+    capture.expr = key;
+    capture.fault_bit = static_cast<int>(ret.captures.size());
+    if (ret.captures.size() >= kMaxCaptures)
+      throw UserError("too-many-captures",
+                      fmt::format("{} captures more than {} values at its return", function, kMaxCaptures), cs.loc);
+    ret.at_return_faults |= 1ULL << capture.fault_bit;
+    offset = layout_fields(capture, offset);
+    ret.captures.push_back(std::move(capture));
+  }
+  ret.event_size = offset;
+}
+
+} // namespace weave

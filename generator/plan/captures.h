@@ -49,4 +49,14 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
                      const std::string &function, const char *what, const CaptureContext &context,
                      std::vector<std::string> &skipped);
 
+// capture_at_return: resolves `captures` against the entry's `inputs`, and turns each read into a
+// value saved at the entry (the pointer it starts from, appended to entry.saved unless already
+// there) and the loads the return makes through it. The captures are appended to `ret` as
+// "EXPR@return", after its own, and its record grows by their fields. A read that follows no
+// pointer (an integer argument, a field of a struct passed by value) is refused: by the return
+// the argument registers are reused, and the call could not change the caller's copy anyway.
+void add_at_return_captures(EventPlan &entry, EventPlan &ret, const std::vector<CaptureSpec> &captures,
+                            const std::vector<NamedValue> &inputs, const std::string &function,
+                            const CaptureContext &context);
+
 } // namespace weave

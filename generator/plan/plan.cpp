@@ -195,7 +195,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     // build; values it only asked for wholesale (args: all, results with return: true) are left
     // out with the reason, and its calls are still counted and timed.
     std::string untrusted = check_argument_width(signature, layout, sources);
-    if (!untrusted.empty() && !probe_spec.captures.empty())
+    if (!untrusted.empty() && (!probe_spec.captures.empty() || !probe_spec.at_return.empty()))
       throw UserError("signature-mismatch", fmt::format("{}: {}", fn->name, untrusted), probe_spec.loc,
                       "declare the full signature with params: [...] and results: [...], blank (_) and "
                       "unnamed parameters included");
@@ -282,6 +282,21 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
                         probe.entry.filter ? probe_spec.when_loc : probe_spec.loc,
                         "drop return: true, or the condition and limits");
       probe.ret->needs_entry = gated;
+      // min_duration and capture_at_return keep each call in flight in the probe's own map, which
+      // the return finds by the same pairing key.
+      if (!probe_spec.at_return.empty())
+        add_at_return_captures(probe.entry, *probe.ret, probe_spec.at_return, inputs, fn->name, captures);
+      bool holds = probe_spec.min_duration_ns || !probe_spec.at_return.empty();
+      if (holds && !probe.entry.pairs_calls)
+        throw UserError("unpaired-return",
+                        fmt::format("{}: {} needs entries and returns paired by goroutine, and this {} code has "
+                                    "no goroutine pointer weave can read",
+                                    fn->name, probe_spec.min_duration_ns ? "min_duration" : "capture_at_return",
+                                    config.name),
+                        probe_spec.min_duration_ns ? probe_spec.min_duration_loc : probe_spec.at_return.front().loc,
+                        "drop it, or trace a function compiled with the register ABI");
+      probe.entry.holds = probe.ret->holds = holds;
+      probe.entry.min_duration_ns = probe.ret->min_duration_ns = probe_spec.min_duration_ns;
     }
     return probe;
   };
@@ -392,7 +407,7 @@ std::string dump_plan(const Plan &plan) {
     out << fmt::format("g in ABI0 code at {}{:+#x} ({})\n", plan.target.arch == "386" ? "GS" : "FS",
                        plan.g_tls_offset, plan.g_tls_source);
   auto read_text = [](const ValueRead &r) {
-    std::string text = r.base_reg;
+    std::string text = r.saved >= 0 ? fmt::format("saved[{}]", r.saved) : r.base_reg;
     for (const auto &l : r.loads)
       text = fmt::format("*{}({} + {})", l.size, text, l.offset);
     return text;
@@ -411,6 +426,10 @@ std::string dump_plan(const Plan &plan) {
     for (const EventPlan *event : events) {
       out << fmt::format("  event {} program={} event_size={}\n", event->kind, event->program,
                          event->event_size);
+      if (event->min_duration_ns)
+        out << fmt::format("    min_duration {}ns\n", event->min_duration_ns);
+      for (size_t i = 0; i < event->saved.size(); ++i)
+        out << fmt::format("    saved[{}] = {}\n", i, read_text(event->saved[i]));
       for (const auto &c : event->captures) {
         out << fmt::format("    capture {} : {} fault_bit={}\n", c.expr, c.go_type, c.fault_bit);
         for (const auto &f : c.fields) {

@@ -33,6 +33,9 @@ struct ValueRead {
   std::string base_comment; // "req: *main.Request in RBX (integer argument register 1)"
   std::vector<LoadStep> loads;
   uint32_t size = 8; // size of the final value in bytes (masks a register value to this width)
+  // capture_at_return: the read starts from the entry's saved value number `saved` (EventPlan::saved
+  // of the entry event) instead of a register; base_reg is then empty. -1 otherwise.
+  int saved = -1;
 };
 
 // EventField is one slot of the event record.
@@ -126,6 +129,20 @@ struct EventPlan {
   // Return events of such a probe: emitted only when the paired entry was (it passed the filter
   // and the limits).
   bool needs_entry = false;
+  // "min_duration: 5ms" (entry and return events): the entry record waits in the probe's map of
+  // calls in flight and is emitted by the return, just before it, only when the call took at
+  // least this long. 0 for none.
+  uint64_t min_duration_ns = 0;
+  // Entry and return events of a probe with min_duration or capture_at_return: its calls in
+  // flight are kept in a map of its own (probe_N_held, templates/probes.bpf.c.mustache), whose
+  // value holds the entry's timestamp, `saved`, and with min_duration the entry record.
+  bool holds = false;
+  // Entry events: what capture_at_return reads through, saved at the entry: a pointer in a
+  // register (no loads), or loaded once from the stack (one load).
+  std::vector<ValueRead> saved;
+  // Return events: the fault bits of the capture_at_return captures (set when the entry's saved
+  // values are not there: the entry was not seen).
+  uint64_t at_return_faults = 0;
 };
 
 struct ProbePlan {

@@ -25,6 +25,9 @@ std::string program_shape(const ProbePlan &probe, const EventPlan &event) {
   if (event.filter)
     key += fmt::format("when {} faults={:#x}\n", predicate_key(*event.filter), event.filter_faults);
   key += fmt::format("needs_entry={} per_second={}\n", event.needs_entry, event.events_per_second);
+  // A probe that holds its calls in flight has a map of its own, which its programs name.
+  if (event.holds)
+    key += fmt::format("holds probe={}\n", probe.id);
   for (const CapturePlan &c : event.captures) {
     key += fmt::format("capture bit={}\n", c.fault_bit);
     for (const EventField &f : c.fields) {

@@ -518,6 +518,24 @@ Spec build(const YAML::Node &root, const std::string &path) {
     }
     if (YAML::Node ret = probe["return"])
       p.capture_return = ret.Scalar() == "true";
+    if (YAML::Node min = probe["min_duration"]) {
+      p.min_duration_loc = location(min, path);
+      if (auto ns = parse_duration(min.Scalar()))
+        p.min_duration_ns = *ns;
+      else
+        errors.emplace_back("spec-schema", "min_duration: " + quote(min.Scalar()) + " is not a duration",
+                            p.min_duration_loc, "a number and a unit: 500us, 5ms, 1.5s (ns, us, ms, s)");
+      if (!p.capture_return)
+        errors.emplace_back("spec-schema", "min_duration needs return: true: a call's duration is known at its return",
+                            p.min_duration_loc, "add return: true to the probe");
+    }
+    if (YAML::Node at_return = probe["capture_at_return"]) {
+      for (const auto &capture : at_return)
+        p.at_return.push_back({capture.Scalar(), location(capture, path)});
+      if (!p.capture_return)
+        errors.emplace_back("spec-schema", "capture_at_return needs return: true: its values are read at the return",
+                            location(at_return, path), "add return: true to the probe");
+    }
     if (YAML::Node stack = probe["stack"])
       p.stack = static_cast<int>(*spec_schema::parse_integer(stack.Scalar()));
     if (YAML::Node params = probe["params"]) {
@@ -586,6 +604,37 @@ Spec parse_spec_text(const std::string &text, const std::string &path) {
   throw combine_errors(std::move(errors));
 }
 
+std::optional<uint64_t> parse_duration(const std::string &text) {
+  // Digits, an optional fraction, then the unit: parsed exactly, in integers (no float rounding).
+  size_t i = 0;
+  uint64_t whole = 0, frac = 0, frac_scale = 1;
+  bool digits = false;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, digits = true) {
+    if (whole > 1'000'000'000'000ULL)
+      return std::nullopt;
+    whole = whole * 10 + static_cast<uint64_t>(text[i] - '0');
+  }
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, digits = true) {
+      if (frac_scale >= 1'000'000'000ULL)
+        return std::nullopt; // finer than a nanosecond in any unit
+      frac = frac * 10 + static_cast<uint64_t>(text[i] - '0');
+      frac_scale *= 10;
+    }
+  }
+  if (!digits)
+    return std::nullopt;
+  std::string unit = text.substr(i);
+  uint64_t scale = unit == "ns" ? 1 : unit == "us" || unit == "\u00b5s" ? 1000 : unit == "ms" ? 1'000'000 : unit == "s" ? 1'000'000'000 : 0;
+  // At most an hour: a longer threshold is a typo (and keeps every product below 2^64).
+  if (!scale || (frac * scale) % frac_scale || whole > 3'600'000'000'000ULL / scale)
+    return std::nullopt;
+  uint64_t ns = whole * scale + frac * scale / frac_scale;
+  if (ns == 0 || ns > 3'600'000'000'000ULL)
+    return std::nullopt;
+  return ns;
+}
+
 std::string dump_spec(const Spec &spec) {
   std::ostringstream out;
   for (size_t i = 0; i < spec.probes.size(); ++i) {
@@ -595,6 +644,10 @@ std::string dump_spec(const Spec &spec) {
     out << prefix << "function = " << quote(probe.function) << "\n";
     for (size_t j = 0; j < probe.captures.size(); ++j)
       out << prefix << "capture[" << j << "] = " << quote(probe.captures[j].expr) << "\n";
+    if (probe.min_duration_ns)
+      out << prefix << "min_duration_ns = " << probe.min_duration_ns << "\n";
+    for (size_t j = 0; j < probe.at_return.size(); ++j)
+      out << prefix << "capture_at_return[" << j << "] = " << quote(probe.at_return[j].expr) << "\n";
   }
   out << "options.string_max = " << spec.options.string_max << "\n";
   return out.str();

@@ -11,6 +11,8 @@
 
 #include "common/diag.h"
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,10 @@ struct ProbeSpec {
   bool all_args = false;       // "args: all"
   SourceLoc all_args_loc;
   bool capture_return = false; // "return: true": results at every RET
+  uint64_t min_duration_ns = 0; // "min_duration: 5ms": only calls at least this long (0: every call)
+  SourceLoc min_duration_loc;
+  // "capture_at_return: [w.status]": read at the RET through pointers the entry saw
+  std::vector<CaptureSpec> at_return;
   int stack = 0;               // "stack: N": frames of the call stack captured at entry
   bool has_params = false;     // "params:" given (possibly empty)
   std::vector<ParamSpec> params;
@@ -80,6 +86,10 @@ Spec parse_spec_file(const std::string &path);
 
 // The same from text already in memory; `path` is only used in locations.
 Spec parse_spec_text(const std::string &text, const std::string &path);
+
+// A duration as specs write it: a decimal number and a unit, "500us", "5ms", "1.5s", "250ns" (also
+// "µs"), in nanoseconds; nullopt when it is not one, or not a whole number of nanoseconds above 0.
+std::optional<uint64_t> parse_duration(const std::string &text);
 
 // Deterministic dump for `weave build --dump=spec`.
 std::string dump_spec(const Spec &spec);

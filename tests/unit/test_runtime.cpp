@@ -667,6 +667,29 @@ TEST_CASE("stats: the table, and hits == events + lost") {
   CHECK(format_stats(m, report)[1].substr(format_stats(m, report)[1].size() - 1) == "-");
 }
 
+TEST_CASE("stats: min_duration's evicted and held columns, shown when some, in the balance") {
+  json j = example_manifest();
+  Manifest m = parse_ok(j);
+  StatsReport report;
+  report.hits_known = true;
+  ProbeStats s;
+  s.hits = 100;
+  s.events = 40;
+  s.filtered = 55;
+  s.evicted = 3;
+  s.held = 2;
+  report.probes = {s};
+  std::vector<std::string> lines = format_stats(m, report);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0] == "probe   kind          points  hits  events  lost  filtered  evicted  held  ns/run");
+  CHECK(lines[1] == "handle  entry+return       2   100      40     0        55        3     2       -");
+  CHECK(stats_add_up(s));
+  CHECK(stats_mismatches(m, report).empty());
+  report.probes[0].held = 0; // an entry unaccounted for
+  CHECK(stats_mismatches(m, report) ==
+        std::vector<std::string>{"handle: 100 hits != 40 events + 0 lost + 55 filtered + 3 evicted"});
+}
+
 namespace {
 
 // main.Check's return event in the stripped fixture: `res error` and the call's duration.

@@ -476,7 +476,7 @@ TEST_CASE("schema hints: did you mean, the valid keys, or the property's descrip
   e = text_error("probe:\n  - function: f\n");
   CHECK(e.hint == "did you mean probes?");
   e = text_error("probes:\n  - function: f\n    outputs: [a]\n");
-  CHECK(e.hint == "valid keys here: function, name, when, exclude, capture, args, return, params, results, limits, stack");
+  CHECK(e.hint == "valid keys here: function, name, when, exclude, capture, args, return, min_duration, capture_at_return, params, results, limits, stack");
   e = text_error("probes:\n  - capture: [a]\n");
   CHECK(e.hint == "function: The Go symbol name of the function, as the linker writes it, e.g. "
                  "main.(*Server).Handle; or a shell glob such as main.* or github.com/org/svc/*, which "
@@ -782,4 +782,15 @@ TEST_CASE("a flood of errors prints the first 20, then how many more") {
     ++errors;
   CHECK(errors == kMaxErrorsShown);
   CHECK(shown.find("... and 10 more errors\n30 errors\n") != std::string::npos);
+}
+
+TEST_CASE("durations: a decimal number and a unit, exact in nanoseconds") {
+  CHECK(weave::parse_duration("500us") == 500'000u);
+  CHECK(weave::parse_duration("5ms") == 5'000'000u);
+  CHECK(weave::parse_duration("1.5s") == 1'500'000'000u);
+  CHECK(weave::parse_duration("250ns") == 250u);
+  CHECK(weave::parse_duration("0.25ms") == 250'000u);
+  CHECK(weave::parse_duration("2\u00b5s") == 2'000u);
+  for (const char *bad : {"", "5", "ms", "5 ms", "5m", "0ms", "1.5ns", "-1ms", "1e3ms", "3601s", ".ms", "5ms "})
+    CHECK_MESSAGE(!weave::parse_duration(bad), bad);
 }

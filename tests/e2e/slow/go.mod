@@ -1,0 +1,3 @@
+module weave.test/slow
+
+go 1.19
