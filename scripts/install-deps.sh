@@ -17,6 +17,7 @@ packages=(
   file dpkg-dev                                       # cpack -G DEB: dpkg-shlibdeps finds the package's Depends
   debootstrap                                         # the package test installs the .deb into a fresh Debian root
   bash-completion zsh fish man-db groff-base          # the completion and man page tests run them
+  prometheus                                          # the fleet test scrapes the tracer's --metrics with it
 )
 
 # npm fetches the real stripped Go binaries the esbuild tests trace (tests/npm/fetch.sh; they skip
