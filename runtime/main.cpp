@@ -255,6 +255,21 @@ int parse_command_line(int argc, char **argv, Options &opt) {
         "goid and duration_ns to build trees from)");
     return kExitSetup;
   }
+  // The export addresses, checked before anything is loaded or attached.
+  HttpEndpoint endpoint;
+  std::string address_error;
+  if (!opt.otlp.empty() && !parse_http_url(opt.otlp, endpoint, address_error)) {
+    say("--otlp {}", address_error);
+    return kExitSetup;
+  }
+  if (!opt.metrics.empty() && !parse_listen_address(opt.metrics, endpoint, address_error)) {
+    say("--metrics {}: {}", opt.metrics, address_error);
+    return kExitSetup;
+  }
+  if (!opt.service_name.empty() && opt.otlp.empty()) {
+    say("--service-name names the spans --otlp sends; give --otlp URL too");
+    return kExitSetup;
+  }
   if (ours < argc && opt.command.empty()) {
     say("nothing after --: give the command to run");
     return kExitSetup;

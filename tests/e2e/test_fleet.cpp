@@ -79,7 +79,12 @@ e2e::Background start_collector(const std::string &binary, const std::string &di
                            "      receivers: [otlp]\n"
                            "      exporters: [debug]\n";
   e2e::Background collector = e2e::spawn({binary, "--config", "file:" + config}, dir);
-  bool ready = collector.wait_for_err("Everything is ready", 60000);
+  bool ready = false;
+  for (int i = 0; i < 120 && !ready; ++i) { // 60 s, or until it has exited
+    ready = collector.wait_for_err("Everything is ready", 500);
+    if (!ready && waitpid(collector.pid, nullptr, WNOHANG) == collector.pid)
+      break;
+  }
   INFO(collector.read_err());
   REQUIRE(ready);
   return collector;
@@ -494,14 +499,15 @@ TEST_CASE("--otlp: the collector killed mid-run: output unchanged, exit 0, drops
   int port = free_port();
   e2e::Background collector = start_collector(collector_path, dir, port);
 
+  // The program's output untraced, to compare with.
+  auto untraced = e2e::run({e2e::fixture("fixture"), "-rounds", "4", "-deep", "20", "-truth", dir + "/t0.jsonl"});
+  REQUIRE(untraced.status == 0);
   // Every process running the fixture, until SIGINT: one run while the collector is up, one after
   // it was killed.
   e2e::Background traced = e2e::spawn({tracer, "--format", "json", "-o", dir + "/events.jsonl", "--stats",
                                        "--otlp", "http://127.0.0.1:" + std::to_string(port)},
                                       dir);
   REQUIRE(traced.wait_for_err("Ctrl-C to stop"));
-  auto untraced = e2e::run({e2e::fixture("fixture"), "-rounds", "4", "-deep", "20", "-truth", dir + "/t0.jsonl"});
-  REQUIRE(untraced.status == 0);
 
   auto first = e2e::run({e2e::fixture("fixture"), "-rounds", "4", "-deep", "20", "-truth", dir + "/t1.jsonl"});
   REQUIRE(first.status == 0);

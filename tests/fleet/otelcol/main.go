@@ -1,8 +1,8 @@
 // otelcol-weave: the smallest OpenTelemetry Collector the fleet tests need, the way the collector's
 // own builder (ocb) makes one: its core, the OTLP receiver (HTTP, JSON and protobuf) and the debug
-// exporter, which prints every span it receives in full. The tests build it with `go install`-like
-// `go build` through the module proxy into a cache keyed by the version in go.mod
-// (tests/fleet/collector.sh) and read what it printed. Nothing here is weave's code under test.
+// exporter, which prints every span it receives in full. tests/fleet/collector.sh builds it through
+// the module proxy into a cache keyed by these sources, and the tests read what it printed. Nothing
+// here is weave's code under test.
 package main
 
 import (
@@ -39,6 +39,8 @@ func main() {
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{
 			ResolverSettings: confmap.ResolverSettings{
 				ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory()},
+				// The scheme of ${...} references without one; the tests' configs have none.
+				DefaultScheme: "file",
 			},
 		},
 	}
