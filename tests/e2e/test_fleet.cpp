@@ -342,7 +342,7 @@ TEST_CASE("--otlp: every paired call is a span in a real collector, values, dura
   MESSAGE(spans.size() << " spans compared with the tracer's events; " << values << " values with the program's");
 }
 
-TEST_CASE("--metrics: Prometheus scrapes the tracer; counts and a quantile agree with its own numbers") {
+TEST_CASE("--metrics: Prometheus scrapes the tracer, counts and a quantile agree with its own numbers") {
   e2e::require_bpf();
   if (access("/usr/bin/prometheus", X_OK) != 0) {
     MESSAGE("skipped: /usr/bin/prometheus is not installed (Debian package prometheus, scripts/install-deps.sh)");

@@ -23,11 +23,14 @@ fi
 key=$(cat "$here/otelcol/go.mod" "$here/otelcol/go.sum" "$here/otelcol/main.go" | sha256sum | cut -c1-16)
 cache=${WEAVE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/weave}/otelcol-$key
 binary=$cache/otelcol-weave
+mkdir -p "$cache"
+# Tests running in parallel wait for one build instead of racing it.
+exec 9>"$cache/lock"
+flock 9
 if [ -x "$binary" ]; then
   echo "$binary"
   exit 0
 fi
-mkdir -p "$cache"
 src=$(mktemp -d)
 trap 'rm -rf "$src"' EXIT
 cp "$here/otelcol/go.mod" "$here/otelcol/go.sum" "$here/otelcol/main.go" "$src/"
