@@ -58,44 +58,88 @@ uint32_t entry_probe_of(const Manifest &manifest, uint32_t id) {
   return pair < manifest.probes.size() ? pair : id;
 }
 
-// A JSON value of the tracer's event lines as an OTLP AnyValue (JSON encoding: 64-bit integers as
-// strings; a uint64 past int64's range as its decimal string, since AnyValue has no unsigned int).
-json any_value(const json &v) {
+// A JSON value of the tracer's event lines as an OTLP AnyValue, written as JSON text (64-bit
+// integers as strings, as the protobuf JSON mapping has them; a uint64 past int64's range as its
+// decimal string, since AnyValue has no unsigned integer).
+void append_any_value(std::string &out, const json &v) {
   switch (v.type()) {
   case json::value_t::string:
-    return {{"stringValue", v}};
+    out += "{\"stringValue\":";
+    append_json_string(out, v.get_ref<const std::string &>());
+    out += '}';
+    return;
   case json::value_t::boolean:
-    return {{"boolValue", v}};
+    out += v.get<bool>() ? "{\"boolValue\":true}" : "{\"boolValue\":false}";
+    return;
   case json::value_t::number_unsigned: {
     uint64_t u = v.get<uint64_t>();
-    if (u > uint64_t(INT64_MAX))
-      return {{"stringValue", std::to_string(u)}};
-    return {{"intValue", std::to_string(u)}};
+    out += u > uint64_t(INT64_MAX) ? "{\"stringValue\":\"" : "{\"intValue\":\"";
+    out += std::to_string(u) + "\"}";
+    return;
   }
   case json::value_t::number_integer:
-    return {{"intValue", std::to_string(v.get<int64_t>())}};
+    out += "{\"intValue\":\"" + std::to_string(v.get<int64_t>()) + "\"}";
+    return;
   case json::value_t::number_float:
-    return {{"doubleValue", v}};
+    out += "{\"doubleValue\":" + v.dump() + '}';
+    return;
   case json::value_t::object: {
-    json values = json::array();
-    for (auto &[key, item] : v.items())
-      values.push_back({{"key", key}, {"value", any_value(item)}});
-    return {{"kvlistValue", {{"values", values}}}};
+    out += "{\"kvlistValue\":{\"values\":[";
+    bool first = true;
+    for (auto &[key, item] : v.items()) {
+      if (!first)
+        out += ',';
+      first = false;
+      out += "{\"key\":";
+      append_json_string(out, key);
+      out += ",\"value\":";
+      append_any_value(out, item);
+      out += '}';
+    }
+    out += "]}}";
+    return;
   }
   case json::value_t::array: {
-    json values = json::array();
-    for (const json &item : v)
-      values.push_back(any_value(item));
-    return {{"arrayValue", {{"values", values}}}};
+    out += "{\"arrayValue\":{\"values\":[";
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i)
+        out += ',';
+      append_any_value(out, v[i]);
+    }
+    out += "]}}";
+    return;
   }
   default:
-    return json::object(); // null: an empty AnyValue
+    out += "{}"; // null: an empty AnyValue
   }
 }
 
-json attribute(const std::string &key, json value) { return {{"key", key}, {"value", std::move(value)}}; }
-json int_value(uint64_t v) { return {{"intValue", std::to_string(v)}}; }
-json string_value(const std::string &s) { return {{"stringValue", s}}; }
+// Opens an attribute: {"key":"...","value":  (the caller writes the value and closes it with "}").
+void append_key(std::string &out, const std::string &key) {
+  out += "{\"key\":";
+  append_json_string(out, key);
+  out += ",\"value\":";
+}
+
+void append_string_value(std::string &out, const std::string &s) {
+  out += "{\"stringValue\":";
+  append_json_string(out, s);
+  out += "}}";
+}
+
+// The JSON lines write a byte that is not UTF-8 as \udcXX (a lone surrogate, output.h), which
+// nlohmann::json refuses and OTLP strings (UTF-8) cannot carry: it becomes U+FFFD, the replacement
+// character, so the value is visibly marked instead of the span losing its attributes.
+void replace_lone_surrogates(std::string &line) {
+  for (size_t i = 0; i + 1 < line.size(); ++i) {
+    if (line[i] != '\\')
+      continue;
+    if (line[i + 1] == 'u' && i + 5 < line.size() && (line[i + 2] == 'd' || line[i + 2] == 'D') &&
+        (line[i + 3] == 'c' || line[i + 3] == 'C'))
+      line.replace(i + 2, 4, "fffd");
+    ++i; // the escaped character
+  }
+}
 
 } // namespace
 
@@ -213,73 +257,112 @@ std::string OtlpExporter::encode(const std::vector<Span> &batch) {
       printer_->set_symbolizer(symbolizer_.get());
     }
   }
-  EventPrinter *printer = printer_.get();
+  // Each event is printed as the JSON line --format json writes, parsed, and its values written
+  // out as OTLP JSON text directly (a DOM for the whole request cost 4x as much).
   std::string line;
   auto decode = [&](const std::string &raw) -> json {
     line.clear();
-    if (raw.empty() || !printer->format(raw.data(), raw.size(), line))
+    if (raw.empty() || !printer_->format(raw.data(), raw.size(), line))
       return json();
+    replace_lone_surrogates(line);
     json e = json::parse(line, nullptr, false);
     return e.is_discarded() ? json() : e;
   };
-  json spans = json::array();
+  std::string out;
+  out.reserve(batch.size() * 700 + 1024);
+  out += "{\"resourceSpans\":[{\"resource\":{\"attributes\":[";
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::pair<const char *, const std::string *> resource[] = {
+      {"service.name", &options_.service_name},      {"host.name", nullptr},
+      {"process.runtime.version", &resource_.go_version}, {"process.executable.path", &resource_.binary},
+      {"host.arch", &resource_.arch},                {"weave.build_id", &resource_.build_id}};
+  std::string hostname = host;
+  for (auto &[key, value] : resource) {
+    append_key(out, key);
+    append_string_value(out, value ? *value : hostname);
+    out += ',';
+  }
+  append_key(out, "process.runtime.name");
+  append_string_value(out, "go");
+  out += ',';
+  append_key(out, "telemetry.sdk.name");
+  append_string_value(out, "weave");
+  out += ',';
+  append_key(out, "telemetry.sdk.language");
+  append_string_value(out, "cpp");
+  out += "]},\"scopeSpans\":[{\"scope\":{\"name\":\"weave\"},\"spans\":[";
+  bool first_span = true;
   for (const Span &s : batch) {
     json entry = decode(s.entry), ret = decode(s.ret);
-    if (!ret.is_object())
-      continue;
-    json attributes = json::array();
-    json faults = json::array(), truncated = json::array();
+    if (!ret.is_object()) // cannot happen for a record the event loop accepted; never guess
+      ret = json::object();
+    if (!first_span)
+      out += ',';
+    first_span = false;
+    out += "{\"traceId\":\"" + hex(s.trace_hi) + hex(s.trace_lo) + "\",\"spanId\":\"" + hex(s.span_id) + '"';
+    if (s.parent_id)
+      out += ",\"parentSpanId\":\"" + hex(s.parent_id) + '"';
+    out += ",\"name\":";
+    const json &named = ret.contains("function") ? ret : entry;
+    append_json_string(out, named.is_object() ? named.value("function", "") : std::string());
+    // SPAN_KIND_INTERNAL: a function call inside the process.
+    out += ",\"kind\":1,\"startTimeUnixNano\":\"" + std::to_string(int64_t(s.start_ns) + unix_offset_ns_) +
+           "\",\"endTimeUnixNano\":\"" + std::to_string(int64_t(s.end_ns) + unix_offset_ns_) +
+           "\",\"attributes\":[";
+    size_t attributes_start = out.size();
+    std::vector<const json *> faults, truncated;
     for (const json *e : {&entry, &ret}) {
       if (!e->is_object())
         continue;
-      const char *group = e == &entry ? "args" : "results";
-      const char *prefix = e == &entry ? "weave.arg." : "weave.result.";
-      if (e->contains(group))
-        for (auto &[name, value] : (*e)[group].items())
-          if (!value.is_null()) // a capture that could not be read is listed in weave.faults
-            attributes.push_back(attribute(prefix + name, any_value(value)));
-      for (const char *list : {"faults", "truncated"})
-        if (e->contains(list))
-          for (const json &item : (*e)[list])
-            (std::strcmp(list, "faults") == 0 ? faults : truncated).push_back(string_value(item.get<std::string>()));
+      bool is_entry = e == &entry;
+      auto group = e->find(is_entry ? "args" : "results");
+      if (group != e->end() && group->is_object())
+        for (auto &[name, value] : group->items()) {
+          if (value.is_null()) // a capture that could not be read is named in weave.faults
+            continue;
+          append_key(out, (is_entry ? "weave.arg." : "weave.result.") + name);
+          append_any_value(out, value);
+          out += "},";
+        }
+      for (auto [list, into] : {std::pair{"faults", &faults}, std::pair{"truncated", &truncated}}) {
+        auto it = e->find(list);
+        if (it != e->end() && it->is_array())
+          for (const json &item : *it)
+            into->push_back(&item);
+      }
     }
-    if (!faults.empty())
-      attributes.push_back(attribute("weave.faults", {{"arrayValue", {{"values", faults}}}}));
-    if (!truncated.empty())
-      attributes.push_back(attribute("weave.truncated", {{"arrayValue", {{"values", truncated}}}}));
-    attributes.push_back(attribute("weave.goid", int_value(ret.value("goid", uint64_t{0}))));
-    attributes.push_back(attribute("process.pid", int_value(ret.value("pid", uint64_t{0}))));
-    attributes.push_back(attribute("thread.id", int_value(ret.value("tid", uint64_t{0}))));
-    attributes.push_back(attribute("weave.probe", string_value(entry.is_object() ? entry.value("probe", "")
-                                                                                 : ret.value("probe", ""))));
-    if (!entry.is_object())
-      attributes.push_back(attribute("weave.entry_seen", {{"boolValue", false}}));
-    json span = {{"traceId", hex(s.trace_hi) + hex(s.trace_lo)},
-                 {"spanId", hex(s.span_id)},
-                 {"name", ret.value("function", "")},
-                 {"kind", 1}, // SPAN_KIND_INTERNAL: a function call inside the process
-                 {"startTimeUnixNano", std::to_string(int64_t(s.start_ns) + unix_offset_ns_)},
-                 {"endTimeUnixNano", std::to_string(int64_t(s.end_ns) + unix_offset_ns_)},
-                 {"attributes", std::move(attributes)}};
-    if (s.parent_id)
-      span["parentSpanId"] = hex(s.parent_id);
-    spans.push_back(std::move(span));
+    for (auto [key, list] : {std::pair{"weave.faults", &faults}, std::pair{"weave.truncated", &truncated}}) {
+      if (list->empty())
+        continue;
+      append_key(out, key);
+      out += "{\"arrayValue\":{\"values\":[";
+      for (size_t i = 0; i < list->size(); ++i) {
+        if (i)
+          out += ',';
+        append_any_value(out, *(*list)[i]);
+      }
+      out += "]}}},";
+    }
+    const json &ids = ret.contains("goid") ? ret : entry;
+    for (auto [key, field] : {std::pair{"weave.goid", "goid"}, std::pair{"process.pid", "pid"},
+                              std::pair{"thread.id", "tid"}}) {
+      append_key(out, key);
+      out += "{\"intValue\":\"" + std::to_string(ids.is_object() ? ids.value(field, uint64_t{0}) : 0) + "\"}},";
+    }
+    append_key(out, "weave.probe");
+    const json &probe_of = entry.is_object() ? entry : ret;
+    append_string_value(out, probe_of.is_object() ? probe_of.value("probe", "") : std::string());
+    if (!entry.is_object()) {
+      out += ',';
+      append_key(out, "weave.entry_seen");
+      out += "{\"boolValue\":false}}";
+    }
+    (void)attributes_start;
+    out += "]}";
   }
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  json resource = json::array({attribute("service.name", string_value(options_.service_name)),
-                               attribute("host.name", string_value(host)),
-                               attribute("process.runtime.name", string_value("go")),
-                               attribute("process.runtime.version", string_value(resource_.go_version)),
-                               attribute("process.executable.path", string_value(resource_.binary)),
-                               attribute("host.arch", string_value(resource_.arch)),
-                               attribute("weave.build_id", string_value(resource_.build_id)),
-                               attribute("telemetry.sdk.name", string_value("weave")),
-                               attribute("telemetry.sdk.language", string_value("cpp"))});
-  json request = {{"resourceSpans",
-                   json::array({{{"resource", {{"attributes", resource}}},
-                                 {"scopeSpans", json::array({{{"scope", {{"name", "weave"}}}, {"spans", spans}}})}}})}};
-  return request.dump(-1, ' ', false, json::error_handler_t::replace);
+  out += "]}]}]}";
+  return out;
 }
 
 // One request, retried with backoff while the collector cannot take it (no connection, 429, 5xx).
