@@ -210,6 +210,18 @@ const char *kSpec = "probes:\n"
                     "    capture: [n]\n"
                     "    return: true\n";
 
+// What the fixture recorded passing, for the functions kSpec traces (other lines hold heap
+// addresses, which differ from run to run).
+std::string traced_truth(const std::string &path) {
+  std::string out;
+  for (json &t : e2e::json_lines(e2e::read_file(path))) {
+    std::string f = t["function"];
+    if (f.rfind("main.Divmod", 0) == 0 || f == "main.(*Server).Handle" || f == "main.Deep")
+      out += t.dump() + "\n";
+  }
+  return out;
+}
+
 } // namespace
 
 TEST_CASE("--otlp: every paired call is a span in a real collector, values, durations and parents exact") {
@@ -307,7 +319,10 @@ TEST_CASE("--otlp: every paired call is a span in a real collector, values, dura
     CHECK(h.attributes.at("weave.arg.s.Name") == str(truth_handle[i]["s.Name"]));
     CHECK(h.attributes.at("weave.arg.req.Path") == str(truth_handle[i]["req.Path"]));
     CHECK(h.attributes.at("weave.arg.deadline") == integer(truth_handle[i]["deadline"]));
-    CHECK(h.attributes.count("weave.result.~r0") == 1);
+    // Handle returns len(req.Path) + deadline.
+    CHECK(h.attributes.at("weave.result.~r0") ==
+          "Int(" + std::to_string(int64_t(truth_handle[i]["req.Path"].get<std::string>().size()) +
+                                  truth_handle[i]["deadline"].get<int64_t>()) + ")");
     CHECK(h.parent.empty());
     const Span &d = by_name["main.Divmod"][i];
     CHECK(d.attributes.at("weave.arg.a") == integer(truth_divmod[i]["a"]));
@@ -315,7 +330,7 @@ TEST_CASE("--otlp: every paired call is a span in a real collector, values, dura
     CHECK(d.attributes.at("weave.result.q") == integer(truth_divmod_ret[i]["q"]));
     CHECK(d.attributes.at("weave.result.r") == integer(truth_divmod_ret[i]["r"]));
     CHECK(d.attributes.at("weave.result.desc") == str(truth_divmod_ret[i]["desc"]));
-    values += 8;
+    values += 9;
   }
   // Deep(20) .. Deep(0) on one goroutine: one trace, each call the child of the one that made it.
   std::map<int, const Span *> deep_by_n;
@@ -524,16 +539,6 @@ TEST_CASE("--otlp: the collector killed mid-run: output unchanged, exit 0, drops
   // The program's output, with the collector dead, is what it is untraced.
   CHECK(second.out == untraced.out);
   CHECK(second.err == untraced.err);
-  // What it recorded passing, for the traced functions (other lines hold heap addresses).
-  auto traced_truth = [](const std::string &path) {
-    std::string out;
-    for (json &t : e2e::json_lines(e2e::read_file(path))) {
-      std::string f = t["function"];
-      if (f.rfind("main.Divmod", 0) == 0 || f == "main.(*Server).Handle" || f == "main.Deep")
-        out += t.dump() + "\n";
-    }
-    return out;
-  };
   CHECK(!traced_truth(dir + "/t0.jsonl").empty());
   CHECK(traced_truth(dir + "/t2.jsonl") == traced_truth(dir + "/t0.jsonl"));
   CHECK(first.err == untraced.err);
@@ -564,4 +569,40 @@ TEST_CASE("--otlp: the collector killed mid-run: output unchanged, exit 0, drops
   MESSAGE("second run with the collector dead: " << second_s << " s; tracer exit after SIGINT: " << exit_s
                                                   << " s; " << sent << " sent + " << dropped << " dropped == "
                                                   << paired << " paired calls");
+}
+
+TEST_CASE("--otlp: a collector that accepts and never answers: output unchanged, exit 0 within its timeout, every span dropped and counted") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("fleet_hang");
+  std::string tracer = build_tracer(dir, kSpec);
+  // A listening socket nobody reads: the kernel completes every connection, no answer ever comes.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+  REQUIRE(listen(fd, 64) == 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+  std::string url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+
+  auto untraced = e2e::run({e2e::fixture("fixture"), "-rounds", "4", "-deep", "20", "-truth", dir + "/t0.jsonl"});
+  REQUIRE(untraced.status == 0);
+  auto t0 = std::chrono::steady_clock::now();
+  auto traced = e2e::run({tracer, "--format", "json", "-o", dir + "/events.jsonl", "--otlp", url, "--",
+                          e2e::fixture("fixture"), "-rounds", "4", "-deep", "20", "-truth", dir + "/t1.jsonl"});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  close(fd);
+  INFO(traced.err);
+  CHECK(traced.status == 0);
+  CHECK(traced.out == untraced.out);
+  CHECK(!traced_truth(dir + "/t0.jsonl").empty());
+  CHECK(traced_truth(dir + "/t1.jsonl") == traced_truth(dir + "/t0.jsonl"));
+  // The program's own stderr is the first part of the tracer's, which adds its summary after.
+  CHECK(traced.err.rfind(untraced.err, 0) == 0);
+  CHECK(traced.err.find("otlp: 29 spans, 0 sent, 29 dropped") != std::string::npos);
+  CHECK(traced.err.find("timed out") != std::string::npos);
+  // The exit waits for the hung collector at most the exit timeout (3 s), plus the run itself.
+  CHECK(seconds < 6);
+  MESSAGE("with a collector that never answers: the traced run took " << seconds << " s, all 29 spans dropped and counted");
 }
