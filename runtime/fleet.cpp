@@ -1,7 +1,5 @@
 #include "fleet.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -17,8 +15,6 @@
 namespace weave {
 
 namespace {
-
-using nlohmann::json;
 
 uint64_t load_u64(const void *p) {
   uint64_t v;
@@ -58,61 +54,206 @@ uint32_t entry_probe_of(const Manifest &manifest, uint32_t id) {
   return pair < manifest.probes.size() ? pair : id;
 }
 
-// A JSON value of the tracer's event lines as an OTLP AnyValue, written as JSON text (64-bit
-// integers as strings, as the protobuf JSON mapping has them; a uint64 past int64's range as its
-// decimal string, since AnyValue has no unsigned integer).
-void append_any_value(std::string &out, const json &v) {
-  switch (v.type()) {
-  case json::value_t::string:
-    out += "{\"stringValue\":";
-    append_json_string(out, v.get_ref<const std::string &>());
-    out += '}';
-    return;
-  case json::value_t::boolean:
-    out += v.get<bool>() ? "{\"boolValue\":true}" : "{\"boolValue\":false}";
-    return;
-  case json::value_t::number_unsigned: {
-    uint64_t u = v.get<uint64_t>();
-    out += u > uint64_t(INT64_MAX) ? "{\"stringValue\":\"" : "{\"intValue\":\"";
-    out += std::to_string(u) + "\"}";
-    return;
+// Reads one event's JSON line (as --format json writes it) and writes its values as OTLP JSON
+// directly, token by token: no DOM, and strings are copied as the escaped tokens they already are.
+class EventLine {
+public:
+  explicit EventLine(std::string_view text) : in_(text) {}
+
+  // The line's top level: the args or results become attributes (prefix + name); function, probe,
+  // goid, pid, tid, faults and truncated are kept as tokens. False when the line is not what the
+  // tracer writes.
+  bool read(const char *prefix, std::string &attributes) {
+    if (!eat('{'))
+      return false;
+    if (eat('}'))
+      return true;
+    do {
+      std::string_view key;
+      if (!string_token(key) || !eat(':'))
+        return false;
+      std::string_view name = key.substr(1, key.size() - 2);
+      if (name == "args" || name == "results") {
+        if (!members(prefix, attributes))
+          return false;
+      } else if (name == "faults" || name == "truncated") {
+        std::string &list = name == "faults" ? faults : truncated;
+        if (!eat('['))
+          return false;
+        if (!eat(']')) {
+          do {
+            std::string_view item;
+            if (!string_token(item))
+              return false;
+            list += list.empty() ? "{\"stringValue\":" : ",{\"stringValue\":";
+            list += item;
+            list += '}';
+          } while (eat(','));
+          if (!eat(']'))
+            return false;
+        }
+      } else {
+        size_t start = pos_;
+        std::string ignored;
+        if (!value(ignored))
+          return false;
+        std::string_view token = in_.substr(start, pos_ - start);
+        if (name == "function")
+          function = token;
+        else if (name == "probe")
+          probe = token;
+        else if (name == "goid")
+          goid = token;
+        else if (name == "pid")
+          pid = token;
+        else if (name == "tid")
+          tid = token;
+      }
+    } while (eat(','));
+    return eat('}');
   }
-  case json::value_t::number_integer:
-    out += "{\"intValue\":\"" + std::to_string(v.get<int64_t>()) + "\"}";
-    return;
-  case json::value_t::number_float:
-    out += "{\"doubleValue\":" + v.dump() + '}';
-    return;
-  case json::value_t::object: {
-    out += "{\"kvlistValue\":{\"values\":[";
-    bool first = true;
-    for (auto &[key, item] : v.items()) {
-      if (!first)
-        out += ',';
-      first = false;
-      out += "{\"key\":";
-      append_json_string(out, key);
+
+  std::string_view function, probe, goid = "0", pid = "0", tid = "0"; // JSON tokens
+  std::string faults, truncated; // AnyValues, comma-separated
+
+private:
+  bool eat(char c) {
+    if (pos_ < in_.size() && in_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+
+  bool string_token(std::string_view &token) {
+    size_t start = pos_;
+    if (!eat('"'))
+      return false;
+    while (pos_ < in_.size() && in_[pos_] != '"')
+      pos_ += in_[pos_] == '\\' ? 2 : 1;
+    if (!eat('"'))
+      return false;
+    token = in_.substr(start, pos_ - start);
+    return true;
+  }
+
+  // {"name":value,...} as attributes "prefix+name": a null (a capture that could not be read, named
+  // in faults) is left out.
+  bool members(const char *prefix, std::string &out) {
+    if (!eat('{'))
+      return false;
+    if (eat('}'))
+      return true;
+    do {
+      std::string_view key;
+      if (!string_token(key) || !eat(':'))
+        return false;
+      if (in_.substr(pos_, 4) == "null") {
+        pos_ += 4;
+        continue;
+      }
+      out += "{\"key\":\"";
+      out += prefix;
+      out += key.substr(1);
       out += ",\"value\":";
-      append_any_value(out, item);
+      if (!value(out))
+        return false;
+      out += "},";
+    } while (eat(','));
+    return eat('}');
+  }
+
+  // One JSON value as an OTLP AnyValue (64-bit integers as strings, as the protobuf JSON mapping
+  // has them; a uint64 past int64's range as its decimal string: AnyValue has no unsigned int).
+  bool value(std::string &out) {
+    if (pos_ >= in_.size())
+      return false;
+    char c = in_[pos_];
+    if (c == '"') {
+      std::string_view token;
+      if (!string_token(token))
+        return false;
+      out += "{\"stringValue\":";
+      out += token;
       out += '}';
+      return true;
     }
-    out += "]}}";
-    return;
-  }
-  case json::value_t::array: {
-    out += "{\"arrayValue\":{\"values\":[";
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i)
-        out += ',';
-      append_any_value(out, v[i]);
+    if (in_.substr(pos_, 4) == "true" || in_.substr(pos_, 5) == "false") {
+      bool t = c == 't';
+      pos_ += t ? 4 : 5;
+      out += t ? "{\"boolValue\":true}" : "{\"boolValue\":false}";
+      return true;
     }
-    out += "]}}";
-    return;
+    if (in_.substr(pos_, 4) == "null") {
+      pos_ += 4;
+      out += "{}";
+      return true;
+    }
+    if (c == '{') {
+      ++pos_;
+      out += "{\"kvlistValue\":{\"values\":[";
+      if (!eat('}')) {
+        bool first = true;
+        do {
+          std::string_view key;
+          if (!string_token(key) || !eat(':'))
+            return false;
+          out += first ? "{\"key\":" : ",{\"key\":";
+          first = false;
+          out += key;
+          out += ",\"value\":";
+          if (!value(out))
+            return false;
+          out += '}';
+        } while (eat(','));
+        if (!eat('}'))
+          return false;
+      }
+      out += "]}}";
+      return true;
+    }
+    if (c == '[') {
+      ++pos_;
+      out += "{\"arrayValue\":{\"values\":[";
+      if (!eat(']')) {
+        bool first = true;
+        do {
+          if (!first)
+            out += ',';
+          first = false;
+          if (!value(out))
+            return false;
+        } while (eat(','));
+        if (!eat(']'))
+          return false;
+      }
+      out += "]}}";
+      return true;
+    }
+    size_t start = pos_;
+    while (pos_ < in_.size() && std::strchr("-+0123456789.eE", in_[pos_]) && in_[pos_] != '\0')
+      ++pos_;
+    std::string_view number = in_.substr(start, pos_ - start);
+    if (number.empty())
+      return false;
+    if (number.find_first_of(".eE") != std::string_view::npos) {
+      out += "{\"doubleValue\":";
+      out += number;
+      out += '}';
+      return true;
+    }
+    constexpr std::string_view kInt64Max = "9223372036854775807";
+    bool too_big = number[0] != '-' && (number.size() > kInt64Max.size() ||
+                                        (number.size() == kInt64Max.size() && number > kInt64Max));
+    out += too_big ? "{\"stringValue\":\"" : "{\"intValue\":\"";
+    out += number;
+    out += "\"}";
+    return true;
   }
-  default:
-    out += "{}"; // null: an empty AnyValue
-  }
-}
+
+  std::string_view in_;
+  size_t pos_ = 0;
+};
 
 // Opens an attribute: {"key":"...","value":  (the caller writes the value and closes it with "}").
 void append_key(std::string &out, const std::string &key) {
@@ -127,9 +268,9 @@ void append_string_value(std::string &out, const std::string &s) {
   out += "}}";
 }
 
-// The JSON lines write a byte that is not UTF-8 as \udcXX (a lone surrogate, output.h), which
-// nlohmann::json refuses and OTLP strings (UTF-8) cannot carry: it becomes U+FFFD, the replacement
-// character, so the value is visibly marked instead of the span losing its attributes.
+// The JSON lines write a byte that is not UTF-8 as \udcXX (a lone surrogate, output.h), which OTLP
+// strings (UTF-8) cannot carry: it becomes U+FFFD, the replacement character, so the value is
+// visibly marked.
 void replace_lone_surrogates(std::string &line) {
   for (size_t i = 0; i + 1 < line.size(); ++i) {
     if (line[i] != '\\')
@@ -257,16 +398,16 @@ std::string OtlpExporter::encode(const std::vector<Span> &batch) {
       printer_->set_symbolizer(symbolizer_.get());
     }
   }
-  // Each event is printed as the JSON line --format json writes, parsed, and its values written
-  // out as OTLP JSON text directly (a DOM for the whole request cost 4x as much).
-  std::string line;
-  auto decode = [&](const std::string &raw) -> json {
+  // Each event is printed as the JSON line --format json writes and its values copied from there
+  // into OTLP JSON token by token (EventLine): no DOM (one for the whole request cost 17.7 µs per
+  // event, one per line 6.5 µs).
+  std::string entry_line, ret_line;
+  auto print = [&](const std::string &raw, std::string &line) {
     line.clear();
     if (raw.empty() || !printer_->format(raw.data(), raw.size(), line))
-      return json();
+      return false;
     replace_lone_surrogates(line);
-    json e = json::parse(line, nullptr, false);
-    return e.is_discarded() ? json() : e;
+    return true;
   };
   std::string out;
   out.reserve(batch.size() * 700 + 1024);
@@ -293,10 +434,15 @@ std::string OtlpExporter::encode(const std::vector<Span> &batch) {
   append_string_value(out, "cpp");
   out += "]},\"scopeSpans\":[{\"scope\":{\"name\":\"weave\"},\"spans\":[";
   bool first_span = true;
+  std::string attributes;
   for (const Span &s : batch) {
-    json entry = decode(s.entry), ret = decode(s.ret);
-    if (!ret.is_object()) // cannot happen for a record the event loop accepted; never guess
-      ret = json::object();
+    bool have_entry = print(s.entry, entry_line);
+    bool have_ret = print(s.ret, ret_line);
+    EventLine entry(have_entry ? std::string_view(entry_line) : std::string_view());
+    EventLine ret(have_ret ? std::string_view(ret_line) : std::string_view());
+    attributes.clear();
+    bool ok = (!have_entry || entry.read("weave.arg.", attributes)) && have_ret &&
+              ret.read("weave.result.", attributes);
     if (!first_span)
       out += ',';
     first_span = false;
@@ -304,61 +450,42 @@ std::string OtlpExporter::encode(const std::vector<Span> &batch) {
     if (s.parent_id)
       out += ",\"parentSpanId\":\"" + hex(s.parent_id) + '"';
     out += ",\"name\":";
-    const json &named = ret.contains("function") ? ret : entry;
-    append_json_string(out, named.is_object() ? named.value("function", "") : std::string());
+    out += !ret.function.empty() ? ret.function : !entry.function.empty() ? entry.function : "\"\"";
     // SPAN_KIND_INTERNAL: a function call inside the process.
     out += ",\"kind\":1,\"startTimeUnixNano\":\"" + std::to_string(int64_t(s.start_ns) + unix_offset_ns_) +
            "\",\"endTimeUnixNano\":\"" + std::to_string(int64_t(s.end_ns) + unix_offset_ns_) +
            "\",\"attributes\":[";
-    size_t attributes_start = out.size();
-    std::vector<const json *> faults, truncated;
-    for (const json *e : {&entry, &ret}) {
-      if (!e->is_object())
-        continue;
-      bool is_entry = e == &entry;
-      auto group = e->find(is_entry ? "args" : "results");
-      if (group != e->end() && group->is_object())
-        for (auto &[name, value] : group->items()) {
-          if (value.is_null()) // a capture that could not be read is named in weave.faults
-            continue;
-          append_key(out, (is_entry ? "weave.arg." : "weave.result.") + name);
-          append_any_value(out, value);
-          out += "},";
-        }
-      for (auto [list, into] : {std::pair{"faults", &faults}, std::pair{"truncated", &truncated}}) {
-        auto it = e->find(list);
-        if (it != e->end() && it->is_array())
-          for (const json &item : *it)
-            into->push_back(&item);
-      }
+    if (!ok) { // cannot happen for records the event loop accepted; say so rather than guess
+      attributes.clear();
+      append_key(attributes, "weave.decode_error");
+      attributes += "{\"boolValue\":true}},";
     }
-    for (auto [key, list] : {std::pair{"weave.faults", &faults}, std::pair{"weave.truncated", &truncated}}) {
-      if (list->empty())
+    out += attributes;
+    auto join = [](const std::string &a, const std::string &b) { return a.empty() || b.empty() ? a + b : a + "," + b; };
+    for (auto [key, list] : {std::pair{"weave.faults", join(entry.faults, ret.faults)},
+                             std::pair{"weave.truncated", join(entry.truncated, ret.truncated)}}) {
+      if (list.empty())
         continue;
       append_key(out, key);
-      out += "{\"arrayValue\":{\"values\":[";
-      for (size_t i = 0; i < list->size(); ++i) {
-        if (i)
-          out += ',';
-        append_any_value(out, *(*list)[i]);
-      }
-      out += "]}}},";
+      out += "{\"arrayValue\":{\"values\":[" + list + "]}}},";
     }
-    const json &ids = ret.contains("goid") ? ret : entry;
-    for (auto [key, field] : {std::pair{"weave.goid", "goid"}, std::pair{"process.pid", "pid"},
-                              std::pair{"thread.id", "tid"}}) {
+    const EventLine &ids = have_ret ? ret : entry;
+    for (auto [key, token] : {std::pair{"weave.goid", ids.goid}, std::pair{"process.pid", ids.pid},
+                              std::pair{"thread.id", ids.tid}}) {
       append_key(out, key);
-      out += "{\"intValue\":\"" + std::to_string(ids.is_object() ? ids.value(field, uint64_t{0}) : 0) + "\"}},";
+      out += "{\"intValue\":\"";
+      out += token;
+      out += "\"}},";
     }
     append_key(out, "weave.probe");
-    const json &probe_of = entry.is_object() ? entry : ret;
-    append_string_value(out, probe_of.is_object() ? probe_of.value("probe", "") : std::string());
-    if (!entry.is_object()) {
+    out += "{\"stringValue\":";
+    out += !entry.probe.empty() ? entry.probe : !ret.probe.empty() ? ret.probe : "\"\"";
+    out += "}}";
+    if (!have_entry) {
       out += ',';
       append_key(out, "weave.entry_seen");
       out += "{\"boolValue\":false}}";
     }
-    (void)attributes_start;
     out += "]}";
   }
   out += "]}]}]}";
