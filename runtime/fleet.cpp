@@ -325,6 +325,10 @@ void OtlpExporter::on_event(const void *data, size_t size) {
   if (h.kind != WEAVE_EVENT_RETURN) {
     if (!has_return_[h.probe_id])
       return; // an entry-only probe: no call with a duration, no span
+    // Goroutines of processes that exited with calls open keep their entries: bounded, the oldest
+    // process's go first.
+    if (open_.size() >= 65536 && !open_.count(key))
+      open_.erase(open_.begin());
     std::vector<Open> &calls = open_[key];
     // A goroutine whose calls never return (a loop of panics) must not grow without bound.
     if (calls.size() >= 4096)
