@@ -545,6 +545,7 @@ bool OtlpExporter::send(const std::string &body, bool exiting, std::string &erro
 }
 
 void OtlpExporter::run() {
+  block_signals();
   std::vector<Span> batch;
   while (true) {
     bool exiting;

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <csignal>
 #include <unistd.h>
 
 namespace weave {
@@ -157,6 +158,12 @@ bool read_message(int fd, int64_t deadline, std::string &in, size_t limit, std::
 }
 
 } // namespace
+
+void block_signals() {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+}
 
 std::string HttpEndpoint::display() const {
   return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
@@ -340,6 +347,7 @@ void HttpServer::stop() {
 }
 
 void HttpServer::serve() {
+  block_signals();
   while (true) {
     struct pollfd p[2] = {{listen_fd_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
     if (poll(p, 2, -1) < 0) {

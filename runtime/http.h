@@ -51,6 +51,10 @@ bool http_request(const char *method, const HttpEndpoint &to, const std::string 
                   const std::string &body, int timeout_ms, HttpResponse &response, std::string &error,
                   size_t body_limit);
 
+// For the exports' threads: SIGINT and SIGTERM go to the tracer's main thread, whose loop acts on
+// them, and never interrupt a send or a scrape.
+void block_signals();
+
 // A server on its own thread answering GET requests, one connection at a time, each bounded to a
 // second or two. `handler(path, content_type)` returns the body of a 200, or sets content_type to
 // "" for a 404. Closing the listening socket stops it.
