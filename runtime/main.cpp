@@ -4,6 +4,7 @@
 //
 //   tracer [--format text|json] [-o FILE] [--pid N] [--binary PATH] [--attach auto|multi|perf]
 //          [--stats[=SECONDS]] [--graph] [--no-summary] [--exit-after-attach] [-v] [--version]
+//          [--otlp URL] [--service-name NAME] [--metrics ADDR:PORT]
 //          [-- CMD ARGS...]
 #include <CLI/CLI.hpp>
 #include <bpf/libbpf.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/color.h"
+#include "fleet.h"
 #include "gobinary/elf_notes.h"
 #include "loader.h"
 #include "manifest.h"
@@ -96,6 +98,9 @@ struct Options {
   std::string folded;             // --folded FILE
   std::string folded_weight = "calls";
   std::string perfetto;           // --perfetto FILE
+  std::string otlp;               // --otlp URL: spans to an OpenTelemetry collector (fleet.h)
+  std::string service_name;       // --service-name: their service.name
+  std::string metrics;            // --metrics ADDR:PORT: Prometheus /metrics (fleet.h)
   bool no_summary = false;        // no latency summary at exit
   int verbosity = 0;
   bool version = false;
@@ -186,6 +191,21 @@ int parse_command_line(int argc, char **argv, Options &opt) {
                  "JSON: ui.perfetto.dev, about:tracing and speedscope open it), captures and results as its "
                  "arguments")
       ->type_name("FILE");
+  app.add_option("--otlp", opt.otlp,
+                 "send every paired call as an OpenTelemetry span to the collector at URL (OTLP/HTTP, "
+                 "JSON; /v1/traces is appended to a URL without a path; the host an IP address), "
+                 "captures as weave.arg.*, results as weave.result.*, nested calls as children. Sent in "
+                 "batches from a thread of its own: a slow or dead collector costs dropped spans, counted "
+                 "in --stats and the summary, never the event loop's or the program's time")
+      ->type_name("URL");
+  app.add_option("--service-name", opt.service_name,
+                 "the spans' service.name (default: the traced binary's file name)")
+      ->type_name("NAME");
+  app.add_option("--metrics", opt.metrics,
+                 "serve Prometheus metrics at http://ADDR:PORT/metrics while tracing: per probe hits, "
+                 "events, lost, filtered, limited and BPF ns/run, per function calls and a latency "
+                 "histogram, weave_call_duration_seconds (e.g. 127.0.0.1:9464; refreshed every second)")
+      ->type_name("ADDR:PORT");
   app.add_flag("--graph", opt.graph,
                "print a call tree per goroutine (text only), each when its outermost traced call "
                "returns, instead of a line per event");
@@ -215,7 +235,8 @@ int parse_command_line(int argc, char **argv, Options &opt) {
              "  weave-out/tracer                   # trace every process running the binary\n"
              "  weave-out/tracer --format json     # JSON lines\n"
              "  weave-out/tracer --graph -- ./bin  # per-goroutine call trees with durations\n"
-             "  weave-out/tracer --stats=5         # per-probe hits, events, lost, BPF time: every 5 s and at exit");
+             "  weave-out/tracer --stats=5         # per-probe hits, events, lost, BPF time: every 5 s and at exit\n"
+             "  weave-out/tracer --otlp http://127.0.0.1:4318 --metrics 127.0.0.1:9464  # spans to a collector, metrics for Prometheus");
   try {
     app.parse(ours, argv);
   } catch (const CLI::ParseError &e) {
@@ -239,6 +260,21 @@ int parse_command_line(int argc, char **argv, Options &opt) {
   if (opt.graph && opt.format == "json") {
     say("--graph prints text trees; it cannot be combined with --format json (JSON lines carry "
         "goid and duration_ns to build trees from)");
+    return kExitSetup;
+  }
+  // The export addresses, checked before anything is loaded or attached.
+  HttpEndpoint endpoint;
+  std::string address_error;
+  if (!opt.otlp.empty() && !parse_http_url(opt.otlp, endpoint, address_error)) {
+    say("--otlp {}", address_error);
+    return kExitSetup;
+  }
+  if (!opt.metrics.empty() && !parse_listen_address(opt.metrics, endpoint, address_error)) {
+    say("--metrics {}: {}", opt.metrics, address_error);
+    return kExitSetup;
+  }
+  if (!opt.service_name.empty() && opt.otlp.empty()) {
+    say("--service-name names the spans --otlp sends; give --otlp URL too");
     return kExitSetup;
   }
   if (ours < argc && opt.command.empty()) {
@@ -378,6 +414,8 @@ Child fork_waiting_child(const std::string &path, const std::vector<std::string>
 struct Sinks {
   EventWriter &writer;
   Views &views;
+  OtlpExporter *otlp = nullptr;       // --otlp
+  MetricsExporter *metrics = nullptr; // --metrics
   void flush() {
     writer.flush();
     views.flush();
@@ -388,6 +426,10 @@ int on_sample(void *ctx, void *data, size_t size) {
   auto *sinks = static_cast<Sinks *>(ctx);
   sinks->writer.on_event(data, size);
   sinks->views.on_event(data, size);
+  if (sinks->otlp)
+    sinks->otlp->on_event(data, size);
+  if (sinks->metrics)
+    sinks->metrics->on_event(data, size);
   return 0;
 }
 
@@ -508,6 +550,14 @@ void print_summary(const Manifest &m, const EventWriter &writer, const std::vect
     say("{} skipped (they do not match the manifest)", count(writer.malformed(), "malformed event"));
 }
 
+// "otlp: 120 spans, 100 sent, 20 dropped (20 queue full, 0 failed, 0 at exit) to 127.0.0.1:4318"
+std::string otlp_line(const OtlpExporter &otlp) {
+  OtlpExporter::Counts c = otlp.counts();
+  return fmt::format("otlp: {}, {} sent, {} dropped ({} queue full, {} failed, {} at exit) to {}",
+                     count(c.spans, "span"), c.sent, c.dropped(), c.dropped_queue, c.dropped_failed,
+                     c.dropped_exit, otlp.endpoint().display());
+}
+
 enum class Mode { Command, Pid, All };
 
 int run(int argc, char **argv) {
@@ -626,8 +676,9 @@ int run(int argc, char **argv) {
   }
   object.clear();
   object.shrink_to_fit(); // libbpf no longer needs it after load
-  if (opt.stats >= 0 && !loader.enable_run_time_stats(error))
-    say("{}; --stats goes on without run times", error);
+  // --metrics shows BPF time too (weave_probe_bpf_ns_per_run): two clock reads per run while on.
+  if ((opt.stats >= 0 || !opt.metrics.empty()) && !loader.enable_run_time_stats(error))
+    say("{}; --stats and --metrics go on without run times", error);
   // The pid filter went in before the first attach, so no other process is ever traced.
   if (!loader.attach(binary, binary, error)) {
     say("{}", error);
@@ -684,7 +735,34 @@ int run(int argc, char **argv) {
     abandon_child();
     return kExitSetup;
   }
-  Sinks sinks{writer, views};
+  // --otlp and --metrics: started before the program, so a bad URL or a taken port stops
+  // everything before anything ran.
+  std::unique_ptr<OtlpExporter> otlp;
+  if (!opt.otlp.empty()) {
+    otlp = std::make_unique<OtlpExporter>(
+        manifest,
+        OtlpOptions{.url = opt.otlp,
+                    .service_name = !opt.service_name.empty() ? opt.service_name
+                                                              : std::filesystem::path(binary).filename().string()},
+        OtlpResource{manifest.target.build_id, manifest.target.go_version, manifest.target.arch, binary});
+    if (!otlp->start(error)) {
+      say("--otlp {}", error);
+      abandon_child();
+      return kExitSetup;
+    }
+  }
+  std::unique_ptr<MetricsExporter> metrics;
+  if (!opt.metrics.empty()) {
+    metrics = std::make_unique<MetricsExporter>(manifest);
+    if (!metrics->start(opt.metrics, error)) {
+      say("--metrics {}: {}", opt.metrics, error);
+      abandon_child();
+      return kExitSetup;
+    }
+    if (opt.verbosity)
+      say("metrics at http://{}:{}/metrics", opt.metrics.substr(0, opt.metrics.rfind(':')), metrics->port());
+  }
+  Sinks sinks{writer, views, otlp.get(), metrics.get()};
   // Stacks and func values are named from the target's own .gopclntab (stripped binaries too), and
   // interfaces' dynamic types need a PIE's load bias, which the symbolizer finds.
   std::unique_ptr<Symbolizer> symbolizer;
@@ -734,7 +812,17 @@ int run(int argc, char **argv) {
 
   int exit_code = 0;
   bool child_done = false, told_waiting = false, broken = false;
-  uint64_t first_signal_ns = 0, last_check_ns = 0, last_stats_ns = traced_ns;
+  uint64_t first_signal_ns = 0, last_check_ns = 0, last_stats_ns = traced_ns, last_publish_ns = 0;
+  // What a /metrics scrape shows: the --stats numbers and the exporter's counts, refreshed.
+  auto publish_metrics = [&](uint64_t now) {
+    last_publish_ns = now;
+    std::vector<uint64_t> lost;
+    std::string lost_error;
+    loader.lost_per_probe(lost, lost_error);
+    OtlpExporter::Counts counts = otlp ? otlp->counts() : OtlpExporter::Counts();
+    double seconds = double(now - traced_ns) / 1e9;
+    metrics->publish(collect_stats(loader, writer, lost, seconds), otlp ? &counts : nullptr, seconds);
+  };
   while (true) {
     if (g_signal_count > 0) {
       // With a command, the signal went to it as well: keep tracing until it exits, so its
@@ -773,6 +861,8 @@ int run(int argc, char **argv) {
       if (!process_alive(opt.pid))
         break;
     }
+    if (metrics && now - last_publish_ns >= 1'000'000'000)
+      publish_metrics(now);
     if (opt.stats > 0 && now - last_stats_ns >= uint64_t(opt.stats) * 1'000'000'000) {
       last_stats_ns = now;
       std::vector<uint64_t> lost;
@@ -780,6 +870,8 @@ int run(int argc, char **argv) {
         say("{}", error);
       print_stats(manifest, collect_stats(loader, writer, lost, double(now - traced_ns) / 1e9),
                   "after");
+      if (otlp)
+        say("  {}", otlp_line(*otlp));
     }
   }
 
@@ -802,12 +894,18 @@ int run(int argc, char **argv) {
   if (!lost_known)
     say("{}", error);
   ring_buffer__free(rb);
+  if (otlp)
+    otlp->finish(); // the last spans, within its exit timeout
+  if (metrics)
+    publish_metrics(monotonic_ns());
   if (opt.stats >= 0) {
     // Every program has stopped and the buffer is drained: the numbers are final and add up.
     StatsReport report = collect_stats(loader, writer, lost, traced_seconds);
     print_stats(manifest, report, "at exit, after");
     for (const std::string &mismatch : stats_mismatches(manifest, report))
       say("stats do not add up: {}", mismatch);
+    if (otlp)
+      say("  {}", otlp_line(*otlp));
   }
   print_summary(manifest, writer, lost, lost_known);
   // What limits: dropped is part of the summary: the events above are not all the calls there were.
@@ -837,6 +935,16 @@ int run(int argc, char **argv) {
   }
   for (const std::string &line : views.summary_lines())
     say("{}", line);
+  if (otlp) {
+    say("{}", otlp_line(*otlp));
+    if (otlp->counts().dropped() > 0 && !otlp->last_error().empty())
+      say("otlp: last error: {}", otlp->last_error());
+  }
+  if (metrics) {
+    if (opt.verbosity)
+      say("metrics: {} served", count(metrics->scrapes(), "request"));
+    metrics->stop();
+  }
 
   if (mode == Mode::Command && !child_done) {
     if (g_signal_count > 1) {

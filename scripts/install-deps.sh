@@ -13,6 +13,7 @@ packages=(
   golang-1.19                                         # the pinned toolchain of fixtures and goldens
   delve                                               # dlv: the second oracle (tests/delve), reads DWARF location lists
   util-linux                                          # setpriv, for the unprivileged-load test
+  prometheus                                          # the fleet test scrapes the tracer's --metrics with it
   help2man go-md2man                                  # the man pages: weave(1), weave-tracer(1), weave-spec(5)
   file dpkg-dev                                       # cpack -G DEB: dpkg-shlibdeps finds the package's Depends
   debootstrap                                         # the package test installs the .deb into a fresh Debian root
