@@ -11,6 +11,7 @@
 
 #include "common/diag.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct ProbeSpec {
   SourceLoc all_args_loc;
   bool capture_return = false; // "return: true": results at every RET
   int stack = 0;               // "stack: N": frames of the call stack captured at entry
+  // "inlined: true|false": also probe the function's inlined copies. Unset: yes for a function
+  // named exactly (every call of it), no for a wildcard (whose matches can have thousands).
+  std::optional<bool> inlined;
   bool has_params = false;     // "params:" given (possibly empty)
   std::vector<ParamSpec> params;
   bool has_results = false;

@@ -1,0 +1,202 @@
+// End to end, for real: probes on functions the compiler inlined (tests/e2e/inline). Each call the
+// program makes is written to its truth file; the tracer must see every one exactly once, at the
+// out-of-line body or at an inlined copy named after its caller, with each argument it shows equal
+// to what the program passed, and the ones DWARF does not locate marked unavailable.
+#include "harness.h"
+
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+
+using nlohmann::json;
+
+namespace {
+
+const char *kSpec = R"(probes:
+  - function: main.add
+    args: all
+  - function: main.mid
+    args: all
+  - function: main.label
+    args: all
+)";
+
+// The caller an inlined copy is named after, for each call site the program records ("" for the
+// out-of-line body, reached through the func value).
+std::string site_caller(const std::string &function, const std::string &site) {
+  if (site == "indirect")
+    return "";
+  if (function == "main.add" && site == "nested")
+    return "main.mid"; // add is inlined into mid, which is inlined into nested
+  return "main." + site;
+}
+
+struct Traced {
+  std::vector<json> truth, events;
+  std::string err;
+};
+
+Traced trace(const std::string &dir, const std::string &binary, const std::string &spec, int rounds,
+             const std::string &format = "json") {
+  std::ofstream(dir + "/spec.yaml") << spec;
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(binary), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  Traced t;
+  t.err = built.err;
+  auto traced = e2e::run({dir + "/out/tracer", "--format", format, "--", e2e::fixture(binary), "-truth",
+                          dir + "/truth.jsonl", "-rounds", std::to_string(rounds)});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  t.truth = e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"));
+  if (format == "json")
+    for (json &e : e2e::json_lines(traced.out))
+      if (e.contains("function"))
+        t.events.push_back(std::move(e));
+  else
+    t.err += traced.out;
+  return t;
+}
+
+std::string caller_of(const json &event) {
+  return event.contains("inlined_into") ? event["inlined_into"]["function"].get<std::string>() : "";
+}
+
+} // namespace
+
+TEST_CASE("inlined calls are counted once each, with the arguments DWARF locates") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("inlined");
+  Traced t = trace(dir, "inlined", kSpec, 3);
+  INFO(t.err);
+  // The program's calls, per (function, caller), in call order; the tracer's the same way.
+  std::map<std::pair<std::string, std::string>, std::vector<json>> calls, seen;
+  std::map<std::string, size_t> per_function;
+  for (const json &c : t.truth) {
+    calls[{c["function"], site_caller(c["function"], c["site"])}].push_back(c["args"]);
+    per_function[c["function"]]++;
+  }
+  for (const json &e : t.events) {
+    REQUIRE(e["kind"] == "entry"); // no return: true, and copies never emit one
+    seen[{e["function"], caller_of(e)}].push_back(e);
+  }
+  REQUIRE(per_function["main.add"] == 4 * 3);
+  REQUIRE(per_function["main.mid"] == 3);
+  REQUIRE(per_function["main.label"] == 3);
+  size_t compared = 0, unavailable = 0;
+  for (const auto &[key, args] : calls) {
+    CAPTURE(key.first);
+    CAPTURE(key.second);
+    const std::vector<json> &events = seen[key];
+    REQUIRE(events.size() == args.size()); // every call exactly once
+    for (size_t i = 0; i < args.size(); ++i) {
+      const json &e = events[i];
+      if (!key.second.empty()) {
+        CHECK(e["inlined_into"]["file"].get<std::string>().ends_with("main.go"));
+        CHECK(e["inlined_into"]["line"].get<int>() > 0);
+      }
+      std::set<std::string> marked;
+      if (e.contains("unavailable"))
+        for (const json &name : e["unavailable"])
+          marked.insert(name.get<std::string>());
+      for (const auto &[name, value] : args[i].items()) {
+        CAPTURE(name);
+        REQUIRE(e["args"].contains(name));
+        if (e["args"][name].is_null()) {
+          CHECK(marked.count(name) == 1); // never a silent null
+          CHECK_FALSE(key.second.empty()); // the out-of-line body always has its arguments
+          ++unavailable;
+        } else {
+          CHECK(e["args"][name] == value);
+          ++compared;
+        }
+      }
+    }
+  }
+  // Nothing else was seen: no call counted twice at another place.
+  size_t total = 0;
+  for (const auto &[key, events] : seen) {
+    CAPTURE(key.first);
+    CAPTURE(key.second);
+    CHECK(calls.count(key) == 1);
+    total += events.size();
+  }
+  CHECK(total == t.truth.size());
+  MESSAGE(fmt::format("{} calls, {} argument values compared, {} marked unavailable", total, compared,
+                      unavailable));
+  CHECK(compared > 0);
+}
+
+TEST_CASE("an inlined copy is named after its caller and call site in text") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("inlined-text");
+  Traced t = trace(dir, "inlined", "probes:\n  - function: main.label\n    args: all\n  - function: main.add\n    return: true\n", 2,
+                   "text");
+  INFO(t.err);
+  CHECK(t.err.find("main.label [inlined into main.labels at main.go:") != std::string::npos);
+  CHECK(t.err.find("main.add [inlined into main.mid at main.go:") != std::string::npos);
+  // return: true holds for the out-of-line body; the copies say why they have no returns.
+  CHECK(t.err.find("have no RET of their own") != std::string::npos);
+  CHECK(t.err.find("\u2190 main.add(") != std::string::npos);
+}
+
+TEST_CASE("inlined: false leaves the copies out, and says so") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("inlined-false");
+  Traced t = trace(dir, "inlined", "probes:\n  - function: main.add\n    inlined: false\n", 2);
+  INFO(t.err);
+  CHECK(t.err.find("main.add is also inlined into") != std::string::npos);
+  size_t indirect = 0;
+  for (const json &c : t.truth)
+    indirect += c["site"] == "indirect";
+  CHECK(t.events.size() == indirect);
+  for (const json &e : t.events)
+    CHECK_FALSE(e.contains("inlined_into"));
+}
+
+TEST_CASE("a wildcard includes inlined copies only when asked") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("inlined-wildcard");
+  Traced t = trace(dir, "inlined", "probes:\n  - function: 'main.l*l'\n    inlined: true\n", 2);
+  INFO(t.err);
+  size_t labels = 0;
+  for (const json &c : t.truth)
+    labels += c["function"] == "main.label";
+  size_t seen = 0;
+  for (const json &e : t.events)
+    seen += e["function"] == "main.label" && caller_of(e) == "main.labels";
+  CHECK(seen == labels);
+}
+
+TEST_CASE("a stripped binary counts inlined calls, without values") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("inlined-stripped");
+  Traced t = trace(dir, "inlined_stripped",
+                   "probes:\n  - function: main.add\n  - function: main.mid\n  - function: main.label\n", 3);
+  INFO(t.err);
+  std::map<std::string, size_t> calls, seen;
+  for (const json &c : t.truth)
+    calls[c["function"]]++;
+  for (const json &e : t.events) {
+    seen[e["function"]]++;
+    CHECK(e["args"].empty());
+  }
+  CHECK(seen == calls);
+}
+
+TEST_CASE("weave funcs lists inlined copies with their call sites and located parameters") {
+  auto r = e2e::run({e2e::weave(), "funcs", e2e::fixture("inlined"), "main.label"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  INFO(r.out);
+  CHECK(r.out.find("main.label  inlined copies: 1") != std::string::npos);
+  CHECK(r.out.find("  inlined into main.labels at ") != std::string::npos);
+  CHECK(r.out.find("inlined parameters located by DWARF: ") != std::string::npos);
+  auto stripped = e2e::run({e2e::weave(), "funcs", e2e::fixture("inlined_stripped"), "main.add"});
+  INFO(stripped.err);
+  REQUIRE(stripped.status == 0);
+  CHECK(stripped.out.find("inlined into main.mid at ") != std::string::npos);
+}
