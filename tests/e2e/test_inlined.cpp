@@ -8,8 +8,11 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <map>
+#include <set>
 
 using nlohmann::json;
 
@@ -36,6 +39,7 @@ std::string site_caller(const std::string &function, const std::string &site) {
 
 struct Traced {
   std::vector<json> truth, events;
+  std::map<std::string, size_t> counts; // what the program printed: calls per function
   std::string err;
 };
 
@@ -52,12 +56,29 @@ Traced trace(const std::string &dir, const std::string &binary, const std::strin
   INFO(traced.err);
   REQUIRE(traced.status == 0);
   t.truth = e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"));
-  if (format == "json")
-    for (json &e : e2e::json_lines(traced.out))
+  // The program's own output shares stdout with the events: "calls main.add 12" is its count.
+  std::istringstream lines(traced.out);
+  std::string events;
+  for (std::string line; std::getline(lines, line);) {
+    char function[64];
+    size_t n = 0;
+    if (std::sscanf(line.c_str(), "calls %63s %zu", function, &n) == 2)
+      t.counts[function] = n;
+    else if (line.starts_with("{"))
+      events += line + "\n";
+  }
+  if (format == "json") {
+    for (json &e : e2e::json_lines(events))
       if (e.contains("function"))
         t.events.push_back(std::move(e));
-  else
+  } else {
     t.err += traced.out;
+  }
+  // The truth file and the program's counts agree (a check of the fixture itself).
+  std::map<std::string, size_t> recorded;
+  for (const json &c : t.truth)
+    recorded[c["function"]]++;
+  CHECK(recorded == t.counts);
   return t;
 }
 
@@ -84,6 +105,7 @@ TEST_CASE("inlined calls are counted once each, with the arguments DWARF locates
     seen[{e["function"], caller_of(e)}].push_back(e);
   }
   REQUIRE(per_function["main.add"] == 4 * 3);
+  REQUIRE(t.counts["main.add"] == 4 * 3);
   REQUIRE(per_function["main.mid"] == 3);
   REQUIRE(per_function["main.label"] == 3);
   size_t compared = 0, unavailable = 0;
@@ -177,14 +199,14 @@ TEST_CASE("a stripped binary counts inlined calls, without values") {
   Traced t = trace(dir, "inlined_stripped",
                    "probes:\n  - function: main.add\n  - function: main.mid\n  - function: main.label\n", 3);
   INFO(t.err);
-  std::map<std::string, size_t> calls, seen;
-  for (const json &c : t.truth)
-    calls[c["function"]]++;
+  std::map<std::string, size_t> seen;
   for (const json &e : t.events) {
     seen[e["function"]]++;
     CHECK(e["args"].empty());
   }
-  CHECK(seen == calls);
+  CHECK(seen == t.counts);
+  MESSAGE(fmt::format("stripped: main.add {} calls, main.mid {}, main.label {}: all counted", t.counts["main.add"],
+                      t.counts["main.mid"], t.counts["main.label"]));
 }
 
 TEST_CASE("weave funcs lists inlined copies with their call sites and located parameters") {
