@@ -25,6 +25,8 @@ const char *kSpec = R"(probes:
     args: all
   - function: main.label
     args: all
+  - function: main.min
+    args: all
 )";
 
 // The caller an inlined copy is named after, for each call site the program records ("" for the
@@ -32,6 +34,8 @@ const char *kSpec = R"(probes:
 std::string site_caller(const std::string &function, const std::string &site) {
   if (site == "indirect")
     return "";
+  if (site == "main")
+    return "main.main";
   if (function == "main.add" && site == "nested")
     return "main.mid"; // add is inlined into mid, which is inlined into nested
   return "main." + site;
@@ -108,6 +112,7 @@ TEST_CASE("inlined calls are counted once each, with the arguments DWARF locates
   REQUIRE(t.counts["main.add"] == 4 * 3);
   REQUIRE(per_function["main.mid"] == 3);
   REQUIRE(per_function["main.label"] == 3);
+  REQUIRE(per_function["main.min"] == 1);
   size_t compared = 0, unavailable = 0;
   for (const auto &[key, args] : calls) {
     CAPTURE(key.first);
@@ -197,7 +202,9 @@ TEST_CASE("a stripped binary counts inlined calls, without values") {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("inlined-stripped");
   Traced t = trace(dir, "inlined_stripped",
-                   "probes:\n  - function: main.add\n  - function: main.mid\n  - function: main.label\n", 3);
+                   "probes:\n  - function: main.add\n  - function: main.mid\n  - function: main.label\n"
+                   "  - function: main.min\n",
+                   3);
   INFO(t.err);
   std::map<std::string, size_t> seen;
   for (const json &e : t.events) {

@@ -111,9 +111,10 @@ func main() {
 		truth = json.NewEncoder(f)
 	}
 	words := []string{"alpha", "be", "gamma", "delta", "epsilon"}
+	record("main.min", "main", map[string]any{"a": *rounds, "b": len(words)})
 	total := loop1(*rounds) + loop2(*rounds, *seed) + nested(*rounds) + indirect(*rounds) + labels(words[:min(*rounds, len(words))])
 	fmt.Printf("total %d\n", total)
-	for _, f := range []string{"main.add", "main.mid", "main.label"} {
+	for _, f := range []string{"main.add", "main.mid", "main.label", "main.min"} {
 		fmt.Printf("calls %s %d\n", f, counts[f])
 	}
 }
