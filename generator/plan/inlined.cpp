@@ -161,10 +161,15 @@ std::vector<ProbePlan> plan_inlined_probes(const ProbeSpec &spec, const std::str
                                            const InlinedCopies &copies, DebugInfo *debug,
                                            const BinaryImage &image, const Pclntab &pcln,
                                            const CaptureContext &context, const std::string &abi,
-                                           int first_id, std::vector<std::string> &warnings) {
+                                           int first_id, size_t max_copies, std::vector<std::string> &warnings) {
   std::vector<ProbePlan> probes;
   if (copies.copies.empty())
     return probes;
+  if (copies.copies.size() > max_copies)
+    throw UserError("too-many-copies",
+                    fmt::format("{} is inlined at {} call sites, each an uprobe of its own; the limit is {}", function,
+                                copies.copies.size(), max_copies),
+                    spec.loc, "set inlined: false to probe its own body only, or raise options.max_functions");
   if (spec.capture_return)
     warnings.push_back(fmt::format(
         "{}: return: true applies to its own body only: its {} inlined cop{} have no RET of their own, so "

@@ -35,13 +35,14 @@ NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, 
 std::string describe_inlined_value(const NamedValue &value);
 
 // One probe per copy (entry events only), ids from `first_id` on; `abi` is the ABI of Go code in
-// this binary (where the copy finds g). `declared` is the function's
+// this binary (where the copy finds g). More than `max_copies` copies (options.max_functions) is
+// UserError [too-many-copies]: each is an uprobe of its own. `declared` is the function's
 // parameter list from the spec or DWARF's abstract origin (names and types, no locations); empty
 // when unknown (stripped: calls are counted, no values). Warnings say what copies cannot do.
 std::vector<ProbePlan> plan_inlined_probes(const ProbeSpec &spec, const std::string &function,
                                            const InlinedCopies &copies, DebugInfo *debug,
                                            const BinaryImage &image, const Pclntab &pcln,
                                            const CaptureContext &context, const std::string &abi,
-                                           int first_id, std::vector<std::string> &warnings);
+                                           int first_id, size_t max_copies, std::vector<std::string> &warnings);
 
 } // namespace weave

@@ -368,6 +368,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       for (ProbePlan &probe : plan_inlined_probes(expanded.spec, function, copies_of.at(function), debug, image,
                                                   *pcln, captures, function_abi(target, true).name,
                                                   static_cast<int>(plan.probes.size()),
+                                                  static_cast<size_t>(spec.options.max_functions),
                                                   plan.warnings))
         plan.probes.push_back(std::move(probe));
     } catch (const UserError &e) {

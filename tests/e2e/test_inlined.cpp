@@ -216,6 +216,15 @@ TEST_CASE("a stripped binary counts inlined calls, without values") {
                       t.counts["main.mid"], t.counts["main.label"]));
 }
 
+TEST_CASE("more inlined copies than options.max_functions: refused, with what to do") {
+  std::string dir = e2e::temp_dir("inlined-limit");
+  std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.add\noptions:\n  max_functions: 2\n";
+  auto r = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("inlined"), "-o", dir + "/out"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("error[too-many-copies]: main.add is inlined at 3 call sites") != std::string::npos);
+  CHECK(r.err.find("inlined: false") != std::string::npos);
+}
+
 TEST_CASE("on 386 inlined calls are counted, their values marked unavailable") {
   // Values at copies are read on amd64 only (the CFA rule was checked there); elsewhere a copy is
   // counted and says why its values are missing, never guessed.
