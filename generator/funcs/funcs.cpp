@@ -134,14 +134,16 @@ std::string list_functions(const BinaryImage &image, DebugInfo *debug_ptr, const
     std::map<std::string, const InlinedCopyLocations *> any_copy; // each function's parameter list
     for (const InlinedCopyLocations &d : dwarf)
       any_copy.emplace(d.function, &d);
+    std::map<std::string, size_t> per_function;
+    for (const Pclntab::InlinedCopy &copy : copies)
+      ++per_function[copy.function];
     std::string current;
     size_t located = 0, total = 0;
     for (const Pclntab::InlinedCopy &copy : copies) {
       if (copy.function != current) {
         current = copy.function;
         ++matched;
-        size_t n = static_cast<size_t>(std::count_if(copies.begin(), copies.end(),
-                                                     [&](const auto &c) { return c.function == current; }));
+        size_t n = per_function[current];
         out << fmt::format("{}  inlined copies: {}  (entry events only: a copy has no RET, so its results "
                            "and duration are not knowable)\n",
                            current, n);

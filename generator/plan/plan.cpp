@@ -351,12 +351,13 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     try {
       plan.probes.push_back(plan_probe(expanded.spec, plan.probes.size()));
     } catch (const UserError &e) {
-      // No body of its own: its inlined copies are all there is to probe.
-      if (copies && e.id == "inlined-function") {
-      } else if (!expanded.from_wildcard) {
+      // No body of its own: then its inlined copies are all there is to probe.
+      const bool only_copies = copies && e.id == "inlined-function";
+      if (!only_copies && !expanded.from_wildcard) {
         errors.push_back(e);
         continue;
-      } else {
+      }
+      if (!only_copies) {
         plan.warnings.push_back(fmt::format("{} (matched by {}) left out: {} [{}]", function,
                                             expanded.pattern, e.what(), e.id));
         continue;
