@@ -2,6 +2,8 @@
 
 #include "debuginfo/debuginfo.h"
 #include "gobinary/binary.h"
+#include "plan/expr.h"
+#include "plan/predicate.h"
 
 #include <fmt/format.h>
 
@@ -175,12 +177,12 @@ std::vector<ProbePlan> plan_inlined_probes(const ProbeSpec &spec, const std::str
         "{}: return: true applies to its own body only: its {} inlined cop{} have no RET of their own, so "
         "their results and durations are not knowable; they emit entry events only",
         function, copies.copies.size(), copies.copies.size() == 1 ? "y" : "ies"));
-  if (!spec.when.empty()) {
-    warnings.push_back(fmt::format("{}: its {} inlined copies are left out: when: is not evaluated at "
-                                   "inlined copies yet",
-                                   function, copies.copies.size()));
-    return probes;
-  }
+  // "when:" is evaluated at a copy only where every value it reads is located there: a condition
+  // on a value the copy does not have cannot be decided, and such copies are left out.
+  std::optional<PredicateNode> filter;
+  if (!spec.when.empty())
+    filter = parse_predicate(spec.when, spec.when_loc);
+  size_t undecidable = 0;
   if (spec.stack > 0)
     warnings.push_back(fmt::format("{}: stack: is not captured at its inlined copies (the walk starts "
                                    "from a return address, which a copy does not have)",
@@ -248,10 +250,43 @@ std::vector<ProbePlan> plan_inlined_probes(const ProbeSpec &spec, const std::str
         all_args.push_back({v.name, spec.all_args_loc});
     // Without DWARF the copies' parameters have no names and no places: calls are counted only.
     std::vector<CaptureSpec> explicit_captures = values.empty() ? std::vector<CaptureSpec>{} : spec.captures;
+    if (filter) {
+      if (values.empty()) {
+        ++undecidable;
+        continue;
+      }
+      for (const PredicateOperand &value : predicate_values(*filter))
+        explicit_captures.push_back({value.text, advance(spec.when_loc, value.column)});
+    }
     probe.entry = make_event("entry", probe.id, explicit_captures, all_args, values, function, "parameter",
                              context, probe.skipped);
+    if (filter) {
+      bool decidable = true;
+      for (const PredicateOperand &value : predicate_values(*filter))
+        for (const CapturePlan &c : probe.entry.captures)
+          if (c.expr == value.text && !c.unavailable.empty())
+            decidable = false;
+      if (!decidable) {
+        ++undecidable;
+        continue;
+      }
+      PredicateNode node = *filter;
+      probe.entry.filter_faults = resolve_predicate(node, probe.entry.captures, spec.when, spec.when_loc);
+      probe.entry.filter = std::move(node);
+      probe.entry.filter_text = spec.when;
+    }
     probe.entry.events_per_second = spec.events_per_second;
     probes.push_back(std::move(probe));
+  }
+  if (undecidable)
+    warnings.push_back(fmt::format("{}: {} of its {} inlined copies are left out: when: reads a value DWARF "
+                                   "does not locate there, so the condition cannot be decided",
+                                   function, undecidable, copies.copies.size()));
+  // Ids run on from first_id without gaps: the caller numbers probes by their position.
+  for (size_t i = 0; i < probes.size(); ++i) {
+    probes[i].id = first_id + static_cast<int>(i);
+    probes[i].entry.program = fmt::format("probe_{}_entry", probes[i].id);
+    probes[i].entry.struct_name = fmt::format("probe_{}_entry_event", probes[i].id);
   }
   if (!debug && (spec.all_args || !spec.captures.empty()))
     warnings.push_back(fmt::format("{}: its {} inlined copies are counted without values: the binary has "
