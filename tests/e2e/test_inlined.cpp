@@ -94,8 +94,11 @@ std::string caller_of(const json &event) {
 
 TEST_CASE("inlined calls are counted once each, with the arguments DWARF locates") {
   e2e::require_bpf();
-  std::string dir = e2e::temp_dir("inlined");
-  Traced t = trace(dir, "inlined", kSpec, 3);
+  // The executable, and a PIE (loaded elsewhere than its link addresses).
+  for (const char *binary : {"inlined", "inlined_pie"}) {
+  CAPTURE(binary);
+  std::string dir = e2e::temp_dir(std::string("inlined-") + binary);
+  Traced t = trace(dir, binary, kSpec, 3);
   INFO(t.err);
   // The program's calls, per (function, caller), in call order; the tracer's the same way.
   std::map<std::pair<std::string, std::string>, std::vector<json>> calls, seen;
@@ -152,9 +155,10 @@ TEST_CASE("inlined calls are counted once each, with the arguments DWARF locates
     total += events.size();
   }
   CHECK(total == t.truth.size());
-  MESSAGE(fmt::format("{} calls, {} argument values compared, {} marked unavailable", total, compared,
-                      unavailable));
+  MESSAGE(fmt::format("{}: {} calls, {} argument values compared, {} marked unavailable", binary, total,
+                      compared, unavailable));
   CHECK(compared > 0);
+  }
 }
 
 TEST_CASE("an inlined copy is named after its caller and call site in text") {
