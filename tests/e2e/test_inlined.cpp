@@ -86,6 +86,26 @@ Traced trace(const std::string &dir, const std::string &binary, const std::strin
   return t;
 }
 
+// The line of tests/e2e/inline/main.go holding `text`: where the program makes a call.
+int source_line(const std::string &text) {
+  std::istringstream in(e2e::read_file(e2e::source("tests/e2e/inline/main.go")));
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.find(text) != std::string::npos)
+      return n;
+  }
+  FAIL("no line holds " << text);
+  return 0;
+}
+
+// The call each copy stands for, as written in the program.
+const std::map<std::pair<std::string, std::string>, std::string> kCallText = {
+    {{"main.add", "main.loop1"}, "s += add(i, 1)"},     {{"main.add", "main.loop2"}, "s = add(i*3, s)"},
+    {{"main.add", "main.mid"}, "return add(x, 7) * 2"}, {{"main.mid", "main.nested"}, "s ^= mid(i + 10)"},
+    {{"main.label", "main.labels"}, "s += label(w, i)"}, {{"main.min", "main.main"}, "min(*rounds, len(words))"},
+};
+
 std::string caller_of(const json &event) {
   return event.contains("inlined_into") ? event["inlined_into"]["function"].get<std::string>() : "";
 }
@@ -125,8 +145,9 @@ TEST_CASE("inlined calls are counted once each, with the arguments DWARF locates
     for (size_t i = 0; i < args.size(); ++i) {
       const json &e = events[i];
       if (!key.second.empty()) {
-        CHECK(e["inlined_into"]["file"].get<std::string>().ends_with("main.go"));
-        CHECK(e["inlined_into"]["line"].get<int>() > 0);
+        CHECK(e["inlined_into"]["file"].get<std::string>().ends_with("inline/main.go"));
+        REQUIRE(kCallText.count(key) == 1);
+        CHECK(e["inlined_into"]["line"].get<int>() == source_line(kCallText.at(key)));
       }
       std::set<std::string> marked;
       if (e.contains("unavailable"))
