@@ -1,6 +1,6 @@
 // libFuzzer target: the Go binary readers of gobinary/ — ELF headers and segments, the symbol
 // table, build-id notes, .go.buildinfo (both formats) and .gopclntab (every layout), then what
-// the generator and the tracer ask of the table: symbolizing and SP deltas. Only UserError may
+// the generator and the tracer ask of the table: symbolizing, SP deltas and inlined copies. Only UserError may
 // escape; nothing may read outside the file.
 #include "fuzz_input.h"
 
@@ -31,6 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (void)pcln->find(fn.name);
       }
       (void)pcln->at_pc(pcln->text_start() + 16);
+      // Every inline tree, as a probe on an inlined function reads them.
+      (void)pcln->inlined_copies([](std::string_view name) { return name.starts_with("main."); });
     }
   } catch (const weave::UserError &e) {
     (void)weave::format_error(e);

@@ -5,6 +5,7 @@
 
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
+#include "debuginfo/locations.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   weave::fuzz::MemFile file(data, size);
@@ -20,6 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)debug->member_offset("runtime.g", "goid");
     (void)debug->find_type("main.Header");
     (void)debug->runtime_types();
+    // Inlined subroutines and their parameters' location lists, as probes on inlined copies read them.
+    (void)weave::read_inlined_locations(file.path(), [](std::string_view name) { return name.starts_with("main."); });
   } catch (const weave::UserError &e) {
     (void)weave::format_error(e);
   }

@@ -23,8 +23,10 @@
 #include <functional>
 #include <gelf.h>
 #include <libelf.h>
+#include <map>
 #include <set>
 #include <sys/stat.h>
+#include <tuple>
 #include <type_traits>
 #include <unistd.h>
 
@@ -439,6 +441,101 @@ std::map<std::string, std::vector<std::string>> Pclntab::inline_sites() const {
     }
   }
   return sites;
+}
+
+std::vector<Pclntab::InlinedCopy>
+Pclntab::inlined_copies(const std::function<bool(std::string_view)> &wanted) const {
+  std::vector<InlinedCopy> copies;
+  const uint64_t record_size = magic_ == kMagic120 ? 16 : 20;
+  for (const PclnFunction &fn : functions_) {
+    FuncRecord r = record(fn);
+    if (!r.has_tables || r.npcdata <= kPcdataInlTreeIndex)
+      continue;
+    uint64_t tree = inline_tree(r);
+    if (!tree)
+      continue;
+    const uint32_t inl_table = u32(r.pcdata + 8);
+    // The lowest PC of each record's own instructions, in runs of the InlTreeIndex table.
+    std::map<int32_t, uint64_t> lowest;
+    uint64_t start = fn.entry;
+    walk_pcvalue(inl_table, fn.entry, fn, [&](int32_t value, uint64_t end) {
+      if (value >= 0 && !lowest.count(value))
+        lowest[value] = start;
+      start = end;
+      return end < fn.end && lowest.size() <= 100000; // bounded on a damaged table
+    });
+    struct Record {
+      uint8_t func_id = 0;
+      std::string name;
+      int32_t parent = -1; // the record holding the call, -1 for the physical function
+      uint64_t parent_pc = 0;
+    };
+    std::map<int32_t, Record> records;
+    // Records and their ancestors: a copy's first PC is the lowest of its own and of every copy
+    // inlined into it (its first instruction may belong to a call it makes).
+    std::vector<int32_t> pending;
+    for (const auto &[index, pc] : lowest)
+      pending.push_back(index);
+    std::map<int32_t, uint64_t> first = lowest;
+    while (!pending.empty()) {
+      int32_t index = pending.back();
+      pending.pop_back();
+      if (records.count(index))
+        continue;
+      if (records.size() > 100000)
+        corrupt("the inline tree of " + fn.name + " has too many records");
+      const uint8_t *rec = image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
+      if (!rec)
+        corrupt("inline record " + std::to_string(index) + " of " + fn.name + " at " +
+                hex(tree + static_cast<uint64_t>(index) * record_size) + " is outside the file");
+      Record out;
+      out.func_id = magic_ == kMagic120 ? rec[0] : rec[2];
+      out.name = name_at(le32(rec + (magic_ == kMagic120 ? 4 : 12)));
+      int32_t parent_pc = static_cast<int32_t>(le32(rec + (magic_ == kMagic120 ? 8 : 16)));
+      if (parent_pc < 0 || static_cast<uint64_t>(parent_pc) >= fn.end - fn.entry)
+        corrupt("inline record " + std::to_string(index) + " of " + fn.name +
+                " has parent PC offset " + std::to_string(parent_pc) + " outside the function");
+      out.parent_pc = fn.entry + static_cast<uint64_t>(parent_pc);
+      out.parent = pcvalue(inl_table, fn.entry, out.parent_pc, fn).value_or(-1);
+      if (out.parent == index)
+        corrupt("the inline tree of " + fn.name + " loops");
+      if (out.parent >= 0)
+        pending.push_back(out.parent);
+      records[index] = std::move(out);
+    }
+    for (const auto &[index, pc] : lowest) {
+      int32_t at = records[index].parent;
+      for (int depth = 0; at >= 0; ++depth) {
+        if (depth > kMaxInlineDepth)
+          corrupt("the inline tree of " + fn.name + " loops");
+        auto it = first.find(at);
+        if (it == first.end() || it->second > pc)
+          first[at] = pc;
+        at = records[at].parent;
+      }
+    }
+    for (const auto &[index, rec] : records) {
+      if (wanted && !wanted(rec.name))
+        continue;
+      InlinedCopy copy;
+      copy.function = rec.name;
+      copy.physical = fn.name;
+      copy.first_pc = first.at(index);
+      copy.caller = rec.parent >= 0 ? records[rec.parent].name : fn.name;
+      copy.index = index;
+      copy.func_id = rec.func_id;
+      // The call's position: the parent's file and line at the call's inline mark.
+      auto fileno = pcvalue(r.pcfile, fn.entry, rec.parent_pc, fn);
+      auto line = pcvalue(r.pcln, fn.entry, rec.parent_pc, fn);
+      copy.file = fileno && *fileno >= 0 ? file_name(r, *fileno) : "?";
+      copy.line = line && *line >= 0 ? *line : 0;
+      copies.push_back(std::move(copy));
+    }
+  }
+  std::sort(copies.begin(), copies.end(), [](const InlinedCopy &a, const InlinedCopy &b) {
+    return std::tie(a.function, a.first_pc, a.index) < std::tie(b.function, b.first_pc, b.index);
+  });
+  return copies;
 }
 
 std::optional<int32_t> Pclntab::sp_delta(const PclnFunction &fn, uint64_t pc) const {

@@ -524,6 +524,16 @@ void print_stats(const Manifest &m, const StatsReport &report, const char *when)
     say("  {}", line);
 }
 
+// ", inlined into main.loop2 at main.go:63" for an inlined copy's probe: one function's copies
+// are told apart in the summary as in the events.
+std::string inlined_label(const ManifestProbe &probe) {
+  if (!probe.inlined_into)
+    return "";
+  const auto &into = *probe.inlined_into;
+  return fmt::format(", inlined into {} at {}:{}", into.function, into.file.substr(into.file.rfind('/') + 1),
+                     into.line);
+}
+
 // The exit summary: a line per probe (with many probes, only those that lost events), the total,
 // and the lost and malformed counts.
 void print_summary(const Manifest &m, const EventWriter &writer, const std::vector<uint64_t> &lost,
@@ -535,9 +545,9 @@ void print_summary(const Manifest &m, const EventWriter &writer, const std::vect
     total_events += writer.events_per_probe()[i];
     total_lost += l;
     if (m.probes.size() <= kListedProbes || l > 0)
-      say("{} ({}): {}, {} lost", m.probes[i].name,
+      say("{} ({}{}): {}, {} lost", m.probes[i].name,
           !m.probes[i].attach.empty() && m.probes[i].attach[0].kind == AttachKind::Return ? "return" : "entry",
-          count(writer.events_per_probe()[i], "event"), l);
+          inlined_label(m.probes[i]), count(writer.events_per_probe()[i], "event"), l);
   }
   if (m.probes.size() > 1)
     say("total: {}, {} lost{}", count(total_events, "event"), total_lost,

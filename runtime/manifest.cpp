@@ -302,6 +302,14 @@ ManifestCapture parse_capture(const json &c, const std::string &path, uint32_t h
     fail(path + ".expr", "empty");
   capture.type = optional_string(c, path, "type");
   capture.fault_bit = u32_at(c, path, "fault_bit", 63); // header.faults is a u64
+  if (c.contains("unavailable")) {
+    capture.unavailable = string_at(c, path, "unavailable");
+    if (capture.unavailable.empty())
+      fail(path + ".unavailable", "empty: it says why the value is not available");
+    if (c.contains("fields") && !array_at(c, path, "fields").empty())
+      fail(path + ".fields", "an unavailable value has no fields");
+    return capture;
+  }
   const json &fields = array_at(c, path, "fields");
   if (fields.empty())
     fail(path + ".fields", "empty: a capture has at least one field");
@@ -398,6 +406,14 @@ ManifestProbe parse_probe(const json &p, size_t index, uint32_t header_size) {
     if (!exprs.insert(capture.expr).second)
       fail(cpath + ".expr", "\"" + capture.expr + "\" is captured twice");
     probe.captures.push_back(std::move(capture));
+  }
+  if (p.contains("inlined_into")) {
+    const json &into = object_at(p, path, "inlined_into");
+    std::string ipath = path + ".inlined_into";
+    probe.inlined_into = ManifestProbe::InlinedInto{string_at(into, ipath, "function"),
+                                                    optional_string(into, ipath, "file"),
+                                                    optional_string(into, ipath, "physical"),
+                                                    u32_at(into, ipath, "line", UINT32_MAX)};
   }
   if (p.contains("dictionary")) {
     // A generic shape instance: its dictionary pointer, captured as a one-word pointer, names

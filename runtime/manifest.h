@@ -77,6 +77,9 @@ struct ManifestCapture {
   std::vector<ManifestList> lists;
   std::vector<std::string> interfaces; // paths of interface values (see DisplayOp::Interface)
   std::vector<DisplayOp> display; // single value: one Value op; struct: Open ... Close
+  // A value of an inlined copy that DWARF does not locate there ("unavailable": why): no fields,
+  // shown as <optimized out> (JSON null, listed under "unavailable").
+  std::string unavailable;
 };
 
 enum class AttachKind { Entry, Return };
@@ -106,6 +109,13 @@ struct ManifestProbe {
   // stands for. -1 and empty otherwise; empty for stripped binaries.
   int32_t dict_capture = -1;
   std::map<uint64_t, std::string> instantiations;
+  // A copy of `function` the compiler inlined ("inlined_into"): the calling function and the
+  // call's position, shown with the function's name.
+  struct InlinedInto {
+    std::string function, file, physical;
+    uint32_t line = 0;
+  };
+  std::optional<InlinedInto> inlined_into;
 };
 
 struct Manifest {

@@ -273,6 +273,13 @@ EventPrinter::EventPrinter(const Manifest &manifest, OutputFormat format, uint64
     PreparedProbe pp;
     pp.json_prefix = "{\"probe\":" + json_quoted(probe.name) +
                      ",\"function\":" + json_quoted(probe.function) + ",\"kind\":\"";
+    if (probe.inlined_into) {
+      const auto &into = *probe.inlined_into;
+      std::string base = into.file.substr(into.file.rfind('/') + 1);
+      pp.text_inlined = " [inlined into " + into.function + " at " + base + ":" + std::to_string(into.line) + "]";
+      pp.json_inlined = ",\"inlined_into\":{\"function\":" + json_quoted(into.function) +
+                        ",\"file\":" + json_quoted(into.file) + ",\"line\":" + std::to_string(into.line) + "}";
+    }
     size_t fields = 0;
     for (const ManifestCapture &capture : probe.captures) {
       PreparedCapture pc;
@@ -296,6 +303,7 @@ EventPrinter::EventPrinter(const Manifest &manifest, OutputFormat format, uint64
   }
   // Sized for the largest probe, so format_json never allocates.
   faults_.reserve(max_captures);
+  unavailable_.reserve(max_captures);
   list_stack_.reserve(16);
   truncated_.reserve(max_fields);
 }
@@ -442,6 +450,7 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
   out += probe.function;
   if (color_)
     out += ansi::kReset;
+  out += pp.text_inlined;
   if (const std::string *name = instantiation(probe, event, bias)) {
     out += " as ";
     out += *name;
@@ -457,6 +466,10 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
       out += ", ";
     first = false;
     out += pc.text_key;
+    if (!capture.unavailable.empty()) {
+      out += "<optimized out>"; // as debuggers say: DWARF does not locate it at this copy
+      continue;
+    }
     if (h.faults >> capture.fault_bit & 1) {
       if (color_)
         out.append(ansi::kRed).append("<fault>").append(ansi::kReset);
@@ -489,9 +502,11 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
   const PreparedProbe &pp = prepared_[h.probe_id];
   faults_.clear();
   truncated_.clear();
+  unavailable_.clear();
   out += pp.json_prefix;
   out += kind_name(h.kind);
   out += '"';
+  out += pp.json_inlined;
   if (const std::string *name = instantiation(probe, event, bias)) {
     out += ",\"instantiation\":";
     append_json_string(out, *name);
@@ -516,6 +531,11 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
       out += ',';
     first = false;
     out += pc.json_key;
+    if (!capture.unavailable.empty()) {
+      out += "null";
+      unavailable_.push_back(&pc.json_expr);
+      continue;
+    }
     if (h.faults >> capture.fault_bit & 1) {
       out += "null";
       faults_.push_back(&pc.json_expr);
@@ -538,6 +558,7 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
   };
   append_list(",\"faults\":[", faults_);
   append_list(",\"truncated\":[", truncated_);
+  append_list(",\"unavailable\":[", unavailable_);
   if (probe.duration_offset && h.kind == WEAVE_EVENT_RETURN) {
     if (uint64_t ns = load_u64(event + probe.duration_offset)) {
       out += ",\"duration_ns\":";

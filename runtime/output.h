@@ -83,12 +83,15 @@ private:
   };
   struct PreparedProbe {
     std::string json_prefix; // {"probe":"..","function":"..","kind":"
+    std::string text_inlined; // " [inlined into main.caller at main.go:25]" for an inlined copy
+    std::string json_inlined; // ,"inlined_into":{...}
     std::vector<PreparedCapture> captures;
   };
 
   // Appends one capture's value (JSON: a string cut at its max_len is added to truncated_).
   void append_capture(std::string &out, const ManifestCapture &capture, const PreparedCapture &pc,
                       const uint8_t *event, uint64_t bias, bool json);
+  std::vector<const std::string *> unavailable_; // JSON: captures an inlined copy cannot locate
   void format_text(const struct weave_event_header &h, const uint8_t *event, std::string &out);
   void format_json(const struct weave_event_header &h, const uint8_t *event, std::string &out);
 

@@ -246,8 +246,15 @@ private:
         // A probe with return: true is two manifest entries of one name, its entry and its
         // return event: matched by name and kind, so removing `return: true` is one line.
         std::string kind = field("kind").value_or("");
-        out.push_back({*field("name") + "#" + kind,
-                       "probe " + *field("name") + (kind == "return" ? ": return event" : "")});
+        // An inlined copy's entry is told apart by its call site, as the tracer names it.
+        std::string copy;
+        if (e.contains("inlined_into") && e["inlined_into"].is_object()) {
+          const json &into = e["inlined_into"];
+          copy = fmt::format(" [inlined into {} at {}:{}]", into.value("function", "?"), into.value("file", "?"),
+                             into.value("line", 0));
+        }
+        out.push_back({*field("name") + "#" + kind + copy,
+                       "probe " + *field("name") + copy + (kind == "return" ? ": return event" : "")});
       } else if (key == "captures" && field("expr")) {
         out.push_back({*field("expr"), "capture " + *field("expr")});
       } else if (key == "fields" && field("name")) {

@@ -545,6 +545,8 @@ std::string render_manifest(const Plan &plan) {
       json capture = {{"expr", c.expr}, {"type", c.go_type}, {"fault_bit", c.fault_bit}, {"fields", fields}};
       if (!c.interfaces.empty())
         capture["interfaces"] = c.interfaces;
+      if (!c.unavailable.empty())
+        capture["unavailable"] = c.unavailable; // an inlined copy's value DWARF does not locate
       if (!c.lists.empty()) {
         json lists = json::array();
         for (const auto &l : c.lists)
@@ -586,6 +588,11 @@ std::string render_manifest(const Plan &plan) {
         p["stack"] = {{"offset", event->stack_offset}, {"depth", event->stack_depth}};
       if (!probe.skipped.empty())
         p["skipped"] = probe.skipped;
+      if (probe.inlined_into)
+        p["inlined_into"] = {{"function", probe.inlined_into->function},
+                             {"file", probe.inlined_into->file},
+                             {"line", probe.inlined_into->line},
+                             {"physical", probe.inlined_into->physical}};
       // The condition the entry program evaluates (its returns follow the entry's verdict).
       if (!probe.entry.filter_text.empty())
         p["when"] = probe.entry.filter_text;

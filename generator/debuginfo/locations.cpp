@@ -288,4 +288,132 @@ std::vector<FunctionEntryLocations> read_entry_locations(const std::string &path
   return functions;
 }
 
+namespace {
+
+std::string type_name_of(Dwarf_Die *param) {
+  Dwarf_Attribute attr;
+  Dwarf_Die type;
+  if (!dwarf_attr_integrate(param, DW_AT_type, &attr) || !dwarf_formref_die(&attr, &type))
+    return "";
+  const char *name = dwarf_diename(&type);
+  return name ? name : "";
+}
+
+// The lowest address a DIE covers (low_pc, else the least start of its ranges); false when none.
+bool lowest_address(Dwarf_Die *die, Dwarf_Addr &low) {
+  if (dwarf_lowpc(die, &low) == 0)
+    return true;
+  Dwarf_Addr base = 0, start = 0, end = 0;
+  ptrdiff_t offset = 0;
+  bool found = false;
+  while ((offset = dwarf_ranges(die, offset, &base, &start, &end)) > 0)
+    if (!found || start < low) {
+      low = start;
+      found = true;
+    }
+  return found;
+}
+
+void walk_inlined(const std::string &path, Dwarf_Die *parent, const std::string &physical,
+                  const std::function<bool(std::string_view)> &wanted,
+                  std::vector<InlinedCopyLocations> &out, int depth) {
+  if (depth > 200)
+    dwarf_fail(path, "inlined subroutines nest too deep in " + physical);
+  Dwarf_Die child;
+  int more = dwarf_child(parent, &child);
+  for (; more == 0; more = dwarf_siblingof(&child, &child)) {
+    int tag = dwarf_tag(&child);
+    if (tag == DW_TAG_lexical_block) {
+      walk_inlined(path, &child, physical, wanted, out, depth + 1);
+      continue;
+    }
+    if (tag != DW_TAG_inlined_subroutine)
+      continue;
+    walk_inlined(path, &child, physical, wanted, out, depth + 1);
+    Dwarf_Attribute attr;
+    Dwarf_Die origin;
+    if (!dwarf_attr(&child, DW_AT_abstract_origin, &attr) || !dwarf_formref_die(&attr, &origin))
+      continue;
+    InlinedCopyLocations copy;
+    copy.function = integrated_name(&origin);
+    if (wanted && !wanted(copy.function))
+      continue;
+    Dwarf_Addr low = 0;
+    if (!lowest_address(&child, low))
+      continue;
+    copy.physical = physical;
+    copy.low_pc = low;
+    Dwarf_Word line = 0;
+    if (dwarf_attr(&child, DW_AT_call_line, &attr) && dwarf_formudata(&attr, &line) == 0)
+      copy.call_line = static_cast<int>(line);
+    // The abstract origin lists every parameter; the copy only those it has a location for.
+    Dwarf_Die param;
+    int more_params = dwarf_child(&origin, &param);
+    for (; more_params == 0; more_params = dwarf_siblingof(&param, &param)) {
+      if (dwarf_tag(&param) != DW_TAG_formal_parameter)
+        continue;
+      bool flag = false;
+      if (dwarf_attr(&param, DW_AT_variable_parameter, &attr) && dwarf_formflag(&attr, &flag) == 0 && flag)
+        continue; // a result
+      InlinedCopyLocations::Param p;
+      p.name = integrated_name(&param);
+      p.type = type_name_of(&param);
+      p.location.name = p.name;
+      copy.params.push_back(std::move(p));
+    }
+    Dwarf_Die concrete;
+    int more_concrete = dwarf_child(&child, &concrete);
+    for (; more_concrete == 0; more_concrete = dwarf_siblingof(&concrete, &concrete)) {
+      if (dwarf_tag(&concrete) != DW_TAG_formal_parameter)
+        continue;
+      std::string name = integrated_name(&concrete);
+      for (auto &p : copy.params)
+        if (p.name == name)
+          p.location = read_param(path, &concrete, low);
+    }
+    out.push_back(std::move(copy));
+  }
+  if (more < 0)
+    dwarf_fail(path, "cannot walk the body of " + physical);
+}
+
+} // namespace
+
+std::vector<InlinedCopyLocations> read_inlined_locations(
+    const std::string &path, const std::function<bool(std::string_view)> &wanted) {
+  if (elf_version(EV_CURRENT) == EV_NONE)
+    throw std::logic_error(std::string("libelf initialisation failed: ") + elf_errmsg(-1));
+  SourceLoc loc{path, 0, 0};
+  DwarfFile file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file.fd < 0)
+    throw UserError("binary-unreadable", "cannot open " + path + ": " + std::strerror(errno), loc);
+  file.elf = elf_begin(file.fd, ELF_C_READ_MMAP, nullptr);
+  if (!file.elf || elf_kind(file.elf) != ELF_K_ELF)
+    throw UserError("not-elf", path + ": not an ELF file", loc);
+  file.dwarf = dwarf_begin_elf(file.elf, DWARF_C_READ, nullptr);
+  if (!file.dwarf)
+    throw UserError("no-dwarf", path + ": cannot read DWARF: " + dwarf_errmsg(-1), loc);
+  std::vector<InlinedCopyLocations> copies;
+  Dwarf_CU *cu = nullptr;
+  Dwarf_Die cu_die, sub_die;
+  uint8_t unit_type = 0;
+  int status;
+  while ((status = dwarf_get_units(file.dwarf, cu, &cu, nullptr, &unit_type, &cu_die, &sub_die)) == 0) {
+    Dwarf_Die child;
+    int more = dwarf_child(&cu_die, &child);
+    for (; more == 0; more = dwarf_siblingof(&child, &child)) {
+      Dwarf_Addr low = 0;
+      if (dwarf_tag(&child) != DW_TAG_subprogram || dwarf_lowpc(&child, &low) != 0)
+        continue;
+      walk_inlined(path, &child, integrated_name(&child), wanted, copies, 0);
+    }
+    if (more < 0)
+      dwarf_fail(path, "cannot walk a compile unit");
+  }
+  if (status < 0)
+    dwarf_fail(path, "cannot read compile units");
+  return copies;
+}
+
 } // namespace weave

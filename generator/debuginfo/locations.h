@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -60,5 +62,27 @@ struct FunctionEntryLocations {
 // Every concrete subprogram of the file at `path`, in DWARF order, with its parameters' locations
 // at low_pc. Throws UserError [binary-unreadable], [not-elf], [no-dwarf] or [bad-dwarf].
 std::vector<FunctionEntryLocations> read_entry_locations(const std::string &path);
+
+// One DW_TAG_inlined_subroutine: a copy of a function the compiler inlined, with its parameters'
+// locations at the copy's lowest address. Unlike an out-of-line function's, these locations are
+// the only way to a value at an inlined copy (no ABI places arguments there): a parameter with no
+// location covering that address is not available, and is never looked for elsewhere.
+struct InlinedCopyLocations {
+  std::string function; // the abstract origin's name
+  std::string physical; // the out-of-line subprogram whose code holds the copy
+  uint64_t low_pc = 0;  // lowest address of its ranges
+  int call_line = 0;
+  struct Param {
+    std::string name;
+    std::string type; // the DWARF type's name, as find_type() takes it
+    ParamEntryLocation location; // NoAttribute when the copy has no entry for the parameter
+  };
+  std::vector<Param> params; // the abstract origin's inputs, in order (results left out)
+};
+
+// Every inlined copy (nested ones included) of the functions `wanted` accepts, in DWARF order.
+// Throws like read_entry_locations.
+std::vector<InlinedCopyLocations> read_inlined_locations(
+    const std::string &path, const std::function<bool(std::string_view)> &wanted);
 
 } // namespace weave

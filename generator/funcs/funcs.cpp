@@ -5,6 +5,8 @@
 #include "gobinary/pclntab.h"
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
+#include "debuginfo/locations.h"
+#include "plan/inlined.h"
 #include "plan/signature.h"
 #include "plan/wildcards.h"
 
@@ -12,6 +14,9 @@
 
 #include <algorithm>
 #include <fnmatch.h>
+#include <map>
+#include <set>
+#include <tuple>
 #include <sstream>
 
 namespace weave {
@@ -113,6 +118,67 @@ std::string list_functions(const BinaryImage &image, DebugInfo *debug_ptr, const
       out << fmt::format("  {:<6} {:<16} {:<28} {}\n", is_result ? "result" : "param", p.name, type_name,
                          describe(loc, target.regs, is_result) + (is_result ? " at RET" : ""));
     }
+  }
+  // The inlined copies of what the pattern names (not listed for all functions: the runtime alone
+  // has thousands): where each is, its call site, and which parameters DWARF locates at its first
+  // instruction, which is all a probe there can read.
+  if (pcln && !pattern.empty()) {
+    auto wanted = [&](std::string_view name) { return fnmatch(pattern.c_str(), std::string(name).c_str(), 0) == 0; };
+    std::vector<Pclntab::InlinedCopy> copies = pcln->inlined_copies(wanted);
+    std::vector<InlinedCopyLocations> dwarf;
+    if (debug_ptr)
+      dwarf = read_inlined_locations(image.path, wanted);
+    std::map<std::tuple<std::string, std::string, uint64_t>, const InlinedCopyLocations *> by_place;
+    for (const InlinedCopyLocations &d : dwarf)
+      by_place.emplace(std::make_tuple(d.function, d.physical, d.low_pc), &d);
+    std::map<std::string, const InlinedCopyLocations *> any_copy; // each function's parameter list
+    for (const InlinedCopyLocations &d : dwarf)
+      any_copy.emplace(d.function, &d);
+    std::map<std::string, size_t> per_function;
+    for (const Pclntab::InlinedCopy &copy : copies)
+      ++per_function[copy.function];
+    std::string current;
+    size_t located = 0, total = 0;
+    for (const Pclntab::InlinedCopy &copy : copies) {
+      if (copy.function != current) {
+        current = copy.function;
+        ++matched;
+        size_t n = per_function[current];
+        out << fmt::format("{}  inlined copies: {}  (entry events only: a copy has no RET, so its results "
+                           "and duration are not knowable)\n",
+                           current, n);
+      }
+      auto offset = file_offset(image, copy.first_pc);
+      out << fmt::format("  inlined into {} at {}:{}  {:#x}  file offset {}  (in {})\n", copy.caller, copy.file,
+                         copy.line, copy.first_pc, offset ? fmt::format("{:#x}", *offset) : "-", copy.physical);
+      if (!debug_ptr)
+        continue;
+      auto it = by_place.find(std::make_tuple(copy.function, copy.physical, copy.first_pc));
+      auto names = any_copy.find(copy.function);
+      if (names == any_copy.end())
+        continue;
+      const PclnFunction *physical = pcln->find(copy.physical);
+      std::optional<int32_t> delta = physical ? pcln->sp_delta(*physical, copy.first_pc) : std::nullopt;
+      for (size_t p = 0; p < names->second->params.size(); ++p) {
+        const auto &param = names->second->params[p];
+        std::optional<TypeId> type = param.type.empty() ? std::nullopt : debug_ptr->find_type(param.type);
+        std::string where;
+        if (it == by_place.end())
+          where = "unavailable: DWARF has no entry for this copy at its first instruction";
+        else if (!type)
+          where = "unavailable: its type is not in DWARF";
+        else if (!delta)
+          where = "unavailable: no SP delta recorded at the copy";
+        else
+          where = describe_inlined_value(
+              inlined_value(it->second->params.at(p), *type, debug_ptr->types(), image, *delta));
+        ++total;
+        located += where.starts_with("unavailable") ? 0 : 1;
+        out << fmt::format("  {:<6} {:<16} {:<28} {}\n", "param", param.name, param.type, where);
+      }
+    }
+    if (total)
+      out << fmt::format("inlined parameters located by DWARF: {} of {}\n", located, total);
   }
   if (matched == 0) {
     if (std::string inlined = inlined_everywhere(pattern, pcln); !inlined.empty())

@@ -28,6 +28,8 @@ struct Place {
     uint64_t offset = 0;
     uint64_t size = 0;
     bool is_float = false;
+    bool memory = false;   // an inlined copy's stack piece: at SP + sp_offset, not in `reg`
+    int64_t sp_offset = 0;
   };
   bool in_regs = false;
   std::vector<Piece> pieces;
@@ -44,6 +46,29 @@ public:
            RuntimeLayout runtime)
       : types_(types), regs_(regs), ptr_size_(ptr_size), string_max_(string_max),
         slice_max_(slice_max), runtime_(runtime) {}
+
+  // Where DWARF puts a value at an inlined copy (see NamedValue::inlined).
+  Place inlined_place(const NamedValue &value) {
+    Place place;
+    if (value.whole_in_memory) {
+      place.base_reg = regs_.sp;
+      place.base_comment = "stack pointer at the inlined copy";
+      place.offset = value.whole_sp_offset;
+      return place;
+    }
+    place.in_regs = true;
+    for (const auto &piece : value.pieces) {
+      Place::Piece p;
+      p.offset = piece.offset;
+      p.size = piece.size;
+      p.memory = piece.memory;
+      p.sp_offset = piece.sp_offset;
+      p.reg = piece.memory ? regs_.sp : piece.reg;
+      p.name = piece.memory ? fmt::format("the stack at SP{:+}", piece.sp_offset) : piece.reg_name;
+      place.pieces.push_back(p);
+    }
+    return place;
+  }
 
   Place root_place(const std::string &name, TypeId type, const ParamLocation &loc) {
     Place place;
@@ -95,6 +120,13 @@ public:
     if (place.in_regs) {
       if (place.pieces.size() != 1 || place.pieces[0].is_float)
         throw std::logic_error("pointer " + path + " is not in one integer register");
+      if (place.pieces[0].memory) {
+        target.base_reg = regs_.sp;
+        target.base_comment = "stack pointer at the inlined copy";
+        target.loads.push_back({place.pieces[0].sp_offset, static_cast<uint32_t>(ptr_size_),
+                                fmt::format("{}: {} in {}", path, type_name, place.pieces[0].name)});
+        return target;
+      }
       target.base_reg = place.pieces[0].reg;
       target.base_comment = path + ": " + type_name + " in " + place.pieces[0].name;
       return target;
@@ -122,6 +154,13 @@ public:
                         fmt::format("{} ({}) spans {} registers; not yet supported", path, type_name,
                                     place.pieces.size()),
                         loc);
+      if (place.pieces[0].memory) {
+        read.base_reg = regs_.sp;
+        read.base_comment = "stack pointer at the inlined copy";
+        read.loads.push_back({place.pieces[0].sp_offset, static_cast<uint32_t>(size),
+                              fmt::format("{}: {} in {}", path, type_name, place.pieces[0].name)});
+        return read;
+      }
       read.base_reg = place.pieces[0].reg;
       read.base_comment = fmt::format("{}: {} in {}", path, type_name, place.pieces[0].name);
       return read;
@@ -423,7 +462,12 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
   capture.loc = cs.loc;
   TypeId type = root->type;
   std::string path = expr.root;
-  Place place = resolver.root_place(expr.root, type, root->location);
+  if (root->inlined && !root->unavailable.empty()) {
+    capture.unavailable = root->unavailable;
+    capture.go_type = resolver.types().at(type).name;
+    return capture; // nothing is read: the tracer shows it as unavailable
+  }
+  Place place = root->inlined ? resolver.inlined_place(*root) : resolver.root_place(expr.root, type, root->location);
   // xs[i] on a slice is read only when i < len(xs): the length goes first, as a hidden field.
   int slice_guard = -1;
   uint64_t slice_guard_index = 0;

@@ -37,6 +37,20 @@ struct NamedValue {
   std::string name;
   TypeId type = kNoType;
   ParamLocation location;
+  // At an inlined copy no ABI places the value: `inlined` says where DWARF's location says it is
+  // at the probed address instead (register pieces, stack pieces at SP + offset, or the whole
+  // value in memory at SP + offset), or that it is not available there (`unavailable` says why).
+  struct InlinedPiece {
+    bool memory = false;
+    std::string reg, reg_name; // a register piece: pt_regs field and assembler name
+    int64_t sp_offset = 0;     // a memory piece: at SP + sp_offset
+    uint64_t offset = 0, size = 0; // the part of the value it holds
+  };
+  bool inlined = false;
+  std::string unavailable; // "" when the value is located
+  bool whole_in_memory = false;
+  int64_t whole_sp_offset = 0;
+  std::vector<InlinedPiece> pieces;
 };
 
 inline constexpr uint32_t kEventHeaderSize = 48; // sizeof(struct weave_event_header), templates/weave_event.h

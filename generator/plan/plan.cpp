@@ -13,6 +13,7 @@
 #include "debuginfo/dictionaries.h"
 #include "plan/attach.h"
 #include "plan/captures.h"
+#include "plan/inlined.h"
 #include "plan/sharing.h"
 #include "plan/signature.h"
 #include "plan/wildcards.h"
@@ -22,6 +23,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 #include <filesystem>
 #include <sstream>
 
@@ -304,6 +307,23 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   // Wildcards expand to one probe per matching function; a function a wildcard picked that cannot
   // be probed is left out with a warning, while a function named exactly must work or stop the build.
   std::vector<std::string> names = probeable_function_names(debug, pcln);
+  // "inlined:" unset: a function named exactly is probed at every call, its inlined copies
+  // included; a wildcard's matches are not (their copies can number in thousands).
+  auto wants_inlined = [&](const ProbeSpec &p, bool from_wildcard) {
+    return pcln && p.inlined.value_or(!from_wildcard);
+  };
+  // A wildcard with inlined: true also matches functions that exist only as inlined copies.
+  const std::set<std::string> out_of_line(names.begin(), names.end());
+  std::optional<std::map<std::string, std::vector<std::string>>> sites;
+  if (pcln && std::any_of(spec.probes.begin(), spec.probes.end(), [](const ProbeSpec &p) {
+        return is_function_glob(p.function) && p.inlined.value_or(false);
+      })) {
+    sites = pcln->inline_sites();
+    for (const auto &[name, into] : *sites)
+      if (!out_of_line.count(name))
+        names.push_back(name);
+    std::sort(names.begin(), names.end());
+  }
   auto generated = [pcln](const std::string &name) {
     const PclnFunction *fn = pcln ? pcln->find(name) : nullptr;
     if (!fn)
@@ -314,16 +334,65 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   // An exactly named function that cannot be probed stops the build, but only once every probe has
   // been planned: each independent error is reported in the same run.
   std::vector<UserError> errors;
-  for (const ExpandedProbe &expanded : expand_wildcards(spec, names, generated, plan.warnings, pcln)) {
+  const std::vector<ExpandedProbe> expanded_probes = expand_wildcards(spec, names, generated, plan.warnings, pcln);
+  // The inlined copies of every function that wants them, from the inline trees (PCs, call sites)
+  // and DWARF (parameters, where it has an entry at the same first instruction).
+  std::set<std::string> inlined_wanted;
+  for (const ExpandedProbe &expanded : expanded_probes)
+    if (wants_inlined(expanded.spec, expanded.from_wildcard))
+      inlined_wanted.insert(expanded.spec.function);
+  std::vector<InlinedCopyLocations> dwarf_copies;
+  std::map<std::string, InlinedCopies> copies_of;
+  if (!inlined_wanted.empty()) {
+    auto wanted = [&](std::string_view name) { return inlined_wanted.count(std::string(name)) > 0; };
+    std::vector<Pclntab::InlinedCopy> copies = pcln->inlined_copies(wanted);
+    if (debug)
+      dwarf_copies = read_inlined_locations(image.path, wanted);
+    std::map<std::tuple<std::string, std::string, uint64_t>, const InlinedCopyLocations *> by_place;
+    for (const InlinedCopyLocations &d : dwarf_copies)
+      by_place.emplace(std::make_tuple(d.function, d.physical, d.low_pc), &d);
+    for (Pclntab::InlinedCopy &copy : copies) {
+      auto it = by_place.find(std::make_tuple(copy.function, copy.physical, copy.first_pc));
+      InlinedCopies &of = copies_of[copy.function];
+      of.dwarf.push_back(it == by_place.end() ? nullptr : it->second);
+      of.copies.push_back(std::move(copy));
+    }
+  }
+  for (const ExpandedProbe &expanded : expanded_probes) {
+    const std::string &function = expanded.spec.function;
+    const bool copies = wants_inlined(expanded.spec, expanded.from_wildcard) && copies_of.count(function);
+    if (expanded.from_wildcard && !copies && !out_of_line.count(function))
+      continue; // only inlined copies, which this wildcard does not ask for
     try {
       plan.probes.push_back(plan_probe(expanded.spec, plan.probes.size()));
     } catch (const UserError &e) {
-      if (!expanded.from_wildcard) {
+      // No body of its own: then its inlined copies are all there is to probe.
+      const bool only_copies = copies && e.id == "inlined-function";
+      if (!only_copies && !expanded.from_wildcard) {
         errors.push_back(e);
         continue;
       }
-      plan.warnings.push_back(fmt::format("{} (matched by {}) left out: {} [{}]", expanded.spec.function,
-                                          expanded.pattern, e.what(), e.id));
+      if (!only_copies) {
+        plan.warnings.push_back(fmt::format("{} (matched by {}) left out: {} [{}]", function,
+                                            expanded.pattern, e.what(), e.id));
+        continue;
+      }
+    }
+    if (!copies)
+      continue;
+    try {
+      for (ProbePlan &probe : plan_inlined_probes(expanded.spec, function, copies_of.at(function), debug, image,
+                                                  *pcln, captures, function_abi(target, true).name,
+                                                  static_cast<int>(plan.probes.size()),
+                                                  static_cast<size_t>(spec.options.max_functions),
+                                                  plan.warnings))
+        plan.probes.push_back(std::move(probe));
+    } catch (const UserError &e) {
+      if (!expanded.from_wildcard)
+        errors.push_back(e);
+      else
+        plan.warnings.push_back(fmt::format("{} (matched by {}): inlined copies left out: {} [{}]", function,
+                                            expanded.pattern, e.what(), e.id));
     }
   }
   if (!errors.empty())
@@ -332,9 +401,8 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   // of its own, so its probe never sees them. Said, or the missing calls would look like none.
   // (Reading every inline tree took 0.08 s over cmd/compile's 14k functions; globs are not asked,
   // as hundreds of matches would bury the output in warnings.)
-  std::optional<std::map<std::string, std::vector<std::string>>> sites;
   for (const ProbeSpec &probe : spec.probes) {
-    if (!pcln || is_function_glob(probe.function))
+    if (!pcln || is_function_glob(probe.function) || probe.inlined.value_or(true))
       continue;
     if (!sites)
       sites = pcln->inline_sites();
@@ -347,7 +415,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     if (it->second.size() > 5)
       into += fmt::format(" and {} more", it->second.size() - 5);
     plan.warnings.push_back(fmt::format("{} is also inlined into {}: calls there run no code of its "
-                                        "own and are not traced (//go:noinline keeps every call)",
+                                        "own and are not traced with inlined: false",
                                         probe.function, into));
   }
   bool has_interface = false;
@@ -415,6 +483,9 @@ std::string dump_plan(const Plan &plan) {
   for (const auto &probe : plan.probes) {
     out << fmt::format("probe {} {} {} function=[{:#x}, {:#x})\n", probe.id, probe.name, probe.abi,
                        probe.function_entry, probe.function_end);
+    if (probe.inlined_into)
+      out << fmt::format("  inlined into {} at {}:{} (in {})\n", probe.inlined_into->function,
+                         probe.inlined_into->file, probe.inlined_into->line, probe.inlined_into->physical);
     for (const auto &a : probe.attach)
       out << fmt::format("  attach {} vaddr={:#x} file_offset={:#x} cookie={} ({})\n", a.kind,
                          a.vaddr, a.file_offset, a.cookie, a.note);
@@ -432,6 +503,8 @@ std::string dump_plan(const Plan &plan) {
         out << fmt::format("    saved[{}] = {}\n", i, read_text(event->saved[i]));
       for (const auto &c : event->captures) {
         out << fmt::format("    capture {} : {} fault_bit={}\n", c.expr, c.go_type, c.fault_bit);
+        if (!c.unavailable.empty())
+          out << fmt::format("      unavailable: {}\n", c.unavailable);
         for (const auto &f : c.fields) {
           out << fmt::format("      field '{}' {} {} size={} offset={}", f.name, f.kind, f.go_type,
                              f.size, f.offset);

@@ -78,6 +78,9 @@ struct CapturePlan {
   // Interface values inside the capture, by path: each has the fields type (the dynamic type's
   // descriptor address), data, value and text, which the tracer renders by the dynamic type.
   std::vector<std::string> interfaces;
+  // At an inlined copy, a value DWARF gives no location for at the probed address: no fields, the
+  // tracer shows it as unavailable (`<optimized out>`, JSON null), and this says why.
+  std::string unavailable;
 };
 
 // The cookie of an attach point (bpf_get_attach_cookie) tells a shared program what it is filling
@@ -161,6 +164,15 @@ struct ProbePlan {
   // ..dict. symbols of .symtab: none when stripped). -1 otherwise.
   int dict_capture = -1;
   std::vector<std::pair<uint64_t, std::string>> instantiations; // dictionary address, "main.Sum[int]"
+  // A copy of `function` the compiler inlined (entry events only, attached at the
+  // copy's first instruction): the function the call is written in, the call's position, and the
+  // function whose code holds the copy (the caller itself, or where the caller was inlined).
+  struct InlinedInto {
+    std::string function, file;
+    int line = 0;
+    std::string physical;
+  };
+  std::optional<InlinedInto> inlined_into;
 };
 
 // ProgramPlan: one BPF program, shared by every event whose program would be the same code: same

@@ -44,6 +44,6 @@ std::string inlined_everywhere(const std::string &pattern, const Pclntab *pcln);
 inline constexpr const char *kInlinedHint =
     "keep it a function of its own with //go:noinline on the line above its func, or build with "
     "-gcflags=-l (no inlining anywhere: every offset changes, and the code is slower); or probe "
-    "the functions it was inlined into";
+    "the functions it was inlined into; or set inlined: true on the probe to probe its inlined copies";
 
 } // namespace weave

@@ -538,6 +538,8 @@ Spec build(const YAML::Node &root, const std::string &path) {
     }
     if (YAML::Node stack = probe["stack"])
       p.stack = static_cast<int>(*spec_schema::parse_integer(stack.Scalar()));
+    if (YAML::Node inlined = probe["inlined"])
+      p.inlined = inlined.Scalar() == "true";
     if (YAML::Node params = probe["params"]) {
       p.has_params = true;
       p.params = parse_params(params, path, errors);

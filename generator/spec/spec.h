@@ -60,6 +60,9 @@ struct ProbeSpec {
   // "capture_at_return: [w.status]": read at the RET through pointers the entry saw
   std::vector<CaptureSpec> at_return;
   int stack = 0;               // "stack: N": frames of the call stack captured at entry
+  // "inlined: true|false": also probe the function's inlined copies. Unset: yes for a function
+  // named exactly (every call of it), no for a wildcard (whose matches can have thousands).
+  std::optional<bool> inlined;
   bool has_params = false;     // "params:" given (possibly empty)
   std::vector<ParamSpec> params;
   bool has_results = false;

@@ -169,7 +169,8 @@ TEST_CASE("-o FILE: the events go to the file, the traced program keeps stdout, 
 TEST_CASE("a function inlined into every caller: said so, where it went, and what to do") {
   // The fixture's main.inlineMe1 and inlineMe2 are inlined into main.CallChain (main.go:197-201).
   std::string dir = e2e::temp_dir("usability-inlined");
-  std::ofstream(dir + "/exact.yaml") << "probes:\n  - function: main.inlineMe2\n    args: all\n";
+  // inlined: false: the function's own body only, which it does not have.
+  std::ofstream(dir + "/exact.yaml") << "probes:\n  - function: main.inlineMe2\n    args: all\n    inlined: false\n";
   std::ofstream(dir + "/glob.yaml") << "probes:\n  - function: 'main.inlineMe*'\n";
   auto exact = e2e::run({e2e::weave(), "build", dir + "/exact.yaml", e2e::fixture("fixture"), "-o",
                          dir + "/out"});
@@ -180,7 +181,14 @@ TEST_CASE("a function inlined into every caller: said so, where it went, and wha
                             "no code of its own to probe"));
   CHECK(contains(exact.err, "//go:noinline"));
   CHECK(contains(exact.err, "-gcflags=-l"));
+  CHECK(contains(exact.err, "inlined: true"));
   CHECK_FALSE(fs::exists(dir + "/out"));
+  // By default a function named exactly is probed at its inlined copies (tests/e2e/test_inlined.cpp).
+  std::ofstream(dir + "/copies.yaml") << "probes:\n  - function: main.inlineMe2\n    args: all\n";
+  auto copies = e2e::run({e2e::weave(), "build", dir + "/copies.yaml", e2e::fixture("fixture"), "-o",
+                          dir + "/copies"});
+  INFO(copies.err);
+  CHECK(copies.status == 0);
 
   auto glob = e2e::run({e2e::weave(), "build", dir + "/glob.yaml", e2e::fixture("fixture"), "-o",
                         dir + "/out"});
@@ -188,12 +196,14 @@ TEST_CASE("a function inlined into every caller: said so, where it went, and wha
   CHECK(glob.status == 1);
   CHECK(contains(glob.err, "main.inlineMe1 into main.CallChain; main.inlineMe2 into main.CallChain"));
 
+  // weave funcs lists the copies, where they are and what a probe can read there.
   auto funcs = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture"), "main.inlineMe1"});
-  CHECK(funcs.status == 1);
-  CHECK(contains(funcs.err, "main.inlineMe1 into main.CallChain"));
+  CHECK(funcs.status == 0);
+  CHECK(contains(funcs.out, "main.inlineMe1  inlined copies: 1"));
+  CHECK(contains(funcs.out, "  inlined into main.CallChain at "));
   // A function with a body of its own that the compiler also inlined elsewhere: built, with a
   // warning naming where calls go untraced. (bytes.(*Buffer).Len, in Go 1.19's standard library.)
-  std::ofstream(dir + "/partly.yaml") << "probes:\n  - function: 'bytes.(*Buffer).Len'\n"
+  std::ofstream(dir + "/partly.yaml") << "probes:\n  - function: 'bytes.(*Buffer).Len'\n    inlined: false\n"
                                          "  - function: main.Ints\n    capture: [a]\n";
   auto partly = e2e::run({e2e::weave(), "build", dir + "/partly.yaml", e2e::fixture("fixture"),
                           "-o", dir + "/partly"});
@@ -201,7 +211,7 @@ TEST_CASE("a function inlined into every caller: said so, where it went, and wha
   CHECK(partly.status == 0);
   CHECK(contains(partly.err, "weave: warning: bytes.(*Buffer).Len is also inlined into "
                              "bytes.(*Buffer).grow, encoding/json.compact, encoding/json.Indent: "
-                             "calls there run no code of its own and are not traced"));
+                             "calls there run no code of its own and are not traced with inlined: false"));
   CHECK_FALSE(contains(partly.err, "main.Ints is also inlined"));
   // A typo is still a typo: no inlining story, the nearest name instead.
   auto typo = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture"), "main.CallChian"});
@@ -287,7 +297,7 @@ std::string strip_escapes(const std::string &text) {
 
 TEST_CASE("colour on a terminal, plain when piped, NO_COLOR honoured, --color decides") {
   std::string dir = e2e::temp_dir("usability-color");
-  std::ofstream(dir + "/bad.yaml") << "probes:\n  - function: main.inlineMe2\n";
+  std::ofstream(dir + "/bad.yaml") << "probes:\n  - function: main.inlineMe2\n    inlined: false\n";
   std::vector<std::string> build = {e2e::weave(), "build", dir + "/bad.yaml",
                                     e2e::fixture("fixture"), "-o", dir + "/out"};
   const std::string red = "\033[1;31merror[inlined-function]:\033[0m";

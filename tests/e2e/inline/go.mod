@@ -1,0 +1,3 @@
+module weave.test/inline
+
+go 1.19
