@@ -243,6 +243,19 @@ void add_tracer_options(CLI::App &cmd, weave::RunOptions &options) {
   cmd.add_option("--pid", options.pid, "trace only this running process")
       ->check(CLI::Validator(check_pid, ""))
       ->type_name("PID");
+  // Passed on as given, in the order given; the tracer checks them before it attaches.
+  auto pass_on = [&](const char *flag, const char *type, const char *help) {
+    std::string name = flag;
+    cmd.add_option_function<std::string>(
+           name, [&options, name](const std::string &value) { options.tracer_flags.insert(options.tracer_flags.end(), {name, value}); },
+           help)
+        ->type_name(type);
+  };
+  pass_on("--otlp", "URL", "tracer --otlp: send every paired call as a span to this OTLP/HTTP collector");
+  pass_on("--metrics", "ADDR:PORT", "tracer --metrics: serve Prometheus /metrics here");
+  pass_on("--service-name", "NAME", "tracer --service-name: the spans' service.name");
+  pass_on("--perfetto", "FILE", "tracer --perfetto: a timeline of the paired calls");
+  pass_on("--folded", "FILE", "tracer --folded: stacks for a flame graph");
 }
 
 } // namespace

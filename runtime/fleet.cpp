@@ -719,8 +719,8 @@ std::string MetricsExporter::render() const {
   auto family = [&](const char *name, const char *type, const char *help) {
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
   };
-  auto per_probe = [&](const char *name, const char *help, auto value) {
-    family(name, "counter", help);
+  auto per_probe = [&](const char *name, const char *help, auto value, const char *type = "counter") {
+    family(name, type, help);
     for (size_t i = 0; i < manifest_.probes.size() && i < stats_.probes.size(); ++i)
       out += std::string(name) + "{probe=\"" + label(manifest_.probes[i].name) + "\",kind=\"" +
              probe_kind(manifest_.probes[i]) + "\"} " + std::to_string(value(stats_.probes[i])) + "\n";
@@ -732,10 +732,15 @@ std::string MetricsExporter::render() const {
             [](const ProbeStats &s) { return s.events; });
   per_probe("weave_probe_lost_total", "Events lost: the ring buffer was full.",
             [](const ProbeStats &s) { return s.lost; });
-  per_probe("weave_probe_filtered_total", "Events dropped by the probe's when: condition.",
+  per_probe("weave_probe_filtered_total", "Events dropped by the probe's when: condition or min_duration.",
             [](const ProbeStats &s) { return s.filtered; });
   per_probe("weave_probe_limited_total", "Events dropped by limits: events_per_second.",
             [](const ProbeStats &s) { return s.limited; });
+  per_probe("weave_probe_evicted_total",
+            "min_duration: held entries its map of calls in flight could not keep.",
+            [](const ProbeStats &s) { return s.evicted; });
+  per_probe("weave_probe_held", "min_duration: calls held in BPF, in flight now.",
+            [](const ProbeStats &s) { return s.held; }, "gauge"); // goes up and down
   if (stats_.run_time_known) {
     family("weave_probe_bpf_ns_per_run", "gauge",
            "Average nanoseconds per run of the probe's BPF program (--stats ns/run).");

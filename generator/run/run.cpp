@@ -283,6 +283,7 @@ std::vector<std::string> tracer_argv(const std::string &tracer, const RunOptions
     argv.push_back("-o");
     argv.push_back(options.output);
   }
+  argv.insert(argv.end(), options.tracer_flags.begin(), options.tracer_flags.end());
   if (options.pid > 0) {
     argv.push_back("--pid");
     argv.push_back(std::to_string(options.pid));

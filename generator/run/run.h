@@ -52,6 +52,7 @@ struct RunOptions {
   std::string format;                    // tracer --format, when given
   std::string output;                    // tracer -o: events to this file, when given
   int pid = 0;                           // tracer --pid, when given
+  std::vector<std::string> tracer_flags; // other tracer options, as given: "--otlp", "URL", ...
   std::string runtime_path;              // the weave-tracer runtime (part of the key)
   std::string cache_root;                // default: default_cache_root()
 };

@@ -19,6 +19,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <netinet/in.h>
@@ -177,9 +178,13 @@ std::vector<Span> wait_for_spans(const e2e::Background &collector, size_t want, 
   }
 }
 
+// The tracer of `spec` for DIR/fixture, this test's own copy of the fixture: these tracers trace
+// every process running their binary, and under ctest -j other tests run the shared fixture.
 std::string build_tracer(const std::string &dir, const std::string &spec) {
+  std::filesystem::copy_file(e2e::fixture("fixture"), dir + "/fixture",
+                             std::filesystem::copy_options::overwrite_existing);
   std::ofstream(dir + "/spec.yaml") << spec;
-  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", dir + "/fixture", "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
   return dir + "/out/tracer";
@@ -234,7 +239,7 @@ TEST_CASE("--otlp: every paired call is a span in a real collector, values, dura
 
   auto t0 = std::chrono::steady_clock::now();
   auto traced = e2e::run({tracer, "--format", "json", "--otlp", "http://127.0.0.1:" + std::to_string(port),
-                          "--service-name", "fleet-test", "--", e2e::fixture("fixture"), "-truth",
+                          "--service-name", "fleet-test", "--", dir + "/fixture", "-truth",
                           dir + "/truth.jsonl", "-rounds", "4", "-deep", "20"});
   INFO(traced.err);
   REQUIRE(traced.status == 0);
@@ -420,7 +425,7 @@ TEST_CASE("--metrics: Prometheus scrapes the tracer, counts and a quantile agree
   // Two runs of the program while Prometheus scrapes: 3 sleepers call Sleepy twice each (10, 20,
   // 30 ms), Handle 3 times a run.
   for (int run = 0; run < 2; ++run) {
-    auto fixture = e2e::run({e2e::fixture("fixture"), "-rounds", "3", "-sleepers", "3"});
+    auto fixture = e2e::run({dir + "/fixture", "-rounds", "3", "-sleepers", "3"});
     REQUIRE(fixture.status == 0);
   }
   // Until Prometheus has scraped the final numbers (the tracer publishes every second).
@@ -515,7 +520,7 @@ TEST_CASE("--otlp: the collector killed mid-run: output unchanged, exit 0, drops
   e2e::Background collector = start_collector(collector_path, dir, port);
 
   // The program's output untraced, to compare with.
-  auto untraced = e2e::run({e2e::fixture("fixture"), "-rounds", "4", "-deep", "20", "-truth", dir + "/t0.jsonl"});
+  auto untraced = e2e::run({dir + "/fixture", "-rounds", "4", "-deep", "20", "-truth", dir + "/t0.jsonl"});
   REQUIRE(untraced.status == 0);
   // Every process running the fixture, until SIGINT: one run while the collector is up, one after
   // it was killed.
@@ -524,7 +529,7 @@ TEST_CASE("--otlp: the collector killed mid-run: output unchanged, exit 0, drops
                                       dir);
   REQUIRE(traced.wait_for_err("Ctrl-C to stop"));
 
-  auto first = e2e::run({e2e::fixture("fixture"), "-rounds", "4", "-deep", "20", "-truth", dir + "/t1.jsonl"});
+  auto first = e2e::run({dir + "/fixture", "-rounds", "4", "-deep", "20", "-truth", dir + "/t1.jsonl"});
   REQUIRE(first.status == 0);
   std::vector<Span> before = wait_for_spans(collector, 29);
   REQUIRE(before.size() == 29);
@@ -533,7 +538,7 @@ TEST_CASE("--otlp: the collector killed mid-run: output unchanged, exit 0, drops
   REQUIRE(collector.wait(10000) == 128 + SIGKILL);
 
   auto t0 = std::chrono::steady_clock::now();
-  auto second = e2e::run({e2e::fixture("fixture"), "-rounds", "4", "-deep", "20", "-truth", dir + "/t2.jsonl"});
+  auto second = e2e::run({dir + "/fixture", "-rounds", "4", "-deep", "20", "-truth", dir + "/t2.jsonl"});
   double second_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   REQUIRE(second.status == 0);
   // The program's output, with the collector dead, is what it is untraced.
@@ -586,11 +591,11 @@ TEST_CASE("--otlp: a collector that accepts and never answers: output unchanged,
   getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
   std::string url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
 
-  auto untraced = e2e::run({e2e::fixture("fixture"), "-rounds", "4", "-deep", "20", "-truth", dir + "/t0.jsonl"});
+  auto untraced = e2e::run({dir + "/fixture", "-rounds", "4", "-deep", "20", "-truth", dir + "/t0.jsonl"});
   REQUIRE(untraced.status == 0);
   auto t0 = std::chrono::steady_clock::now();
   auto traced = e2e::run({tracer, "--format", "json", "-o", dir + "/events.jsonl", "--otlp", url, "--",
-                          e2e::fixture("fixture"), "-rounds", "4", "-deep", "20", "-truth", dir + "/t1.jsonl"});
+                          dir + "/fixture", "-rounds", "4", "-deep", "20", "-truth", dir + "/t1.jsonl"});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   close(fd);
   INFO(traced.err);

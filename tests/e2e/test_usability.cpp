@@ -406,9 +406,13 @@ TEST_CASE("weave trace BIN FUNC -- ARGS: no spec file, every parameter and resul
   CHECK(handle == 4);
   // Saved as it is, the spec is an ordinary spec: weave run finds the tracer trace built.
   // With -o passed on to the tracer: the events in the file, the program's truth on stdout.
+  // --perfetto and --folded passed on too: the tracer writes both.
   auto again = e2e::run({"env", cache, e2e::weave(), "run", spec_path, e2e::fixture("fixture"),
-                         "--format", "json", "-o", dir + "/again.jsonl", "--", "-rounds", "1"});
+                         "--format", "json", "-o", dir + "/again.jsonl", "--perfetto", dir + "/again.trace.json",
+                         "--folded", dir + "/again.folded", "--", "-rounds", "1"});
   CHECK(again.status == 0);
+  CHECK(contains(e2e::read_file(dir + "/again.trace.json"), "\"name\":\"main.Ints\""));
+  CHECK(std::filesystem::exists(dir + "/again.folded")); // written, and empty: the spec asks for no stack
   CHECK(contains(again.err, "weave: using cached tracer"));
   std::ofstream(dir + "/again-truth.jsonl") << again.out;
   CHECK_FALSE(contains(again.out, "\"probe\""));

@@ -187,6 +187,10 @@ TEST_CASE("weave run's tracer command line") {
   o.output = "events.jsonl";
   CHECK(weave::tracer_argv("/c/tracer", o) ==
         std::vector<std::string>{"/c/tracer", "-o", "events.jsonl", "--pid", "42", "--binary", "/srv/svc"});
+  o.tracer_flags = {"--otlp", "http://127.0.0.1:4318", "--metrics", "127.0.0.1:9464"}; // as given, in order
+  CHECK(weave::tracer_argv("/c/tracer", o) ==
+        std::vector<std::string>{"/c/tracer", "-o", "events.jsonl", "--otlp", "http://127.0.0.1:4318", "--metrics",
+                                 "127.0.0.1:9464", "--pid", "42", "--binary", "/srv/svc"});
 }
 
 TEST_CASE("cached_tracer builds on a miss only, and keeps the 32 most recently used entries") {
