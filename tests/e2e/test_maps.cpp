@@ -1,0 +1,75 @@
+// End to end, for real: maps shown by their pairs, on the bucket layout (Go <= 1.23, pinned 1.19)
+// and on swiss tables (Go 1.24+, the matrix rows), amd64 and 386. The fixture writes down every pair
+// of every map it passes; the tracer shows the first slice_max of them in the order they lie in
+// memory, so the comparison is as sets: each pair shown is one the program had, with its value,
+// shown once, and as many as the map has up to slice_max.
+#include "harness.h"
+
+#include <doctest/doctest.h>
+
+#include <set>
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kSliceMax = 15; // tests/e2e/maps.yaml
+
+void trace_maps(const std::string &fixture) {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("maps-" + fixture);
+  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/maps.yaml"), e2e::fixture(fixture), "-o",
+                         dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture(fixture), "-truth",
+                          dir + "/truth.jsonl", "-rounds", "3"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::vector<json> truth = e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"));
+  std::vector<json> events;
+  for (auto &e : e2e::json_lines(traced.out))
+    if (e["function"] == "main.Maps")
+      events.push_back(e);
+  REQUIRE(truth.size() == 3);
+  REQUIRE(events.size() == truth.size());
+  size_t compared = 0;
+  for (size_t i = 0; i < truth.size(); ++i) {
+    CAPTURE(i);
+    CHECK_FALSE(events[i].contains("faults"));
+    // The map caught growing is only a test of the bucket layout when it was growing.
+    if (truth[i]["layout"] == "hmap")
+      CHECK(truth[i]["growing"] == true);
+    for (auto &[expr, want] : truth[i]["args"].items()) {
+      CAPTURE(expr);
+      const json &got = events[i]["args"][expr];
+      INFO(got.dump());
+      REQUIRE(got.is_object());
+      CHECK(got["len"] == want["len"]);
+      std::map<std::string, json> pairs; // key (as JSON text) -> value
+      for (const json &p : want["pairs"])
+        pairs[p[0].dump()] = p[1];
+      REQUIRE(got["items"].is_array());
+      size_t expected = std::min<size_t>(want["len"].get<size_t>(), kSliceMax);
+      CHECK(got["items"].size() == expected);
+      std::set<std::string> seen;
+      for (const json &item : got["items"]) {
+        std::string key = item["key"].dump();
+        CAPTURE(key);
+        CHECK(seen.insert(key).second); // each pair once
+        auto it = pairs.find(key);
+        REQUIRE(it != pairs.end()); // a pair the map has
+        CHECK(item["value"] == it->second);
+        ++compared;
+      }
+    }
+  }
+  MESSAGE(fixture << ": " << compared << " pairs compared");
+  CHECK(compared > 0);
+}
+
+} // namespace
+
+TEST_CASE("maps are shown by their pairs, each one the program had: amd64") { trace_maps("maps"); }
+
+TEST_CASE("maps are shown by their pairs, each one the program had: 386") { trace_maps("maps_386"); }
