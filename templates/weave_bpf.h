@@ -379,14 +379,16 @@ static __always_inline __u64 weave_tls_g(long offset)
  * tophash is >= minTopHash (5): 0 and 1 are empty, 2-4 mark pairs already evacuated by a grow.
  * While the map grows (oldbuckets != 0) a pair is either still in an old bucket (its tophash is
  * still >= 5 there) or already in a new one, never both: insertions and deletions evacuate their
- * old bucket first (growWork). So the walk reads the new buckets' live slots, then the old ones',
- * and sees every pair once. */
+ * old bucket first (growWork). So the walk reads the live slots of the old buckets not yet
+ * evacuated (from nevacuate on: the ones below it all are), where most pairs of a map that just
+ * started growing are, then those of the new buckets, and sees every pair once. */
 static __always_inline long weave_map_hmap(__u64 *count, __u64 *slots, __u32 max, __u32 visits, __u64 h,
 					   __u32 ptr_size, __u32 flags_off, __u32 b_off, __u32 buckets_off,
-					   __u32 oldbuckets_off, __u32 bucket_size, __u32 tophash_off, __u32 keys_off,
-					   __u32 key_size, __u32 values_off, __u32 value_size, __u32 overflow_off)
+					   __u32 oldbuckets_off, __u32 nevacuate_off, __u32 bucket_size,
+					   __u32 tophash_off, __u32 keys_off, __u32 key_size, __u32 values_off,
+					   __u32 value_size, __u32 overflow_off)
 {
-	__u64 flags = 0, log2 = 0, buckets = 0, old = 0;
+	__u64 flags = 0, log2 = 0, buckets = 0, old = 0, nevacuate = 0;
 	long err = 0;
 	*count = 0;
 	if (!h)
@@ -395,23 +397,37 @@ static __always_inline long weave_map_hmap(__u64 *count, __u64 *slots, __u32 max
 	err |= weave_load(&log2, h + b_off, 1);
 	err |= weave_load(&buckets, h + buckets_off, ptr_size);
 	err |= weave_load(&old, h + oldbuckets_off, ptr_size);
+	err |= weave_load(&nevacuate, h + nevacuate_off, ptr_size);
 	if (err || (flags & 4) || log2 > 62) /* hashWriting: another goroutine is writing the map */
 		return -1;
 	__u64 new_count = buckets ? 1ULL << log2 : 0;
 	/* sameSizeGrow (8): as many old buckets as new ones, else half as many */
 	__u64 old_count = old ? ((flags & 8) ? 1ULL << log2 : (1ULL << log2) >> 1) : 0;
-	__u64 index = 0, bucket = 0;
-	int in_old = 0;
+	/* The old buckets below nevacuate are all evacuated: the walk starts at nevacuate there. (Once
+	 * a grow is over nevacuate keeps its last value, which means nothing for the new buckets.)
+	 * Buckets are walked by address, so that every value the loop carries from one visit to the
+	 * next is one the verifier cannot know and it tells visits apart by their number alone (see
+	 * weave_map_swiss). */
+	__u64 cursor = buckets, end = buckets + new_count * bucket_size, then = 0, then_end = 0, bucket = 0;
+	if (old_count) {
+		cursor = old + nevacuate * bucket_size;
+		end = old + old_count * bucket_size;
+		then = buckets;
+		then_end = buckets + new_count * bucket_size;
+	}
 	for (__u32 visit = 0; visit < visits; visit++) {
 		if (!bucket) { /* the next bucket of the array, after the previous one's overflow chain */
-			if (!in_old && index >= new_count) {
-				in_old = 1;
-				index = 0;
+			if (cursor >= end) { /* the old buckets are done: the new ones */
+				if (!then)
+					break;
+				cursor = then;
+				end = then_end;
+				then = 0;
+				if (cursor >= end)
+					break;
 			}
-			if (in_old && index >= old_count)
-				break;
-			bucket = (in_old ? old : buckets) + index * bucket_size;
-			index++;
+			bucket = cursor;
+			cursor += bucket_size;
 		}
 		__u64 tophash = 0;
 		if (weave_load(&tophash, bucket + tophash_off, 8))
@@ -439,6 +455,27 @@ static __always_inline long weave_map_hmap(__u64 *count, __u64 *slots, __u32 max
  * groups.data[0 .. groups.lengthMask]. A group is {ctrl uint64, slots [8]{key K; elem V}}: slot i
  * holds a pair when control byte i has its top bit clear (empty is 0x80, deleted 0xfe). A grow
  * replaces a whole table during one write, which `writing` marks. */
+/* The full slots of one group at `group`, after the pairs found so far. */
+static __always_inline long weave_map_group(__u64 *count, __u64 *slots, __u32 max, __u64 group, __u32 ctrl_off,
+					    __u32 slots_off, __u32 slot_size, __u32 key_off, __u32 elem_off)
+{
+	__u64 ctrl = 0;
+	if (weave_load(&ctrl, group + ctrl_off, 8))
+		return -1;
+	for (__u32 s = 0; s < WEAVE_MAP_SLOTS; s++) {
+		if ((ctrl >> (8 * s)) & 0x80)
+			continue;
+		__u64 n = *(volatile __u64 *)count; /* from memory, on purpose: see weave_map_hmap */
+		if (n >= max)
+			return 0;
+		__u64 slot = group + slots_off + s * slot_size;
+		slots[2 * n] = slot + key_off;
+		slots[2 * n + 1] = slot + elem_off;
+		*(volatile __u64 *)count = n + 1;
+	}
+	return 0;
+}
+
 static __always_inline long weave_map_swiss(__u64 *count, __u64 *slots, __u32 max, __u32 visits, __u64 m,
 					    __u32 ptr_size, __u32 dir_ptr_off, __u32 dir_len_off, __u32 writing_off,
 					    __u32 groups_data_off, __u32 groups_mask_off, __u32 group_size,
@@ -455,14 +492,16 @@ static __always_inline long weave_map_swiss(__u64 *count, __u64 *slots, __u32 ma
 	err |= weave_load(&writing, m + writing_off, 1);
 	if (err || writing)
 		return -1;
-	__u64 data = 0, groups = 0, g = 0, entry = 0, table = 0;
-	if (!dir_len) { /* small map: one group, or none yet */
-		data = dir;
-		groups = dir ? 1 : 0;
-	}
+	if (!dir_len) /* a small map: one group, or none yet */
+		return dir ? weave_map_group(count, slots, max, dir, ctrl_off, slots_off, slot_size, key_off, elem_off) : 0;
+	/* Every value the loop carries from one visit to the next is one the verifier cannot know (read
+	 * from the map; the groups are walked by address, not by an index from 0), so that it tells
+	 * visits apart by their number alone: with a counter reset to 0 per table it kept apart every
+	 * combination and ran out of its budget. */
+	__u64 group = 0, end = 0, entry = 0, table = 0;
 	for (__u32 visit = 0; visit < visits; visit++) {
-		if (g >= groups) { /* the next table of the directory */
-			if (!dir_len || entry >= dir_len)
+		if (group >= end) { /* the next table of the directory */
+			if (entry >= dir_len)
 				break;
 			__u64 next = 0, mask = 0;
 			if (weave_load(&next, dir + entry * ptr_size, ptr_size))
@@ -471,29 +510,15 @@ static __always_inline long weave_map_swiss(__u64 *count, __u64 *slots, __u32 ma
 			if (next == table)
 				continue; /* the same table again: it covers several entries */
 			table = next;
-			err |= weave_load(&data, table + groups_data_off, ptr_size);
+			err |= weave_load(&group, table + groups_data_off, ptr_size);
 			err |= weave_load(&mask, table + groups_mask_off, 8);
 			if (err)
 				return -1;
-			groups = mask + 1;
-			g = 0;
+			end = group + (mask + 1) * group_size;
 		}
-		__u64 group = data + g * group_size;
-		g++;
-		__u64 ctrl = 0;
-		if (weave_load(&ctrl, group + ctrl_off, 8))
+		if (weave_map_group(count, slots, max, group, ctrl_off, slots_off, slot_size, key_off, elem_off))
 			return -1;
-		for (__u32 s = 0; s < WEAVE_MAP_SLOTS; s++) {
-			if ((ctrl >> (8 * s)) & 0x80)
-				continue;
-			__u64 n = *(volatile __u64 *)count; /* from memory, on purpose: see weave_map_hmap */
-			if (n >= max)
-				return 0;
-			__u64 slot = group + slots_off + s * slot_size;
-			slots[2 * n] = slot + key_off;
-			slots[2 * n + 1] = slot + elem_off;
-			*(volatile __u64 *)count = n + 1;
-		}
+		group += group_size;
 	}
 	return 0;
 }

@@ -336,10 +336,11 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
                              "at most {} buckets read",
                              w.pairs, w.max_visits));
           fv.set("walk_call",
-                 fmt::format("weave_map_hmap({},\n\t\t\t\t{}, {}, {}, {}, /* hmap flags, B, buckets, oldbuckets */"
+                 fmt::format("weave_map_hmap({},\n\t\t\t\t{}, {}, {}, {}, {}, /* hmap flags, B, buckets, oldbuckets, "
+                             "nevacuate */"
                              "\n\t\t\t\t{}, {}, {}, {}, {}, {}, {}) /* bucket size, tophash, keys, key size, "
                              "values, value size, overflow */",
-                             head, w.flags, w.log2_buckets, w.buckets, w.oldbuckets, w.bucket_size, w.tophash,
+                             head, w.flags, w.log2_buckets, w.buckets, w.oldbuckets, w.nevacuate, w.bucket_size, w.tophash,
                              w.keys, w.key_size, w.values, w.value_size, w.overflow));
         } else {
           fv.set("walk_comment",

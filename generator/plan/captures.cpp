@@ -38,11 +38,13 @@ struct Place {
   int base_field = -1; // memory found through an earlier field of the capture (ValueRead::base_field)
 };
 
-// Buckets (hmap) or groups (swiss tables) a map walk reads at most, so that the verifier sees a
-// bounded loop: 64 buckets of 8 slots reach the first pairs of any map that is not mostly empty
-// space (a map whose first pairs lie further in shows fewer than it could: its len says how many
-// it has).
-constexpr uint32_t kMapMaxVisits = 64;
+// Buckets (hmap, overflow buckets included) or groups (swiss tables) a map walk reads at most, so
+// that the verifier sees a bounded loop it can afford: it checks every iteration, and a walk of 16
+// for 15 pairs costs it about 22,000 instructions of its 1,000,000 (64 cost 120,000). A full bucket or group holds 8 pairs and Go keeps them at least
+// about half full as they grow, so 16 reach the first pairs of any map that is not mostly empty
+// space left by deletions; such a map shows fewer pairs than it could, and its len says how many
+// it has.
+constexpr uint32_t kMapMaxVisits = 16;
 // Keys and values larger than this are stored through a pointer in the bucket or slot
 // (runtime/map.go maxKeySize/maxElemSize, abi.MapMaxKeyBytes/MapMaxElemBytes).
 constexpr uint64_t kMapMaxInlineSize = 128;
@@ -519,10 +521,11 @@ public:
       // Go <= 1.23: hash<K,V> {count, flags, B, ..., buckets, oldbuckets, ...}, buckets of
       // bucket<K,V> {tophash [8]uint8, keys [8]K, values [8]V, overflow *bucket<K,V>}.
       const GoField *flags = field(header, "flags"), *b = field(header, "B"),
-                    *buckets = field(header, "buckets"), *old = field(header, "oldbuckets");
+                    *buckets = field(header, "buckets"), *old = field(header, "oldbuckets"),
+                    *nevacuate = field(header, "nevacuate");
       const GoType *bucket = pointee(buckets);
-      if (!flags || !b || !old || !bucket)
-        return unexpected("lacks flags, B, buckets or oldbuckets");
+      if (!flags || !b || !old || !nevacuate || !bucket)
+        return unexpected("lacks flags, B, buckets, oldbuckets or nevacuate");
       const GoField *tophash = field(*bucket, "tophash"), *keys = field(*bucket, "keys"),
                     *values = field(*bucket, "values"), *overflow = field(*bucket, "overflow");
       if (!tophash || !keys || !values || !overflow)
@@ -536,6 +539,7 @@ public:
       walk.log2_buckets = b->offset;
       walk.buckets = buckets->offset;
       walk.oldbuckets = old->offset;
+      walk.nevacuate = nevacuate->offset;
       walk.bucket_size = bucket->size;
       walk.tophash = tophash->offset;
       walk.keys = keys->offset;

@@ -49,8 +49,8 @@ struct MapWalk {
   uint32_t pairs = 0;
   uint32_t max_visits = 0; // buckets (hmap, overflow buckets included) or groups (swiss) read at most
   int first_slot_field = -1;
-  // hmap: hash<K,V>.{flags, B, buckets, oldbuckets}; bucket<K,V>.{tophash, keys, values, overflow}.
-  uint64_t flags = 0, log2_buckets = 0, buckets = 0, oldbuckets = 0;
+  // hmap: hash<K,V>.{flags, B, buckets, oldbuckets, nevacuate}; bucket<K,V>.{tophash, keys, values, overflow}.
+  uint64_t flags = 0, log2_buckets = 0, buckets = 0, oldbuckets = 0, nevacuate = 0;
   uint64_t bucket_size = 0, tophash = 0, keys = 0, key_size = 0, values = 0, value_size = 0, overflow = 0;
   // swiss: map<K,V>.{dirPtr, dirLen, writing}; table<K,V>.groups.{data, lengthMask};
   // group.{ctrl, slots}, slot.{key, elem}.

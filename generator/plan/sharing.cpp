@@ -38,9 +38,9 @@ std::string program_shape(const ProbePlan &probe, const EventPlan &event) {
       if (f.by_walk)
         key += " by_walk";
       if (const auto &w = f.map_walk)
-        key += fmt::format(" walk={} pairs={} visits={} slots={} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
+        key += fmt::format(" walk={} pairs={} visits={} slots={} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
                            w->layout, w->pairs, w->max_visits, w->first_slot_field, w->flags, w->log2_buckets,
-                           w->buckets, w->oldbuckets, w->bucket_size, w->tophash, w->keys, w->key_size, w->values,
+                           w->buckets, w->oldbuckets, w->nevacuate, w->bucket_size, w->tophash, w->keys, w->key_size, w->values,
                            w->value_size, w->overflow, w->dir_ptr, w->dir_len, w->writing, w->groups_data,
                            w->groups_mask, w->group_size, w->ctrl, w->slots, w->slot_size, w->slot_key, w->slot_elem);
       key += "\n";
