@@ -383,13 +383,15 @@ public:
   // The pairs of a map after its len: a hidden count that the walk fills in, each pair's hidden
   // key and value addresses, and the pairs as the list `items` of {key, value}, read through those
   // addresses below the count. The map the capture names is refused when its pairs cannot be read
-  // (no layout in DWARF, a key or value type weave does not copy, too many fields); a map inside a
-  // struct keeps its len alone then, and so does a map inside a slice or array, always (a walk per
-  // element would not fit a record).
+  // (a key or value type weave does not copy, a layout unlike the runtime's, too many fields); a
+  // map inside a struct keeps its len alone then, and so does a map inside a slice or array,
+  // always (a walk per element would not fit a record), and any map of a binary without DWARF.
   void emit_map_pairs(const Place &place, const GoType &type, const std::string &field_name,
                       const std::string &path, const SourceLoc &loc, CapturePlan &capture, int depth) {
     const bool named = depth == 0 && field_name.empty();
-    if (in_list_)
+    // Without DWARF (a stripped binary, its parameters declared in the spec) there is no layout to
+    // walk: the map keeps the len it always had, as the documentation says.
+    if (in_list_ || type.header == kNoType)
       return;
     std::string why;
     std::optional<MapWalk> walk = map_layout(type, why);
