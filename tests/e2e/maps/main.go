@@ -23,6 +23,17 @@ func Maps(small map[string]int, big map[int64]string, grown map[int64]int, empty
 	return len(small) + len(big) + len(grown) + len(empty) + len(none)
 }
 
+// Refused's map has values weave does not copy (slices): capturing it is refused, naming the type;
+// inside a struct it shows its length alone.
+//
+//go:noinline
+func Refused(m map[string][]int, h Holder) int { return len(m) + len(h.M) }
+
+type Holder struct {
+	N int
+	M map[string][]int
+}
+
 // Go 1.24 replaced the bucket layout (runtime.hmap) with swiss tables.
 func layout() string {
 	v := strings.TrimPrefix(runtime.Version(), "go1.")
@@ -113,5 +124,10 @@ func main() {
 		}
 		sum += Maps(small, big, grown, empty, none)
 	}
+	refused := map[string][]int{"x": {1}, "y": nil}
+	if err := truth.Encode(map[string]any{"function": "main.Refused", "len": len(refused)}); err != nil {
+		panic(err)
+	}
+	sum += Refused(refused, Holder{N: 7, M: refused})
 	fmt.Fprintln(os.Stderr, "maps done, sum", sum)
 }
