@@ -402,6 +402,11 @@ public:
     if (!walk || !why.empty()) {
       if (!named)
         return;
+      if (implicit_notes_) { // args: all, return: true: the len alone, said in the warnings
+        implicit_notes_->push_back(
+            fmt::format("{}'s pairs ({}; its len is captured): {}", path, type.name, why));
+        return;
+      }
       throw UserError("unsupported-map",
                       fmt::format("{} is a {}: weave cannot capture its pairs: {}", path, type.name, why), loc,
                       fmt::format("capture len({}) for its length alone, or lower options.slice_max", path));
@@ -612,8 +617,12 @@ private:
   RuntimeLayout runtime_;
   bool in_list_ = false;     // emitting the elements of a slice or array
   bool contents_off_ = false; // len(m): the header's length alone
+  // Resolving an implicit capture (args: all, return: true): a map whose pairs cannot be read
+  // keeps its len, with a note here, instead of being left out.
+  std::vector<std::string> *implicit_notes_ = nullptr;
 public:
   void set_contents_off(bool off) { contents_off_ = off; }
+  void set_implicit_notes(std::vector<std::string> *notes) { implicit_notes_ = notes; }
 };
 
 std::vector<std::string> field_names(const GoType &type) {
@@ -820,11 +829,16 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
       skipped.push_back(fmt::format("{} {}: listed twice in DWARF; the first one is captured", what, cs.expr));
       continue;
     }
+    std::vector<std::string> notes;
+    resolver.set_implicit_notes(&notes);
     try {
       captures.push_back(resolve_capture(cs, values, function, what, resolver));
+      for (const std::string &note : notes)
+        skipped.push_back(fmt::format("{} {} [unsupported-map]", what, note));
     } catch (const UserError &e) {
       skipped.push_back(fmt::format("{} {}: {} [{}]", what, cs.expr, e.what(), e.id));
     }
+    resolver.set_implicit_notes(nullptr);
   }
   for (const auto &cs : explicit_captures)
     if (!captured(cs.expr))

@@ -104,3 +104,17 @@ TEST_CASE("a map of values weave does not copy is refused by name, and inside a 
   CHECK(events[0]["args"]["len(m)"] == truth[0]["len"]);
   CHECK(events[0]["args"]["h"] == json{{"N", 7}, {"M", {{"len", truth[0]["len"]}}}});
 }
+
+TEST_CASE("args: all keeps the len of a map whose pairs it cannot copy, with a warning") {
+  std::string dir = e2e::temp_dir("maps-all");
+  write_file(dir + "/all.yaml", "probes:\n  - function: main.Refused\n    args: all\n");
+  auto built = e2e::run({e2e::weave(), dir + "/all.yaml", e2e::fixture("maps"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  CHECK(built.err.find("m's pairs (map[string][]int; its len is captured): its value type []int") !=
+        std::string::npos);
+  auto manifest = json::parse(e2e::read_file(dir + "/out/probes.json"));
+  REQUIRE(manifest["probes"][0]["captures"].size() == 2); // m and h, both there
+  CHECK(manifest["probes"][0]["captures"][0]["expr"] == "m");
+  CHECK(manifest["probes"][0]["captures"][0]["fields"].size() == 1); // its len
+}
