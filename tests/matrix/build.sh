@@ -8,6 +8,7 @@
 #
 # What is built (each as its own file in OUTDIR, named as the pinned 1.19 build names it):
 #   fixture fixture_stripped fixture_pie fixture_386 fixture_386_stripped cgo   tests/e2e/*
+#   zerosize zerosize_386 maps maps_386                                         tests/e2e/*
 #   fixture_arm64 fixture_arm64_stripped (traced in qemu)                       tests/e2e/fixture
 #   newgo newgo_386 newgo_pgo                                                   tests/matrix/newgo
 #   compile_amd64 compile_arm64 (only with --compile)                           cmd/compile
@@ -78,6 +79,8 @@ build fixture_arm64_stripped "$e2e" GOARCH=arm64 -- -ldflags='-s -w'
 build cgo "$src/tests/e2e/cgo" CGO_ENABLED=1 --
 build zerosize "$src/tests/e2e/zerosize" --
 build zerosize_386 "$src/tests/e2e/zerosize" GOARCH=386 --
+build maps "$src/tests/e2e/maps" --
+build maps_386 "$src/tests/e2e/maps" GOARCH=386 --
 generics=$src/tests/e2e/generics
 build generics "$generics" --
 build generics_stripped "$generics" -- -ldflags='-s -w'
