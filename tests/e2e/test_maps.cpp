@@ -118,3 +118,26 @@ TEST_CASE("args: all keeps the len of a map whose pairs it cannot copy, with a w
   CHECK(manifest["probes"][0]["captures"][0]["expr"] == "m");
   CHECK(manifest["probes"][0]["captures"][0]["fields"].size() == 1); // its len
 }
+
+TEST_CASE("a map another goroutine is writing is marked, never shown half updated") {
+  e2e::require_bpf();
+  for (const char *fixture : {"maps", "maps_386"}) {
+    CAPTURE(fixture);
+    std::string dir = e2e::temp_dir(std::string("maps-written-") + fixture);
+    write_file(dir + "/written.yaml", "probes:\n  - function: main.Written\n    capture: [m, len(m)]\n");
+    auto built = e2e::run({e2e::weave(), dir + "/written.yaml", e2e::fixture(fixture), "-o", dir + "/out"});
+    INFO(built.err);
+    REQUIRE(built.status == 0);
+    auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture(fixture), "-truth",
+                            dir + "/truth.jsonl", "-rounds", "0"});
+    INFO(traced.err);
+    REQUIRE(traced.status == 0);
+    auto events = e2e::json_lines(traced.out);
+    REQUIRE(events.size() == 1);
+    INFO(events[0].dump());
+    REQUIRE(events[0].contains("faults"));
+    CHECK(events[0]["faults"] == json::array({"m"}));
+    CHECK(events[0]["args"]["m"].is_null());
+    CHECK(events[0]["args"]["len(m)"] == 1); // the length is still read
+  }
+}

@@ -34,6 +34,44 @@ type Holder struct {
 	M map[string][]int
 }
 
+// Written takes a map that looks written to at the moment: its writing flag is set for the call
+// (hashWriting in hmap.flags, Map.writing in a swiss map), as another goroutine writing to it would
+// leave it. The tracer must not show its pairs: the capture is marked instead.
+//
+//go:noinline
+func Written(m map[string]int) int { return len(m) }
+
+// The head of a swiss map, internal/runtime/maps.Map (Go 1.24+).
+type swissMap struct {
+	used        uint64
+	seed        uintptr
+	dirPtr      unsafe.Pointer
+	dirLen      int
+	globalDepth uint8
+	globalShift uint8
+	writing     uint8
+}
+
+// setWriting sets or clears the map's writing flag, as mapassign does around a write.
+func setWriting(m map[string]int, on bool) {
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&m))
+	if layout() == "hmap" {
+		h := (*hmap)(p)
+		if on {
+			h.flags |= 4 // hashWriting
+		} else {
+			h.flags &^= 4
+		}
+		return
+	}
+	s := (*swissMap)(p)
+	if on {
+		s.writing = 1
+	} else {
+		s.writing = 0
+	}
+}
+
 // Go 1.24 replaced the bucket layout (runtime.hmap) with swiss tables.
 func layout() string {
 	v := strings.TrimPrefix(runtime.Version(), "go1.")
@@ -129,5 +167,10 @@ func main() {
 		panic(err)
 	}
 	sum += Refused(refused, Holder{N: 7, M: refused})
+	written := map[string]int{"w": 1}
+	setWriting(written, true)
+	sum += Written(written)
+	setWriting(written, false)
+	written["w2"] = 2 // a real write after it: the flag was put back as found
 	fmt.Fprintln(os.Stderr, "maps done, sum", sum)
 }
