@@ -466,4 +466,172 @@ static __always_inline void weave_release(void *held_map, struct weave_call_key 
 	}
 }
 
+/* ---- Map contents ---------------------------------------------------------------------------
+ * A map capture shows its first pairs: a walk over the map's buckets or groups finds the slots
+ * that hold one, in the order they lie in memory (Go's own iteration order is random), and stores
+ * each pair's key and value addresses, `slots[2i]` and `slots[2i + 1]`, for the generated code to
+ * read like any other value; `*count` says how many it found. Every offset and size is a constant
+ * from the binary's DWARF (generator/plan: MapWalk), and `max` and `visits` bound the loops for
+ * the verifier: a walk that reads `visits` buckets or groups stops there, having found fewer pairs
+ * than it could (the capture's len still says how many the map has).
+ *
+ * Both return nonzero when the map cannot be read as it is: a fault, or another goroutine writing
+ * to it right now (a data race in the program): the capture is then marked, never shown half
+ * updated. */
+#define WEAVE_MAP_SLOTS 8 /* slots per bucket (hmap) or group (swiss), in every Go version */
+/* The count of pairs found lives in the record, not in a register, and is read back before each
+ * store: the verifier does not track values in ring-buffer memory, so it sees a count it only
+ * knows to be below `max`, and the states of one loop iteration with 0, 1, 2 ... pairs found are
+ * one state. With the count in a register it verified every (bucket, slot, count) combination and
+ * ran past its million-instruction budget. */
+
+/* Go <= 1.23 (runtime/map.go): hmap {count, flags, B, ..., buckets, oldbuckets, ...}; 2^B buckets
+ * of {tophash [8]uint8, keys [8]K, values [8]V, overflow *bucket}. A slot holds a pair when its
+ * tophash is >= minTopHash (5): 0 and 1 are empty, 2-4 mark pairs already evacuated by a grow.
+ * While the map grows (oldbuckets != 0) a pair is either still in an old bucket (its tophash is
+ * still >= 5 there) or already in a new one, never both: insertions and deletions evacuate their
+ * old bucket first (growWork). So the walk reads the live slots of the old buckets not yet
+ * evacuated (from nevacuate on: the ones below it all are), where most pairs of a map that just
+ * started growing are, then those of the new buckets, and sees every pair once. */
+static __always_inline long weave_map_hmap(__u64 *count, __u64 *slots, __u32 max, __u32 visits, __u64 h,
+					   __u32 ptr_size, __u32 flags_off, __u32 b_off, __u32 buckets_off,
+					   __u32 oldbuckets_off, __u32 nevacuate_off, __u32 bucket_size,
+					   __u32 tophash_off, __u32 keys_off, __u32 key_size, __u32 values_off,
+					   __u32 value_size, __u32 overflow_off)
+{
+	__u64 flags = 0, log2 = 0, buckets = 0, old = 0, nevacuate = 0;
+	long err = 0;
+	*count = 0;
+	if (!h)
+		return 0; /* a nil map has no pairs */
+	err |= weave_load(&flags, h + flags_off, 1);
+	err |= weave_load(&log2, h + b_off, 1);
+	err |= weave_load(&buckets, h + buckets_off, ptr_size);
+	err |= weave_load(&old, h + oldbuckets_off, ptr_size);
+	err |= weave_load(&nevacuate, h + nevacuate_off, ptr_size);
+	if (err || (flags & 4) || log2 > 62) /* hashWriting: another goroutine is writing the map */
+		return -1;
+	__u64 new_count = buckets ? 1ULL << log2 : 0;
+	/* sameSizeGrow (8): as many old buckets as new ones, else half as many */
+	__u64 old_count = old ? ((flags & 8) ? 1ULL << log2 : (1ULL << log2) >> 1) : 0;
+	/* The old buckets below nevacuate are all evacuated: the walk starts at nevacuate there. (Once
+	 * a grow is over nevacuate keeps its last value, which means nothing for the new buckets.)
+	 * Buckets are walked by address, so that every value the loop carries from one visit to the
+	 * next is one the verifier cannot know and it tells visits apart by their number alone (see
+	 * weave_map_swiss). */
+	__u64 cursor = buckets, end = buckets + new_count * bucket_size, then = 0, then_end = 0, bucket = 0;
+	if (old_count) {
+		cursor = old + nevacuate * bucket_size;
+		end = old + old_count * bucket_size;
+		then = buckets;
+		then_end = buckets + new_count * bucket_size;
+	}
+	for (__u32 visit = 0; visit < visits; visit++) {
+		if (!bucket) { /* the next bucket of the array, after the previous one's overflow chain */
+			if (cursor >= end) { /* the old buckets are done: the new ones */
+				if (!then)
+					break;
+				cursor = then;
+				end = then_end;
+				then = 0;
+				if (cursor >= end)
+					break;
+			}
+			bucket = cursor;
+			cursor += bucket_size;
+		}
+		__u64 tophash = 0;
+		if (weave_load(&tophash, bucket + tophash_off, 8))
+			return -1;
+		for (__u32 s = 0; s < WEAVE_MAP_SLOTS; s++) {
+			if (((tophash >> (8 * s)) & 0xff) < 5)
+				continue;
+			__u64 n = *(volatile __u64 *)count; /* from memory, on purpose: see above */
+			if (n >= max)
+				return 0;
+			slots[2 * n] = bucket + keys_off + s * key_size;
+			slots[2 * n + 1] = bucket + values_off + s * value_size;
+			*(volatile __u64 *)count = n + 1;
+		}
+		if (weave_load(&bucket, bucket + overflow_off, ptr_size))
+			return -1;
+	}
+	return 0;
+}
+
+/* Go >= 1.24 (internal/runtime/maps): Map {used, seed, dirPtr, dirLen, globalDepth, globalShift,
+ * writing, ...}. A small map (dirLen == 0) is one group at dirPtr; else dirPtr is dirLen table
+ * pointers, where a table covering 2^(globalDepth - localDepth) entries is listed that many times
+ * in a row (so a table equal to the previous entry's is skipped), and a table's groups are
+ * groups.data[0 .. groups.lengthMask]. A group is {ctrl uint64, slots [8]{key K; elem V}}: slot i
+ * holds a pair when control byte i has its top bit clear (empty is 0x80, deleted 0xfe). A grow
+ * replaces a whole table during one write, which `writing` marks. */
+/* The full slots of one group at `group`, after the pairs found so far. */
+static __always_inline long weave_map_group(__u64 *count, __u64 *slots, __u32 max, __u64 group, __u32 ctrl_off,
+					    __u32 slots_off, __u32 slot_size, __u32 key_off, __u32 elem_off)
+{
+	__u64 ctrl = 0;
+	if (weave_load(&ctrl, group + ctrl_off, 8))
+		return -1;
+	for (__u32 s = 0; s < WEAVE_MAP_SLOTS; s++) {
+		if ((ctrl >> (8 * s)) & 0x80)
+			continue;
+		__u64 n = *(volatile __u64 *)count; /* from memory, on purpose: see weave_map_hmap */
+		if (n >= max)
+			return 0;
+		__u64 slot = group + slots_off + s * slot_size;
+		slots[2 * n] = slot + key_off;
+		slots[2 * n + 1] = slot + elem_off;
+		*(volatile __u64 *)count = n + 1;
+	}
+	return 0;
+}
+
+static __always_inline long weave_map_swiss(__u64 *count, __u64 *slots, __u32 max, __u32 visits, __u64 m,
+					    __u32 ptr_size, __u32 dir_ptr_off, __u32 dir_len_off, __u32 writing_off,
+					    __u32 groups_data_off, __u32 groups_mask_off, __u32 group_size,
+					    __u32 ctrl_off, __u32 slots_off, __u32 slot_size, __u32 key_off,
+					    __u32 elem_off)
+{
+	__u64 dir = 0, dir_len = 0, writing = 0;
+	long err = 0;
+	*count = 0;
+	if (!m)
+		return 0; /* a nil map has no pairs */
+	err |= weave_load(&dir, m + dir_ptr_off, ptr_size);
+	err |= weave_load(&dir_len, m + dir_len_off, ptr_size);
+	err |= weave_load(&writing, m + writing_off, 1);
+	if (err || writing)
+		return -1;
+	if (!dir_len) /* a small map: one group, or none yet */
+		return dir ? weave_map_group(count, slots, max, dir, ctrl_off, slots_off, slot_size, key_off, elem_off) : 0;
+	/* Every value the loop carries from one visit to the next is one the verifier cannot know (read
+	 * from the map; the groups are walked by address, not by an index from 0), so that it tells
+	 * visits apart by their number alone: with a counter reset to 0 per table it kept apart every
+	 * combination and ran out of its budget. */
+	__u64 group = 0, end = 0, entry = 0, table = 0;
+	for (__u32 visit = 0; visit < visits; visit++) {
+		if (group >= end) { /* the next table of the directory */
+			if (entry >= dir_len)
+				break;
+			__u64 next = 0, mask = 0;
+			if (weave_load(&next, dir + entry * ptr_size, ptr_size))
+				return -1;
+			entry++;
+			if (next == table)
+				continue; /* the same table again: it covers several entries */
+			table = next;
+			err |= weave_load(&group, table + groups_data_off, ptr_size);
+			err |= weave_load(&mask, table + groups_mask_off, 8);
+			if (err)
+				return -1;
+			end = group + (mask + 1) * group_size;
+		}
+		if (weave_map_group(count, slots, max, group, ctrl_off, slots_off, slot_size, key_off, elem_off))
+			return -1;
+		group += group_size;
+	}
+	return 0;
+}
+
 #endif

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -94,14 +95,18 @@ std::string conversion(const EventField &f, const std::string &var) {
   return f.size == 8 ? var : fmt::format("({}){}", ubits[f.size], var);
 }
 
-Data read_view(const ValueRead &read, bool optional = false) {
+// `field_member` names the record member of a capture's field, for reads that start from one.
+Data read_view(const ValueRead &read, bool optional = false,
+               const std::function<std::string(int)> &field_member = nullptr) {
   Data view;
   // Speculative reads fault into `discard`, which marks nothing.
   view.set("fault_var", optional ? "discard" : "fault");
   view.set("base_reg", read.base_reg);
-  // capture_at_return reads start from what the entry saved, which the return found in `held`.
+  // capture_at_return reads start from what the entry saved, which the return found in `held`;
+  // a map pair's key or value from the address its map's walk stored in the record.
   view.set("base_expr", read.saved >= 0 ? fmt::format("(held ? held->saved[{}] : 0)", read.saved)
-                                        : "regs." + read.base_reg);
+                        : read.base_field >= 0 && field_member ? "e->" + field_member(read.base_field)
+                                                               : "regs." + read.base_reg);
   view.set("base_comment", comment(read.base_comment));
   Data loads{Data::type::list};
   for (const LoadStep &step : read.loads) {
@@ -383,10 +388,11 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     // needs none.
     bool reads = false, may_fault = false;
     for (const EventField &field : capture.fields) {
-      if (field.kind == "empty")
+      if (field.kind == "empty" || field.by_walk)
         continue;
       reads = true;
-      may_fault = may_fault || field.kind == "string" || !field.value.loads.empty() || field.guard_faults;
+      may_fault = may_fault || field.kind == "string" || !field.value.loads.empty() || field.guard_faults ||
+                  field.map_walk;
     }
     cv.set("reads", reads);
     cv.set("may_fault", may_fault);
@@ -396,9 +402,52 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
         continue;
       std::string member = member_name(c, f, capture.fields.size());
       std::string label = comment(capture.expr + (field.name.empty() ? "" : " ." + field.name));
+      auto field_member = [&](int index) {
+        return member_name(c, static_cast<size_t>(index), capture.fields.size());
+      };
+      if (field.by_walk) { // a map pair's address: the walk writes it, nothing reads it here
+        Data m;
+        m.set("decl", "__u64 " + member);
+        m.set("name", member);
+        m.set("offset", std::to_string(field.offset));
+        m.set("comment", label + " (written by the map walk)");
+        members.push_back(m);
+        continue;
+      }
       Data fv;
       fv.set("label", label);
-      fv.set("value", read_view(field.value, field.optional));
+      fv.set("value", read_view(field.value, field.optional, field_member));
+      fv.set("is_map_walk", field.map_walk.has_value());
+      if (field.map_walk) {
+        const MapWalk &w = *field.map_walk;
+        const EventField &first_slot = capture.fields.at(static_cast<size_t>(w.first_slot_field));
+        std::string head = fmt::format("(__u64 *)&e->{}, (__u64 *)((char *)e + {}), {}, {}, v, {}", member,
+                                       first_slot.offset, w.pairs, w.max_visits, plan.target.ptr_size);
+        if (w.layout == "hmap") {
+          fv.set("walk_comment",
+                 fmt::format("the first {} pairs, bucket by bucket (old buckets first while the map grows), "
+                             "at most {} buckets read",
+                             w.pairs, w.max_visits));
+          fv.set("walk_call",
+                 fmt::format("weave_map_hmap({},\n\t\t\t\t{}, {}, {}, {}, {}, /* hmap flags, B, buckets, oldbuckets, "
+                             "nevacuate */"
+                             "\n\t\t\t\t{}, {}, {}, {}, {}, {}, {}) /* bucket size, tophash, keys, key size, "
+                             "values, value size, overflow */",
+                             head, w.flags, w.log2_buckets, w.buckets, w.oldbuckets, w.nevacuate, w.bucket_size, w.tophash,
+                             w.keys, w.key_size, w.values, w.value_size, w.overflow));
+        } else {
+          fv.set("walk_comment",
+                 fmt::format("the first {} pairs, group by group, table by table, at most {} groups read",
+                             w.pairs, w.max_visits));
+          fv.set("walk_call",
+                 fmt::format("weave_map_swiss({},\n\t\t\t\t{}, {}, {}, /* Map dirPtr, dirLen, writing */"
+                             "\n\t\t\t\t{}, {}, /* table groups.data, groups.lengthMask */"
+                             "\n\t\t\t\t{}, {}, {}, {}, {}, {}) /* group size, ctrl, slots, slot size, "
+                             "key, elem */",
+                             head, w.dir_ptr, w.dir_len, w.writing, w.groups_data, w.groups_mask, w.group_size,
+                             w.ctrl, w.slots, w.slot_size, w.slot_key, w.slot_elem));
+        }
+      }
       // A slice element is read only when the slice is long enough to have it.
       fv.set("guarded", field.guard_field >= 0);
       fv.set("guard_faults", field.guard_faults);
@@ -408,9 +457,9 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
                                     field.guard_index));
       bool is_string = field.kind == "string";
       fv.set("is_string", is_string);
-      fv.set("is_scalar", !is_string);
+      fv.set("is_scalar", !is_string && !field.map_walk);
       if (is_string) {
-        fv.set("length", read_view(field.length, field.optional));
+        fv.set("length", read_view(field.length, field.optional, field_member));
         fv.set("fault_var", field.optional ? "discard" : "fault");
         fv.set("len_member", member + "_len");
         fv.set("data_member", member + "_data");
@@ -486,6 +535,8 @@ nlohmann::ordered_json read_json(const ValueRead &read) {
     loads.push_back({{"offset", l.offset}, {"size", l.size}});
   if (read.saved >= 0) // capture_at_return: from what the entry saved
     return {{"saved", read.saved}, {"loads", loads}};
+  if (read.base_field >= 0) // a map pair's key or value: from the address in that field
+    return {{"base_field", read.base_field}, {"loads", loads}};
   return {{"base", read.base_reg}, {"loads", loads}};
 }
 
@@ -536,8 +587,12 @@ std::string render_manifest(const Plan &plan) {
           field["max_len"] = f.max_len;
         if (f.hidden)
           field["hidden"] = true;
-        if (f.kind != "empty") // a zero-size value reads nothing
+        if (f.kind != "empty" && !f.by_walk) // a zero-size value reads nothing
           field["read"] = read_json(f.value);
+        if (f.map_walk) // how the pairs after it were found (templates/weave_bpf.h)
+          field["map_walk"] = {{"layout", f.map_walk->layout},
+                               {"pairs", f.map_walk->pairs},
+                               {"max_visits", f.map_walk->max_visits}};
         if (f.kind == "string")
           field["length_read"] = read_json(f.length);
         fields.push_back(field);

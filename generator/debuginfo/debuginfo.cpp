@@ -673,6 +673,16 @@ GoType DwarfDebugInfo::build(Dwarf_Die *die) {
     type.align = ptr;
     type.key = ref(kAttrGoKey);
     type.elem = ref(kAttrGoElem);
+    // The typedef's DW_AT_type is a pointer to the header struct the linker synthesized for this
+    // map type (synthesizemaptypes in cmd/link/internal/ld/dwarf.go): its buckets or tables are
+    // typed with the key and value, which is where a walk of the contents takes its layout from.
+    if (dwarf_tag(&under) == DW_TAG_pointer_type) {
+      type.header = pointee(&under);
+    } else {
+      Dwarf_Die pointer;
+      if (attr_ref(&under, DW_AT_type, &pointer) && dwarf_tag(&pointer) == DW_TAG_pointer_type)
+        type.header = pointee(&pointer);
+    }
     break;
   case kKindChan:
     type.kind = TypeKind::Chan;

@@ -59,6 +59,10 @@ struct GoType {
   uint64_t count = 0;           // Array length
   std::vector<GoField> fields;  // Struct fields in memory order
   bool empty_interface = false; // Interface: eface (interface{}) rather than iface
+  // Map: the runtime header the map value points to, as the linker's DWARF describes it for this
+  // key and value type: hash<K,V> (buckets, Go <= 1.23) or map<K,V> (swiss tables, Go 1.24+).
+  // kNoType without DWARF or when the linker synthesized none.
+  TypeId header = kNoType;
 };
 
 class TypeTable {

@@ -37,7 +37,19 @@ struct Place {
   std::string base_comment;
   std::vector<LoadStep> loads;
   int64_t offset = 0;
+  int base_field = -1; // memory found through an earlier field of the capture (ValueRead::base_field)
 };
+
+// Buckets (hmap, overflow buckets included) or groups (swiss tables) a map walk reads at most, so
+// that the verifier sees a bounded loop it can afford: it checks every iteration, and a walk of 16
+// for 15 pairs costs it about 22,000 instructions of its 1,000,000 (64 cost 120,000). A full bucket or group holds 8 pairs and Go keeps them at least
+// about half full as they grow, so 16 reach the first pairs of any map that is not mostly empty
+// space left by deletions; such a map shows fewer pairs than it could, and its len says how many
+// it has.
+constexpr uint32_t kMapMaxVisits = 16;
+// Keys and values larger than this are stored through a pointer in the bucket or slot
+// (runtime/map.go maxKeySize/maxElemSize, abi.MapMaxKeyBytes/MapMaxElemBytes).
+constexpr uint64_t kMapMaxInlineSize = 128;
 
 // Resolver turns one probe's capture expressions into event fields.
 class Resolver {
@@ -166,6 +178,7 @@ public:
       return read;
     }
     read.base_reg = place.base_reg;
+    read.base_field = place.base_field;
     read.base_comment = place.base_comment;
     read.loads = place.loads;
     read.loads.push_back({place.offset, static_cast<uint32_t>(size),
@@ -273,6 +286,8 @@ public:
       std::string items = join_name(field_name, "items");
       capture.lists.push_back({items, len.name});
       Place data = deref(member(place, 0, word), path + ".array", "*" + elem.name, loc);
+      bool was_in_list = in_list_;
+      in_list_ = true;
       for (int i = 0; i < slice_max_; ++i) {
         size_t first = capture.fields.size();
         emit(member(data, static_cast<uint64_t>(i) * elem.size, elem.size), type.elem,
@@ -282,6 +297,7 @@ public:
           capture.fields[f].guard_index = static_cast<uint64_t>(i);
         }
       }
+      in_list_ = was_in_list;
       return;
     }
     case TypeKind::Array: {
@@ -293,9 +309,12 @@ public:
       const GoType &elem = types_.at(type.elem);
       capture.lists.push_back({field_name, ""});
       uint64_t shown = std::min<uint64_t>(type.count, static_cast<uint64_t>(slice_max_));
+      bool was_in_list = in_list_;
+      in_list_ = true;
       for (uint64_t i = 0; i < shown; ++i)
         emit(member(place, i * elem.size, elem.size), type.elem, join_name(field_name, std::to_string(i)),
              fmt::format("{}[{}]", path, i), loc, capture, depth + 1);
+      in_list_ = was_in_list;
       return;
     }
     case TypeKind::Interface: {
@@ -386,6 +405,8 @@ public:
       header_field("len", *len_off);
       if (!is_map && runtime_.chan_cap)
         header_field("cap", *runtime_.chan_cap);
+      if (is_map && !contents_off_)
+        emit_map_pairs(place, type, field_name, path, loc, capture, depth);
       return;
     }
     default:
@@ -396,6 +417,227 @@ public:
                       "supported: integers, bool, uintptr, pointers, strings, and structs of those; "
                       "capture a field of it instead");
     }
+  }
+
+  // The pairs of a map after its len: a hidden count that the walk fills in, each pair's hidden
+  // key and value addresses, and the pairs as the list `items` of {key, value}, read through those
+  // addresses below the count. The map the capture names is refused when its pairs cannot be read
+  // (a key or value type weave does not copy, a layout unlike the runtime's, too many fields); a
+  // map inside a struct keeps its len alone then, and so does a map inside a slice or array,
+  // always (a walk per element would not fit a record), and any map of a binary without DWARF.
+  void emit_map_pairs(const Place &place, const GoType &type, const std::string &field_name,
+                      const std::string &path, const SourceLoc &loc, CapturePlan &capture, int depth) {
+    const bool named = depth == 0 && field_name.empty();
+    // Without DWARF (a stripped binary, its parameters declared in the spec) there is no layout to
+    // walk: the map keeps the len it always had, as the documentation says.
+    if (in_list_ || type.header == kNoType)
+      return;
+    std::string why;
+    std::optional<MapWalk> walk = map_layout(type, why);
+    size_t needed = walk ? 1 + static_cast<size_t>(slice_max_) * (2 + flat_fields(type.key) + flat_fields(type.elem)) : 0;
+    if (walk && capture.fields.size() + needed > kMaxFieldsPerCapture)
+      why = fmt::format("its {} pairs take {} fields, past the {} of a capture", slice_max_, needed,
+                        kMaxFieldsPerCapture);
+    if (!walk || !why.empty()) {
+      if (!named)
+        return;
+      if (implicit_notes_) { // args: all, return: true: the len alone, said in the warnings
+        implicit_notes_->push_back(
+            fmt::format("{}'s pairs ({}; its len is captured): {}", path, type.name, why));
+        return;
+      }
+      throw UserError("unsupported-map",
+                      fmt::format("{} is a {}: weave cannot capture its pairs: {}", path, type.name, why), loc,
+                      fmt::format("capture len({}) for its length alone, or lower options.slice_max", path));
+    }
+    uint64_t word = static_cast<uint64_t>(ptr_size_);
+    walk->map = scalar(place, word, path, type.name, loc);
+    walk->pairs = static_cast<uint32_t>(slice_max_);
+    walk->max_visits = kMapMaxVisits;
+    EventField count;
+    count.name = join_name(field_name, "#pairs");
+    count.kind = "int";
+    count.go_type = "int";
+    count.size = 8;
+    count.hidden = true;
+    int count_index = static_cast<int>(capture.fields.size());
+    walk->first_slot_field = count_index + 1;
+    count.value = walk->map; // what the walk starts from, for --dump=plan and probes.json
+    count.map_walk = std::move(walk);
+    capture.fields.push_back(count);
+    for (int i = 0; i < slice_max_; ++i)
+      for (const char *part : {"key", "value"}) {
+        EventField slot;
+        slot.name = join_name(field_name, fmt::format("#slot.{}.{}", i, part));
+        slot.kind = "pointer";
+        slot.go_type = "uintptr";
+        slot.size = static_cast<uint32_t>(word);
+        slot.hidden = true;
+        slot.by_walk = true; // no read of its own
+        capture.fields.push_back(slot);
+      }
+    std::string items = join_name(field_name, "items");
+    capture.lists.push_back({items, count.name});
+    for (int i = 0; i < slice_max_; ++i) {
+      size_t first = capture.fields.size();
+      for (int part = 0; part < 2; ++part) {
+        Place at;
+        at.base_field = count_index + 1 + 2 * i + part;
+        at.base_comment = fmt::format("the address of pair {}'s {} (found by the walk)", i, part ? "value" : "key");
+        TypeId t = part ? type.elem : type.key;
+        emit(at, t, fmt::format("{}.{}.{}", items, i, part ? "value" : "key"),
+             fmt::format("{}[pair {}].{}", path, i, part ? "value" : "key"), loc, capture, depth + 1);
+      }
+      for (size_t f = first; f < capture.fields.size(); ++f) {
+        capture.fields[f].guard_field = count_index;
+        capture.fields[f].guard_index = static_cast<uint64_t>(i);
+      }
+    }
+  }
+
+  // How many fields a key or value of this type takes, or a large number for a type whose pairs
+  // weave does not copy (map_layout says which).
+  size_t flat_fields(TypeId id, int depth = 0) const {
+    const GoType &t = types_.at(id);
+    switch (t.kind) {
+    case TypeKind::Bool:
+    case TypeKind::Int:
+    case TypeKind::Uint:
+    case TypeKind::Uintptr:
+    case TypeKind::Float:
+    case TypeKind::Pointer:
+    case TypeKind::UnsafePointer:
+    case TypeKind::String:
+      return 1;
+    case TypeKind::Complex:
+      return 2;
+    case TypeKind::Struct: {
+      if (depth >= 3)
+        return 1000;
+      size_t n = t.fields.empty() ? 1 : 0;
+      for (const GoField &f : t.fields)
+        n += flat_fields(f.type, depth + 1);
+      return n;
+    }
+    default:
+      return 1000;
+    }
+  }
+
+  // The walk's layout for this map type, from the header DWARF synthesizes for it; nullopt with
+  // `why` set when there is none or the pairs are not copied.
+  std::optional<MapWalk> map_layout(const GoType &type, std::string &why) const {
+    if (type.key == kNoType || type.elem == kNoType || type.header == kNoType) {
+      why = "the binary's DWARF describes no buckets or tables for it (a stripped binary?)";
+      return std::nullopt;
+    }
+    for (TypeId t : {type.key, type.elem})
+      if (flat_fields(t) >= 1000) {
+        why = fmt::format("its {} type {} is not a scalar, string, pointer or a struct of those",
+                          t == type.key ? "key" : "value", types_.at(t).name);
+        return std::nullopt;
+      }
+    const GoType &key = types_.at(type.key);
+    const GoType &value = types_.at(type.elem);
+    if (key.size > kMapMaxInlineSize || value.size > kMapMaxInlineSize) {
+      why = fmt::format("its {} ({}, {} bytes) is stored through a pointer", key.size > kMapMaxInlineSize ? "key" : "value",
+                        key.size > kMapMaxInlineSize ? key.name : value.name,
+                        key.size > kMapMaxInlineSize ? key.size : value.size);
+      return std::nullopt;
+    }
+    const GoType &header = types_.at(type.header);
+    auto field = [&](const GoType &t, const char *name) -> const GoField * {
+      for (const GoField &f : t.fields)
+        if (f.name == name)
+          return &f;
+      return nullptr;
+    };
+    auto pointee = [&](const GoField *f) -> const GoType * {
+      if (!f || f->type == kNoType)
+        return nullptr;
+      const GoType &p = types_.at(f->type);
+      return p.kind == TypeKind::Pointer && p.elem != kNoType ? &types_.at(p.elem) : nullptr;
+    };
+    auto unexpected = [&](const std::string &what) {
+      why = fmt::format("its DWARF header {} {}", header.name, what);
+      return std::nullopt;
+    };
+    MapWalk walk;
+    if (field(header, "buckets")) {
+      // Go <= 1.23: hash<K,V> {count, flags, B, ..., buckets, oldbuckets, ...}, buckets of
+      // bucket<K,V> {tophash [8]uint8, keys [8]K, values [8]V, overflow *bucket<K,V>}.
+      const GoField *flags = field(header, "flags"), *b = field(header, "B"),
+                    *buckets = field(header, "buckets"), *old = field(header, "oldbuckets"),
+                    *nevacuate = field(header, "nevacuate");
+      const GoType *bucket = pointee(buckets);
+      if (!flags || !b || !old || !nevacuate || !bucket)
+        return unexpected("lacks flags, B, buckets, oldbuckets or nevacuate");
+      const GoField *tophash = field(*bucket, "tophash"), *keys = field(*bucket, "keys"),
+                    *values = field(*bucket, "values"), *overflow = field(*bucket, "overflow");
+      if (!tophash || !keys || !values || !overflow)
+        return unexpected("has buckets without tophash, keys, values or overflow");
+      // The slots are where runtime/map.go computes them: keys after the 8 tophash bytes, values
+      // after the 8 keys, the overflow pointer after the 8 values.
+      if (values->offset != keys->offset + 8 * key.size || overflow->offset != values->offset + 8 * value.size)
+        return unexpected(fmt::format("has buckets laid out unlike 8 {} keys and 8 {} values", key.name, value.name));
+      walk.layout = "hmap";
+      walk.flags = flags->offset;
+      walk.log2_buckets = b->offset;
+      walk.buckets = buckets->offset;
+      walk.oldbuckets = old->offset;
+      walk.nevacuate = nevacuate->offset;
+      walk.bucket_size = bucket->size;
+      walk.tophash = tophash->offset;
+      walk.keys = keys->offset;
+      walk.key_size = key.size;
+      walk.values = values->offset;
+      walk.value_size = value.size;
+      walk.overflow = overflow->offset;
+      return walk;
+    }
+    if (field(header, "dirPtr")) {
+      // Go 1.24+: map<K,V> {used, seed, dirPtr, dirLen, globalDepth, globalShift, writing, ...};
+      // dirPtr is one group when dirLen is 0, else dirLen *table<K,V> (internal/runtime/maps).
+      const GoField *dir_ptr = field(header, "dirPtr"), *dir_len = field(header, "dirLen"),
+                    *writing = field(header, "writing");
+      const GoType *entry = pointee(dir_ptr);
+      const GoType *table = entry && entry->kind == TypeKind::Pointer && entry->elem != kNoType
+                                ? &types_.at(entry->elem)
+                                : nullptr;
+      if (!dir_len || !writing || !table)
+        return unexpected("lacks dirPtr **table, dirLen or writing");
+      const GoField *groups = field(*table, "groups");
+      if (!groups)
+        return unexpected("has tables without groups");
+      const GoType &groups_ref = types_.at(groups->type);
+      const GoField *data = field(groups_ref, "data"), *mask = field(groups_ref, "lengthMask");
+      const GoType *group = pointee(data);
+      if (!mask || !group)
+        return unexpected("has groups without data or lengthMask");
+      const GoField *ctrl = field(*group, "ctrl"), *slots = field(*group, "slots");
+      if (!ctrl || !slots || types_.at(slots->type).kind != TypeKind::Array || types_.at(slots->type).count != 8 ||
+          types_.at(slots->type).elem == kNoType)
+        return unexpected("has groups without ctrl and 8 slots");
+      const GoType &slot = types_.at(types_.at(slots->type).elem);
+      const GoField *slot_key = field(slot, "key"), *slot_elem = field(slot, "elem");
+      if (!slot_key || !slot_elem || types_.at(slot_key->type).size != key.size ||
+          types_.at(slot_elem->type).size != value.size)
+        return unexpected(fmt::format("has slots unlike {{key {}; elem {}}}", key.name, value.name));
+      walk.layout = "swiss";
+      walk.dir_ptr = dir_ptr->offset;
+      walk.dir_len = dir_len->offset;
+      walk.writing = writing->offset;
+      walk.groups_data = groups->offset + data->offset;
+      walk.groups_mask = groups->offset + mask->offset;
+      walk.group_size = group->size;
+      walk.ctrl = ctrl->offset;
+      walk.slots = slots->offset;
+      walk.slot_size = slot.size;
+      walk.slot_key = slot_key->offset;
+      walk.slot_elem = slot_elem->offset;
+      return walk;
+    }
+    return unexpected("is neither buckets (hmap) nor tables (swiss)");
   }
 
   static std::string offset_text(const Place &place) {
@@ -412,6 +654,14 @@ private:
   int string_max_;
   int slice_max_;
   RuntimeLayout runtime_;
+  bool in_list_ = false;     // emitting the elements of a slice or array
+  bool contents_off_ = false; // len(m): the header's length alone
+  // Resolving an implicit capture (args: all, return: true): a map whose pairs cannot be read
+  // keeps its len, with a note here, instead of being left out.
+  std::vector<std::string> *implicit_notes_ = nullptr;
+public:
+  void set_contents_off(bool off) { contents_off_ = off; }
+  void set_implicit_notes(std::vector<std::string> *notes) { implicit_notes_ = notes; }
 };
 
 std::vector<std::string> field_names(const GoType &type) {
@@ -567,7 +817,9 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
       f.value = resolver.scalar(resolver.member(place, is_cap ? 2 * word : word, word), word, call, "int", cs.loc);
       capture.fields.push_back(f);
     } else if (t.kind == TypeKind::Map || t.kind == TypeKind::Chan) {
+      resolver.set_contents_off(true);
       resolver.emit(place, type, "", path, cs.loc, capture, 0); // {len} or {len, cap}
+      resolver.set_contents_off(false);
       std::string keep = is_cap ? "cap" : "len";
       auto it = std::find_if(capture.fields.begin() + static_cast<long>(first_value_field), capture.fields.end(),
                              [&](const EventField &f) { return f.name == keep; });
@@ -588,6 +840,9 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
     resolver.emit(place, type, "", path, cs.loc, capture, 0);
   }
   for (size_t f = first_value_field; slice_guard >= 0 && f < capture.fields.size(); ++f) {
+    // A map's pairs keep their own guard: their count is 0 unless the walk (guarded) ran.
+    if (capture.fields[f].guard_field >= 0)
+      continue;
     capture.fields[f].guard_field = slice_guard;
     capture.fields[f].guard_index = slice_guard_index;
     capture.fields[f].guard_faults = true;
@@ -618,11 +873,16 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
       skipped.push_back(fmt::format("{} {}: listed twice in DWARF; the first one is captured", what, cs.expr));
       continue;
     }
+    std::vector<std::string> notes;
+    resolver.set_implicit_notes(&notes);
     try {
       captures.push_back(resolve_capture(cs, values, function, what, resolver));
+      for (const std::string &note : notes)
+        skipped.push_back(fmt::format("{} {} [unsupported-map]", what, note));
     } catch (const UserError &e) {
       skipped.push_back(fmt::format("{} {}: {} [{}]", what, cs.expr, e.what(), e.id));
     }
+    resolver.set_implicit_notes(nullptr);
   }
   for (const auto &cs : explicit_captures)
     if (!captured(cs.expr))

@@ -475,7 +475,9 @@ std::string dump_plan(const Plan &plan) {
     out << fmt::format("g in ABI0 code at {}{:+#x} ({})\n", plan.target.arch == "386" ? "GS" : "FS",
                        plan.g_tls_offset, plan.g_tls_source);
   auto read_text = [](const ValueRead &r) {
-    std::string text = r.saved >= 0 ? fmt::format("saved[{}]", r.saved) : r.base_reg;
+    std::string text = r.saved >= 0         ? fmt::format("saved[{}]", r.saved)
+                       : r.base_field >= 0 ? fmt::format("field[{}]", r.base_field)
+                                           : r.base_reg;
     for (const auto &l : r.loads)
       text = fmt::format("*{}({} + {})", l.size, text, l.offset);
     return text;
@@ -511,6 +513,11 @@ std::string dump_plan(const Plan &plan) {
           out << " value=" << read_text(f.value);
           if (f.kind == "string")
             out << fmt::format(" length={} max_len={}", read_text(f.length), f.max_len);
+          if (f.by_walk)
+            out << " (written by the map walk)";
+          if (const auto &w = f.map_walk)
+            out << fmt::format(" walk={} pairs={} max_visits={} slots=field[{}]", w->layout, w->pairs,
+                               w->max_visits, w->first_slot_field);
           out << "\n";
         }
       }

@@ -30,12 +30,35 @@ struct LoadStep {
 
 struct ValueRead {
   std::string base_reg;     // pt_regs field: "bx", "sp"
+  // Or, when >= 0, the value of an earlier field of the same capture (by index): a map pair's key
+  // or value starts from the slot address the map walk stored there.
+  int base_field = -1;
   std::string base_comment; // "req: *main.Request in RBX (integer argument register 1)"
   std::vector<LoadStep> loads;
   uint32_t size = 8; // size of the final value in bytes (masks a register value to this width)
   // capture_at_return: the read starts from the entry's saved value number `saved` (EventPlan::saved
   // of the entry event) instead of a register; base_reg is then empty. -1 otherwise.
   int saved = -1;
+};
+
+// MapWalk: the walk over a map's buckets (hmap, Go <= 1.23) or groups (swiss tables, Go 1.24+)
+// that finds its first `pairs` key/value pairs (templates/weave_bpf.h: weave_map_hmap,
+// weave_map_swiss). It belongs to the hidden field that receives how many it found; the address of
+// pair i's key and value go to the hidden fields first_slot_field + 2i and + 2i + 1, which the
+// pair's fields read through. Every offset and size comes from the binary's DWARF.
+struct MapWalk {
+  std::string layout; // "hmap" or "swiss"
+  ValueRead map;      // the map value: a pointer to its header, 0 for a nil map
+  uint32_t pairs = 0;
+  uint32_t max_visits = 0; // buckets (hmap, overflow buckets included) or groups (swiss) read at most
+  int first_slot_field = -1;
+  // hmap: hash<K,V>.{flags, B, buckets, oldbuckets, nevacuate}; bucket<K,V>.{tophash, keys, values, overflow}.
+  uint64_t flags = 0, log2_buckets = 0, buckets = 0, oldbuckets = 0, nevacuate = 0;
+  uint64_t bucket_size = 0, tophash = 0, keys = 0, key_size = 0, values = 0, value_size = 0, overflow = 0;
+  // swiss: map<K,V>.{dirPtr, dirLen, writing}; table<K,V>.groups.{data, lengthMask};
+  // group.{ctrl, slots}, slot.{key, elem}.
+  uint64_t dir_ptr = 0, dir_len = 0, writing = 0, groups_data = 0, groups_mask = 0;
+  uint64_t group_size = 0, ctrl = 0, slots = 0, slot_size = 0, slot_key = 0, slot_elem = 0;
 };
 
 // EventField is one slot of the event record.
@@ -59,6 +82,9 @@ struct EventField {
   // Speculative reads (what an interface's data word may point to): a fault there leaves the slot
   // zero without marking the capture as faulted.
   bool optional = false;
+  // A map's pair count: the walk that fills it (and the pairs' hidden slot addresses) in.
+  std::optional<MapWalk> map_walk;
+  bool by_walk = false; // a pair's key or value address: written by its map's walk, read from nowhere
 };
 
 // ListPlan: the struct at `path` inside a capture is a list of elements (a slice or an array);

@@ -17,7 +17,7 @@ std::string program_shape(const ProbePlan &probe, const EventPlan &event) {
                                 event.pairs_calls, event.event_size, event.duration_offset,
                                 event.stack_depth, event.stack_offset);
   auto read_key = [&key](const ValueRead &read) {
-    key += read.base_reg;
+    key += read.base_field >= 0 ? fmt::format("field{}", read.base_field) : read.base_reg;
     for (const LoadStep &l : read.loads)
       key += fmt::format(" {}:{}{}", l.offset, l.size, l.skip_if_null ? "?" : "");
     key += fmt::format(" /{}", read.size);
@@ -38,6 +38,14 @@ std::string program_shape(const ProbePlan &probe, const EventPlan &event) {
         key += " length=";
         read_key(f.length);
       }
+      if (f.by_walk)
+        key += " by_walk";
+      if (const auto &w = f.map_walk)
+        key += fmt::format(" walk={} pairs={} visits={} slots={} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
+                           w->layout, w->pairs, w->max_visits, w->first_slot_field, w->flags, w->log2_buckets,
+                           w->buckets, w->oldbuckets, w->nevacuate, w->bucket_size, w->tophash, w->keys, w->key_size, w->values,
+                           w->value_size, w->overflow, w->dir_ptr, w->dir_len, w->writing, w->groups_data,
+                           w->groups_mask, w->group_size, w->ctrl, w->slots, w->slot_size, w->slot_key, w->slot_elem);
       key += "\n";
     }
   }

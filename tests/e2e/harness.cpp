@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstdlib>
 #include <csignal>
@@ -212,6 +214,26 @@ void require_bpf() {
     std::cout << "SKIPPED: this test loads BPF programs and attaches uprobes, which needs root" << std::endl;
     std::exit(77);
   }
+}
+
+nlohmann::json map_pairs_sorted(nlohmann::json value) {
+  if (value.is_array()) {
+    for (auto &v : value)
+      v = map_pairs_sorted(std::move(v));
+    return value;
+  }
+  if (!value.is_object())
+    return value;
+  for (auto &[key, v] : value.items())
+    v = map_pairs_sorted(std::move(v));
+  auto items = value.find("items");
+  if (items != value.end() && items->is_array() &&
+      std::all_of(items->begin(), items->end(), [](const nlohmann::json &p) {
+        return p.is_object() && p.size() == 2 && p.contains("key") && p.contains("value");
+      }))
+    std::sort(items->begin(), items->end(),
+              [](const nlohmann::json &a, const nlohmann::json &b) { return a["key"].dump() < b["key"].dump(); });
+  return value;
 }
 
 std::vector<nlohmann::json> json_lines(const std::string &text) {

@@ -62,4 +62,8 @@ void require_bpf();
 // nlohmann::json rejects (lone surrogates); they become the text "<0xXX>" here.
 std::vector<nlohmann::json> json_lines(const std::string &text);
 
+// `value` with the pairs of every map in it in one order: a map capture's items ({key, value}
+// objects) are in memory order, a Go program's in random order, so compare maps through this.
+nlohmann::json map_pairs_sorted(nlohmann::json value);
+
 } // namespace e2e

@@ -8,6 +8,7 @@
 #
 # What is built (each as its own file in OUTDIR, named as the pinned 1.19 build names it):
 #   fixture fixture_stripped fixture_pie fixture_386 fixture_386_stripped cgo   tests/e2e/*
+#   zerosize zerosize_386 maps maps_386                                         tests/e2e/*
 #   inlined inlined_stripped inlined_386 inlined_pie                           tests/e2e/inline
 #   fixture_arm64 fixture_arm64_stripped (traced in qemu)                       tests/e2e/fixture
 #   newgo newgo_386 newgo_pgo                                                   tests/matrix/newgo
@@ -83,6 +84,8 @@ build inlined_stripped "$src/tests/e2e/inline" -- -ldflags='-s -w'
 build inlined_386 "$src/tests/e2e/inline" GOARCH=386 --
 build inlined_pie "$src/tests/e2e/inline" -- -buildmode=pie
 build zerosize_386 "$src/tests/e2e/zerosize" GOARCH=386 --
+build maps "$src/tests/e2e/maps" --
+build maps_386 "$src/tests/e2e/maps" GOARCH=386 --
 generics=$src/tests/e2e/generics
 build generics "$generics" --
 build generics_stripped "$generics" -- -ldflags='-s -w'

@@ -384,6 +384,19 @@ TEST_CASE("the other Go kinds") {
   CHECK(map.align == 8);
   CHECK(type_of(info, map.key).kind == TypeKind::String);
   CHECK(type_of(info, map.elem).name == "int");
+  // The header the linker synthesized for this map type (Go 1.19: hash<string,int>), whose buckets
+  // are typed with the key and value: where a walk of the pairs takes its layout from.
+  REQUIRE(map.header != kNoType);
+  const GoType &header = type_of(info, map.header);
+  CHECK(header.name == "hash<string,int>");
+  const GoField *buckets = nullptr;
+  for (const GoField &f : header.fields)
+    if (f.name == "buckets")
+      buckets = &f;
+  REQUIRE(buckets);
+  const GoType &bucket = type_of(info, type_of(info, buckets->type).elem);
+  CHECK(bucket.name == "bucket<string,int>");
+  CHECK(bucket.size == 8 + 8 * 16 + 8 * 8 + 8); // tophash, 8 keys, 8 values, overflow
 
   const GoType &chan = type_of(info, find_type_or_fail(info, "chan int"));
   CHECK(chan.kind == TypeKind::Chan);

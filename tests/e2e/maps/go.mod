@@ -1,0 +1,3 @@
+module weave.test/maps
+
+go 1.19
