@@ -443,7 +443,7 @@ public:
         return;
       if (implicit_notes_) { // args: all, return: true: the len alone, said in the warnings
         implicit_notes_->push_back(
-            fmt::format("{}'s pairs ({}; its len is captured): {}", path, type.name, why));
+            fmt::format("{}: its len alone, not its pairs ({}): {}", path, type.name, why));
         return;
       }
       throw UserError("unsupported-map",

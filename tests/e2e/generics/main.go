@@ -38,6 +38,15 @@ func record(function, instantiation string, args map[string]any) {
 	}
 }
 
+// pairs: a map's pairs as the tracer shows them (tests compare them as sets).
+func pairs[K comparable, V any](m map[K]V) []map[string]any {
+	items := []map[string]any{}
+	for k, v := range m {
+		items = append(items, map[string]any{"key": k, "value": v})
+	}
+	return items
+}
+
 func slice[T any](xs []T) map[string]any {
 	return map[string]any{"len": len(xs), "cap": cap(xs), "items": xs}
 }
@@ -71,7 +80,7 @@ func Join[S ~string](a, b S, n int) S {
 //
 //go:noinline
 func Count[K comparable, V any](m map[K]V, key K) int {
-	record("main.Count[go.shape.string_0,go.shape.int_1]", "main.Count[string,int]", map[string]any{"m": map[string]any{"len": len(m)}, "key": any(key)})
+	record("main.Count[go.shape.string_0,go.shape.int_1]", "main.Count[string,int]", map[string]any{"m": map[string]any{"len": len(m), "items": pairs(m)}, "key": any(key)})
 	return len(m)
 }
 

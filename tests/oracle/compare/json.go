@@ -270,6 +270,62 @@ func sameNumber(a, b string) bool {
 // leaves out of a struct: the only values a comparison lets pass unseen, and they are counted.
 var zeroFieldsLeftOut int
 
+// mapsByLen counts maps the tracer showed by their len alone (inside a slice or array, or pairs of
+// a type it does not copy, which the manifest says): the len is compared, the pairs cannot be.
+// mapPairs counts the pairs compared.
+var mapsByLen, mapPairs int
+
+// isMap: the truth's form of a map, {"len": N, "items": [{"key": K, "value": V}...]} (a slice has
+// a cap too).
+func isMap(v *value) bool {
+	items, ok := v.obj["items"]
+	if !ok || len(v.keys) != 2 || v.obj["len"] == nil || items.kind != 'a' {
+		return false
+	}
+	for _, p := range items.arr {
+		if p.kind != 'o' || len(p.keys) != 2 || p.obj["key"] == nil || p.obj["value"] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// diffMap compares a map's pairs as a set: Go iterates in random order, the tracer in memory order.
+func diffMap(want, got *value, path string) string {
+	if got.kind != 'o' || got.obj["len"] == nil {
+		return fmt.Sprintf("%s: want a map %s, got %s", path, want, got)
+	}
+	if d := diff(want.obj["len"], got.obj["len"], path+".len"); d != "" {
+		return d
+	}
+	items, ok := got.obj["items"]
+	if !ok {
+		if len(got.keys) != 1 {
+			return fmt.Sprintf("%s: want a map %s, got %s", path, want, got)
+		}
+		mapsByLen++
+		return ""
+	}
+	if items.kind != 'a' || len(items.arr) != len(want.obj["items"].arr) {
+		return fmt.Sprintf("%s: want the pairs %s, got %s", path, want.obj["items"], items)
+	}
+	used := make([]bool, len(items.arr))
+	for _, p := range items.arr {
+		found := false
+		for i, w := range want.obj["items"].arr {
+			if !used[i] && diff(w, p, path) == "" {
+				used[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			return fmt.Sprintf("%s: the pair %s is not one of the map's %s", path, p, want.obj["items"])
+		}
+		mapPairs++
+	}
+	return ""
+}
+
 func zeroSize(v *value) bool {
 	switch v.kind {
 	case 'a':
@@ -324,6 +380,9 @@ func diff(want, got *value, path string) string {
 			}
 		}
 	case 'o':
+		if isMap(want) {
+			return diffMap(want, got, path)
+		}
 		for _, k := range want.keys {
 			g, ok := got.obj[k]
 			if !ok && zeroSize(want.obj[k]) {

@@ -37,6 +37,13 @@ func TestDiff(t *testing.T) {
 		{`{"len":2,"items":[1,2]}`, `{"len":2,"items":[1]}`, false}, //
 		{`{"type":"int","value":5}`, `{"type":"int","data":"0x5"}`, false},
 		{`null`, `{}`, false},
+		// A map's pairs are a set: any order, each pair once, every pair there.
+		{`{"len":2,"items":[{"key":"a","value":1},{"key":"b","value":2}]}`, `{"len":2,"items":[{"key":"b","value":2},{"key":"a","value":1}]}`, true},
+		{`{"len":2,"items":[{"key":"a","value":1},{"key":"b","value":2}]}`, `{"len":2,"items":[{"key":"a","value":1},{"key":"a","value":1}]}`, false},
+		{`{"len":2,"items":[{"key":"a","value":1},{"key":"b","value":2}]}`, `{"len":2,"items":[{"key":"a","value":2},{"key":"b","value":1}]}`, false},
+		{`{"len":2,"items":[{"key":"a","value":1},{"key":"b","value":2}]}`, `{"len":2,"items":[{"key":"a","value":1}]}`, false},
+		{`{"len":2,"items":[{"key":"a","value":1},{"key":"b","value":2}]}`, `{"len":2}`, true}, // its len alone
+		{`{"len":2,"items":[{"key":"a","value":1},{"key":"b","value":2}]}`, `{"len":3}`, false},
 	} {
 		d := diff(mustParse(t, c.want), mustParse(t, c.got), "v")
 		if (d == "") != c.same {

@@ -328,6 +328,7 @@ func main() {
 	}
 	fmt.Printf("oracle: seed %d: %d functions, %d calls, %d events\n", meta.Seed, len(functions), calls, nEvents)
 	fmt.Printf("oracle: %d values compared (%d scalars inside them), %d refused, %d mismatched\n", compared, leaves, nRefused, nMismatch)
+	fmt.Printf("oracle: %d map pairs compared as sets; %d maps shown by their len alone\n", mapPairs, mapsByLen)
 	if zeroFieldsLeftOut > 0 {
 		fmt.Printf("oracle: %d struct fields of zero size not shown (nothing to compare)\n", zeroFieldsLeftOut)
 	}

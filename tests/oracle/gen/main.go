@@ -679,7 +679,11 @@ func (g *gen) printerBody(t *typ) string {
 		}
 		b.WriteString("\tw.s(\"}\")\n")
 	case kMap:
-		b.WriteString("\tw.s(`{\"len\":`)\n\tw.int(int64(len(v)))\n\tw.s(\"}\")\n")
+		// Every pair, in Go's random order: the comparison takes a map's pairs as a set.
+		fmt.Fprintf(&b, "\tw.s(`{\"len\":`)\n\tw.int(int64(len(v)))\n\tw.s(`,\"items\":[`)\n")
+		fmt.Fprintf(&b, "\tfirst := true\n\tfor k, e := range v {\n\t\tif !first {\n\t\t\tw.s(\",\")\n\t\t}\n\t\tfirst = false\n"+
+			"\t\tw.s(`{\"key\":`)\n\t\t%s(w, k)\n\t\tw.s(`,\"value\":`)\n\t\t%s(w, e)\n\t\tw.s(\"}\")\n\t}\n\tw.s(\"]}\")\n",
+			g.printer(t.key), g.printer(t.elem))
 	case kChan:
 		b.WriteString("\tw.s(`{\"len\":`)\n\tw.int(int64(len(v)))\n\tw.s(`,\"cap\":`)\n\tw.int(int64(cap(v)))\n\tw.s(\"}\")\n")
 	case kFunc:
