@@ -24,11 +24,34 @@ namespace weave {
 namespace {
 
 // Owns the descriptor and the libelf/libdw handles of one file.
+// DwarfFile: the binary at `path` opened for libdw, closed when it goes out of scope.
 struct DwarfFile {
   int fd = -1;
   Elf *elf = nullptr;
   Dwarf *dwarf = nullptr;
-  ~DwarfFile() {
+  explicit DwarfFile(const std::string &path) {
+    if (elf_version(EV_CURRENT) == EV_NONE)
+      throw std::logic_error(std::string("libelf initialisation failed: ") + elf_errmsg(-1));
+    SourceLoc loc{path, 0, 0};
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      throw UserError("binary-unreadable", "cannot open " + path + ": " + std::strerror(errno), loc);
+    elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    if (!elf || elf_kind(elf) != ELF_K_ELF) {
+      close_all();
+      throw UserError("not-elf", path + ": not an ELF file", loc);
+    }
+    dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
+    if (!dwarf) {
+      close_all();
+      throw UserError("no-dwarf", path + ": cannot read DWARF: " + dwarf_errmsg(-1), loc);
+    }
+  }
+  DwarfFile(const DwarfFile &) = delete;
+  DwarfFile &operator=(const DwarfFile &) = delete;
+  ~DwarfFile() { close_all(); }
+  // A constructor that throws runs no destructor: it closes what it opened itself.
+  void close_all() {
     if (dwarf)
       dwarf_end(dwarf);
     if (elf)
@@ -230,19 +253,7 @@ ParamEntryLocation read_param(const std::string &path, Dwarf_Die *param, Dwarf_A
 } // namespace
 
 std::vector<FunctionEntryLocations> read_entry_locations(const std::string &path) {
-  if (elf_version(EV_CURRENT) == EV_NONE)
-    throw std::logic_error(std::string("libelf initialisation failed: ") + elf_errmsg(-1));
-  SourceLoc loc{path, 0, 0};
-  DwarfFile file;
-  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (file.fd < 0)
-    throw UserError("binary-unreadable", "cannot open " + path + ": " + std::strerror(errno), loc);
-  file.elf = elf_begin(file.fd, ELF_C_READ_MMAP, nullptr);
-  if (!file.elf || elf_kind(file.elf) != ELF_K_ELF)
-    throw UserError("not-elf", path + ": not an ELF file", loc);
-  file.dwarf = dwarf_begin_elf(file.elf, DWARF_C_READ, nullptr);
-  if (!file.dwarf)
-    throw UserError("no-dwarf", path + ": cannot read DWARF: " + dwarf_errmsg(-1), loc);
+  DwarfFile file(path);
 
   std::vector<FunctionEntryLocations> functions;
   Dwarf_CU *cu = nullptr;
@@ -381,19 +392,7 @@ void walk_inlined(const std::string &path, Dwarf_Die *parent, const std::string 
 
 std::vector<InlinedCopyLocations> read_inlined_locations(
     const std::string &path, const std::function<bool(std::string_view)> &wanted) {
-  if (elf_version(EV_CURRENT) == EV_NONE)
-    throw std::logic_error(std::string("libelf initialisation failed: ") + elf_errmsg(-1));
-  SourceLoc loc{path, 0, 0};
-  DwarfFile file;
-  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (file.fd < 0)
-    throw UserError("binary-unreadable", "cannot open " + path + ": " + std::strerror(errno), loc);
-  file.elf = elf_begin(file.fd, ELF_C_READ_MMAP, nullptr);
-  if (!file.elf || elf_kind(file.elf) != ELF_K_ELF)
-    throw UserError("not-elf", path + ": not an ELF file", loc);
-  file.dwarf = dwarf_begin_elf(file.elf, DWARF_C_READ, nullptr);
-  if (!file.dwarf)
-    throw UserError("no-dwarf", path + ": cannot read DWARF: " + dwarf_errmsg(-1), loc);
+  DwarfFile file(path);
   std::vector<InlinedCopyLocations> copies;
   Dwarf_CU *cu = nullptr;
   Dwarf_Die cu_die, sub_die;
