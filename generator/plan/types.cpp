@@ -1,5 +1,8 @@
 #include "plan/types.h"
 
+#include "debuginfo/debuginfo.h"
+#include "debuginfo/typename.h"
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -31,8 +34,8 @@ uint64_t align_up(uint64_t v, uint64_t a) { return a <= 1 ? v : (v + a - 1) / a 
 // builtin names. It is the small part of Go's type grammar a parameter list needs.
 class TypeParser {
 public:
-  TypeParser(const std::string &text, TypeTable &table, int ptr_size, SourceLoc loc)
-      : text_(text), table_(table), ptr_(static_cast<uint64_t>(ptr_size)), loc_(std::move(loc)) {}
+  TypeParser(const std::string &text, TypeTable &table, int ptr_size, SourceLoc loc, DebugInfo *debug)
+      : text_(text), table_(table), ptr_(static_cast<uint64_t>(ptr_size)), loc_(std::move(loc)), debug_(debug) {}
 
   TypeId parse_all() {
     TypeId id = parse();
@@ -43,12 +46,43 @@ public:
   }
 
 private:
-  [[noreturn]] void fail(const std::string &what) {
+  [[noreturn]] void fail(const std::string &what, std::string hint = "") {
     std::string shown = text_.size() > 80 ? text_.substr(0, 60) + "..." : text_;
-    throw UserError("unknown-type", fmt::format("type \"{}\": {}", shown, what), loc_,
-                    "builtin types (int64, string, bool, float64, uintptr, unsafe.Pointer, ...), "
-                    "*T, []T, [N]T, map[K]V, chan T, any and error can be named; spell a struct as "
-                    "{struct: [{name: X, type: T}, ...]}");
+    if (hint.empty())
+      hint = "builtin types (int64, string, bool, float64, uintptr, unsafe.Pointer, ...), "
+             "*T, []T, [N]T, map[K]V, chan T, any and error can be named; spell a struct as "
+             "{struct: [{name: X, type: T}, ...]}";
+    throw UserError("unknown-type", fmt::format("type \"{}\": {}", shown, what), loc_, hint);
+  }
+
+  // A named type of the binary ("net/url.URL", "github.com/org/pkg.T", "main.Pair[string,int64]"),
+  // looked up in DWARF by the name the binary gives it.
+  TypeId named_type(const std::string &written) {
+    std::string why;
+    std::optional<GoTypeName> name = split_go_type_name(written, &why);
+    if (!name)
+      fail(why);
+    if (!debug_)
+      fail(fmt::format("{} is not a builtin type, and without DWARF weave cannot know its layout", name->base()));
+    std::string spelled = name->base();
+    if (std::optional<TypeId> found = debug_->find_type(spelled))
+      return *found;
+    GoTypeName escaped = *name;
+    escaped.package = escape_package_path(name->package);
+    if (std::optional<TypeId> found = debug_->find_type(escaped.base()))
+      return *found;
+    // The usual slip: the package's last element alone ("url.URL" for "net/url.URL").
+    std::vector<std::string> candidates;
+    std::string tail = "/" + spelled;
+    for (const std::string &known : debug_->type_names())
+      if (known.size() > tail.size() && known.compare(known.size() - tail.size(), tail.size(), tail) == 0)
+        if (std::optional<GoTypeName> k = split_go_type_name(known); k && k->ops.empty())
+          candidates.push_back(known);
+    std::string hint = candidates.size() == 1 ? "did you mean " + candidates[0] + "?"
+                                              : did_you_mean(spelled, debug_->type_names());
+    fail(fmt::format("the binary's DWARF has no type {}", spelled),
+         (hint.empty() ? "" : hint + " ") + "name a type by its full package path, as the binary does: "
+                                            "*net/url.URL, github.com/org/pkg.T, main.Pair[string,int64]");
   }
   void skip_spaces() {
     while (pos_ < text_.size() && text_[pos_] == ' ')
@@ -125,10 +159,18 @@ private:
       t.empty_interface = true;
       return table_.add(t);
     }
+    // A name runs to the end, or to the ',' ']' or ' ' that closes what holds it; type arguments
+    // in brackets are part of it ("main.Pair[string, int64]").
     size_t start = pos_;
-    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.' ||
-                                   text_[pos_] == '_'))
-      ++pos_;
+    for (int brackets = 0; pos_ < text_.size(); ++pos_) {
+      char c = text_[pos_];
+      if (c == '[')
+        ++brackets;
+      else if (c == ']' && brackets > 0)
+        --brackets;
+      else if (brackets == 0 && (c == ']' || c == ',' || c == ' '))
+        break;
+    }
     std::string name = text_.substr(start, pos_ - start);
     if (name.empty())
       fail("expected a type");
@@ -151,7 +193,7 @@ private:
     };
     auto it = builtins.find(name);
     if (it == builtins.end())
-      fail(fmt::format("{} is not a builtin type, and without DWARF weave cannot know its layout", name));
+      return named_type(name);
     Builtin b = it->second;
     std::string go_name = name == "byte" ? "uint8" : name == "rune" ? "int32" : name;
     switch (b.kind) {
@@ -171,6 +213,7 @@ private:
   TypeTable &table_;
   uint64_t ptr_;
   SourceLoc loc_;
+  DebugInfo *debug_;
   size_t pos_ = 0;
   static constexpr int kMaxDepth = 100;
   int depth_ = 0;
@@ -178,15 +221,15 @@ private:
 
 } // namespace
 
-TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size) {
+TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size, DebugInfo *debug) {
   uint64_t ptr = static_cast<uint64_t>(ptr_size);
   if (type.form.empty())
-    return TypeParser(type.expr, table, ptr_size, type.loc).parse_all();
+    return TypeParser(type.expr, table, ptr_size, type.loc, debug).parse_all();
   if (type.form == "struct") {
     GoType t{TypeKind::Struct, "struct {", 0, 1};
     uint64_t offset = 0;
     for (const ParamSpec &field : type.fields) {
-      TypeId id = build_declared_type(field.type, table, ptr_size);
+      TypeId id = build_declared_type(field.type, table, ptr_size, debug);
       const GoType &f = table.at(id);
       offset = align_up(offset, f.align);
       t.fields.push_back({field.name, offset, id, false});
@@ -204,7 +247,7 @@ TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size)
     t.name += " }";
     return table.add(t);
   }
-  TypeId elem = build_declared_type(type.elem.at(0), table, ptr_size);
+  TypeId elem = build_declared_type(type.elem.at(0), table, ptr_size, debug);
   const GoType &e = table.at(elem);
   if (type.form == "pointer") {
     GoType t{TypeKind::Pointer, "*" + e.name, ptr, ptr};
