@@ -128,7 +128,7 @@ TEST_CASE("a field that is not promoted gets a hint with its full path") {
   CHECK(r.err.find("did you mean c.parseState.pa.subject?") != std::string::npos);
 }
 
-TEST_CASE("capture_at_return names parameters and results; an unknown root lists both") {
+TEST_CASE("capture_at_return names parameters and results, and an unknown root lists both") {
   std::string dir = e2e::temp_dir("paths-unknown-result");
   auto r = build(dir, "probes:\n  - function: main.Lookup\n    return: true\n    capture_at_return: [\"~r0.Prev\"]\n");
   CHECK(r.status == 1);
