@@ -74,13 +74,13 @@ namespace {
 // r *http.Request declared as a struct whose URL field points at a layout declared for net/url.URL,
 // fields in the order given.
 std::string url_layout_spec(const std::vector<std::string> &url_fields) {
-  std::string fields;
+  std::string text = "probes:\n  - function: main.Handle\n    params:\n      - name: r\n        type:\n"
+                     "          pointer:\n            struct:\n              - {name: Method, type: string}\n"
+                     "              - name: URL\n                type:\n                  pointer:\n"
+                     "                    name: net/url.URL\n                    struct:\n";
   for (const std::string &f : url_fields)
-    fields += "                - {name: " + f + "}\n";
-  return "probes:\n  - function: main.Handle\n    params:\n      - name: r\n        type:\n"
-         "          pointer:\n            struct:\n              - {name: Method, type: string}\n"
-         "              - name: URL\n                type: {pointer: {name: net/url.URL, struct: [\n" +
-         fields + "                ]}}\n    capture: [r.URL.Path]\n";
+    text += "                      - {name: " + f + "}\n";
+  return text + "    capture: [r.URL.Path]\n";
 }
 
 } // namespace
