@@ -15,15 +15,23 @@ TypeId DescriptorTypes::convert(uint64_t address, TypeTable &table) {
     return it->second;
   const TypeDescriptor *d = descriptors_.at(address);
   GoType type;
-  if (!d) {
-    type.name = "<no type descriptor at " + std::to_string(address) + ">";
+  // Every level is a C++ frame: a crafted chain of thousands of distinct descriptors must end in an
+  // unsupported type, not a stack overflow (Go's own types nest a few dozen deep).
+  if (!d || depth_ >= kMaxDepth) {
+    type.name = d ? d->name + " (nested too deep)" : "<no type descriptor at " + std::to_string(address) + ">";
     TypeId id = table.add(type);
-    memo_[address] = id;
+    if (!d) // too deep here may be shallow elsewhere: not remembered
+      memo_[address] = id;
     return id;
   }
   // The id first, so that a type reached again through its own fields (a linked list) refers to it.
   const TypeId id = table.add(GoType{});
   memo_[address] = id;
+  ++depth_;
+  struct Leave {
+    int &depth;
+    ~Leave() { --depth; }
+  } leave{depth_};
   // Copies: converting an element adds types and may move the descriptor map's nodes (it does not:
   // std::map nodes are stable), but the table's storage does move.
   const TypeDescriptor desc = *d;

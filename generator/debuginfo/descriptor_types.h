@@ -32,6 +32,8 @@ private:
   uint64_t ptr_;
   const TypeTable *table_ = nullptr;
   std::map<uint64_t, TypeId> memo_; // descriptor -> its GoType in table_
+  static constexpr int kMaxDepth = 1000;
+  int depth_ = 0;
 };
 
 } // namespace weave
