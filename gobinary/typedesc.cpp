@@ -295,8 +295,40 @@ void TypeDescriptors::walk() {
     census_.failed.emplace_back(address, why);
 }
 
+void TypeDescriptors::scan() {
+  if (scanned_)
+    return;
+  scanned_ = true;
+  const uint64_t types = pcln_.types_start(), etypes = pcln_.types_end(), ps = static_cast<uint64_t>(pcln_.ptr_size());
+  if (!types)
+    return;
+  std::map<std::string, std::vector<uint64_t>> found;
+  for (uint64_t a = types; a < etypes; a += ps) {
+    if (failed_.count(a))
+      continue;
+    const TypeDescriptor *d = nullptr;
+    if (auto it = decoded_.find(a); it != decoded_.end()) {
+      d = &it->second;
+    } else {
+      std::string why;
+      auto decoded = decode(a, why); // not remembered as failed: most addresses are no descriptor at all
+      if (!decoded)
+        continue;
+      d = &decoded_.emplace(a, std::move(*decoded)).first->second;
+    }
+    if (by_name_.count(d->name))
+      continue; // the walk's: reached from the program's own tables
+    found[d->name].push_back(a);
+    ++census_.scanned;
+  }
+  for (auto &[name, list] : found)
+    by_name_[name] = std::move(list);
+}
+
 const TypeDescriptor *TypeDescriptors::find(const std::string &name) {
   walk();
+  if (!by_name_.count(name))
+    scan();
   auto it = by_name_.find(name);
   if (it == by_name_.end() || it->second.size() != 1)
     return nullptr;
@@ -305,6 +337,8 @@ const TypeDescriptor *TypeDescriptors::find(const std::string &name) {
 
 bool TypeDescriptors::ambiguous(const std::string &name) {
   walk();
+  if (!by_name_.count(name))
+    scan();
   auto it = by_name_.find(name);
   return it != by_name_.end() && it->second.size() > 1;
 }
@@ -321,6 +355,7 @@ const std::map<uint64_t, TypeDescriptor> &TypeDescriptors::all() {
 
 std::vector<std::string> TypeDescriptors::names() {
   walk();
+  scan();
   std::vector<std::string> out;
   for (const auto &[name, list] : by_name_)
     out.push_back(name);

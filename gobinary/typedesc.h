@@ -17,7 +17,11 @@
 // moduledata.types) and moduledata.itablinks (each itab's interface and concrete type), and follows
 // elements, keys, fields, func parameters, interface and uncommon methods' types and ptrToThis to
 // everything reachable. A named type the program only ever uses through a pointer is found through
-// that pointer's typelink.
+// that pointer's typelink. A name the walk does not reach (a named type the program converts to an
+// interface only by value, whose descriptor only code refers to) is looked for, once, by scanning
+// every aligned address of the types for a descriptor that decodes whole (the header checks of
+// Pclntab::type_at, the name, and every part of the kind's record): a name found only so is used
+// when exactly one descriptor has it.
 //
 // Knows nothing of specs or DWARF; the debuginfo stage turns a descriptor into the GoType model.
 // Every read is bounded: a damaged descriptor is reported as undecodable, never followed blindly.
@@ -109,6 +113,7 @@ public:
     size_t typelinks = 0;      // roots from typelinks
     size_t itabs = 0;          // roots from itablinks
     size_t decoded = 0;        // descriptors reached and decoded
+    size_t scanned = 0;        // found only by the scan (after a name the walk did not reach)
     std::vector<std::pair<uint64_t, std::string>> failed; // reached but not decodable: address, why
   };
   const Census &census();
@@ -121,11 +126,12 @@ private:
   std::optional<TypeDescriptor> decode(uint64_t vaddr, std::string &why) const;
   bool locate_links(uint64_t &typelinks, uint64_t &ntypelinks, uint64_t &itablinks, uint64_t &nitab) const;
   void walk();
+  void scan();
 
   const Pclntab &pcln_;
   std::map<uint64_t, TypeDescriptor> decoded_;
   std::map<uint64_t, std::string> failed_;
-  bool walked_ = false;
+  bool walked_ = false, scanned_ = false;
   Census census_;
   std::map<std::string, std::vector<uint64_t>> by_name_;
 };

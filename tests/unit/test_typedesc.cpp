@@ -172,6 +172,30 @@ Tally decode_all(const std::string &path) {
                        << int(d->kind) << " size " << d->size);
     }
   }
+  // Every type a spec can name (DWARF's spelling is the runtime's) is found by that name, at the
+  // address DWARF gives: through the walk, or the scan for what the walk does not reach.
+  size_t by_name = 0, unnamed = 0, ambiguous = 0;
+  for (const RuntimeType &t : debug->runtime_types()) {
+    uint64_t address = t.address >= *image.types_base ? t.address : *image.types_base + t.address;
+    if (runtime_spelling(t.name) != t.name || !comparable_name(t.name) || t.name.empty()) {
+      ++unnamed;
+      continue;
+    }
+    if (descriptors.ambiguous(t.name)) {
+      ++ambiguous;
+      continue;
+    }
+    const TypeDescriptor *d = descriptors.find(t.name);
+    if (!d || d->address != address) {
+      ++tally.mismatched;
+      MESSAGE(t.name << " not found by name at " << address << (d ? " (another address)" : ""));
+      continue;
+    }
+    ++by_name;
+  }
+  MESSAGE(path << ": " << by_name << " types found by name at DWARF's address (" << descriptors.census().scanned
+               << " of them and others found by the scan), " << ambiguous << " names shared by several descriptors, "
+               << unnamed << " spelled otherwise by DWARF");
   MESSAGE(path << ": " << listed << " descriptors in DWARF, " << tally.compared << " decoded, " << tally.missing
                << " not decodable, " << tally.mismatched << " mismatched; the walk from " << census.typelinks
                << " typelinks and " << census.itabs << " itabs reached " << census.decoded << " (" << reached
@@ -226,6 +250,35 @@ TEST_CASE("every descriptor DWARF names decodes to DWARF's name, kind and size")
     CHECK(t.compared > 0);
     CHECK(t.missing == 0);
     CHECK(t.mismatched == 0);
+  }
+}
+
+TEST_CASE("types the walk from typelinks misses are found by scanning the types") {
+  // An anonymous interface a type assertion uses (net's `interface { Timeout() bool }`) has a
+  // descriptor only code refers to: no typelink, itab, field or element reaches it.
+  for (const char *binary : {"/typedesc_stripped", "/typedesc_386_stripped"}) {
+    CAPTURE(binary);
+    BinaryImage image = load_binary(kFixtures + binary);
+    auto pcln = Pclntab::load(image);
+    REQUIRE(pcln);
+    DescriptorTypes descriptors(*pcln);
+    TypeTable table;
+    std::string why;
+    // main.Receipt, converted to an interface by value only, is reached by the walk.
+    auto receipt = descriptors.find("main.Receipt", table, why);
+    INFO(why);
+    REQUIRE(receipt);
+    CHECK(descriptors.descriptors().census().scanned == 0);
+    const GoType &r = table.at(*receipt);
+    REQUIRE(r.fields.size() == 2);
+    CHECK(r.fields[1].name == "Paid");
+    CHECK(r.fields[1].offset == 8);
+    CHECK(r.size == (image.ptr_size == 8 ? 16u : 12u));
+    auto timeout = descriptors.find("interface { Timeout() bool }", table, why);
+    REQUIRE(timeout);
+    CHECK(descriptors.descriptors().census().scanned > 0);
+    CHECK(table.at(*timeout).kind == TypeKind::Interface);
+    CHECK_FALSE(table.at(*timeout).empty_interface);
   }
 }
 

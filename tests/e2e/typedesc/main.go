@@ -34,6 +34,12 @@ type Order struct {
 	Notes map[string]int
 }
 
+// Receipt is converted to an interface by value only (no pointer, slice or field names it).
+type Receipt struct {
+	Number int64
+	Paid   bool
+}
+
 var truth *json.Encoder
 
 // orders holds every Order as an interface value: the compiler writes a type descriptor only for
@@ -98,7 +104,7 @@ func main() {
 			"o.Total.Cents": o.Total.Cents, "o.Tags": o.Tags, "o.Link.Path": o.Link.Path, "o.Link.Host": o.Link.Host,
 			"count": int(i) * 7,
 		})
-		orders = append(orders, o)
+		orders = append(orders, o, Receipt{Number: int64(i), Paid: true})
 		Place(o, int(i)*7)
 	}
 }
