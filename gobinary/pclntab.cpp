@@ -1190,6 +1190,9 @@ std::optional<std::string> Pclntab::type_name(uint64_t vaddr, int depth, uint8_t
           auto path = name_in_types(pkgpath);
           if (!path)
             return std::nullopt;
+          // Shapes of generic code are spelled with their whole package already: "go.shape.int64".
+          if (str->rfind(*path + ".", 0) == 0)
+            return str;
           return *path + str->substr(dot);
         }
       }

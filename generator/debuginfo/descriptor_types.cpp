@@ -35,7 +35,7 @@ TypeId DescriptorTypes::convert(uint64_t address, TypeTable &table) {
   // Copies: converting an element adds types and may move the descriptor map's nodes (it does not:
   // std::map nodes are stable), but the table's storage does move.
   const TypeDescriptor desc = *d;
-  type.name = desc.name;
+  type.name = go_shape_spelling(desc.name); // as the DWARF reader spells shapes: the type they stand for
   type.size = desc.size;
   type.align = std::clamp<uint64_t>(desc.field_align, 1, ptr_);
   auto scalar = [&](TypeKind kind) { type.kind = kind; };
