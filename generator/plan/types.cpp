@@ -129,7 +129,7 @@ private:
     }
     size_t start = pos_;
     while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.' ||
-                                   text_[pos_] == '_' || (resolve_ && (text_[pos_] == '/' || text_[pos_] == '-'))))
+                                   text_[pos_] == '_' || (resolve_ && (text_[pos_] == '/' || text_[pos_] == '-' || text_[pos_] == '%'))))
       ++pos_;
     if (resolve_ && pos_ < text_.size() && pos_ > start && text_[pos_] == '[')
       skip_type_arguments(); // an instantiation: "main.Pair[int,string]"
