@@ -188,7 +188,8 @@ Tally decode_all(const std::string &path) {
     const TypeDescriptor *d = descriptors.find(t.name);
     if (!d || d->address != address) {
       ++tally.mismatched;
-      MESSAGE(t.name << " not found by name at " << address << (d ? " (another address)" : ""));
+      std::string where = d ? " (found at another address)" : "";
+      MESSAGE(t.name << " not found by name at " << address << where);
       continue;
     }
     ++by_name;
