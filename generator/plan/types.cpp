@@ -2,6 +2,7 @@
 
 #include "debuginfo/debuginfo.h"
 #include "debuginfo/typename.h"
+#include "plan/stripped_types.h"
 
 #include <fmt/format.h>
 
@@ -34,8 +35,9 @@ uint64_t align_up(uint64_t v, uint64_t a) { return a <= 1 ? v : (v + a - 1) / a 
 // builtin names. It is the small part of Go's type grammar a parameter list needs.
 class TypeParser {
 public:
-  TypeParser(const std::string &text, TypeTable &table, int ptr_size, SourceLoc loc, DebugInfo *debug)
-      : text_(text), table_(table), ptr_(static_cast<uint64_t>(ptr_size)), loc_(std::move(loc)), debug_(debug) {}
+  TypeParser(const std::string &text, TypeTable &table, int ptr_size, SourceLoc loc,
+             const NamedTypeResolver &resolve)
+      : text_(text), table_(table), ptr_(static_cast<uint64_t>(ptr_size)), loc_(std::move(loc)), resolve_(resolve) {}
 
   TypeId parse_all() {
     TypeId id = parse();
@@ -46,43 +48,12 @@ public:
   }
 
 private:
-  [[noreturn]] void fail(const std::string &what, std::string hint = "") {
+  [[noreturn]] void fail(const std::string &what) {
     std::string shown = text_.size() > 80 ? text_.substr(0, 60) + "..." : text_;
-    if (hint.empty())
-      hint = "builtin types (int64, string, bool, float64, uintptr, unsafe.Pointer, ...), "
-             "*T, []T, [N]T, map[K]V, chan T, any and error can be named; spell a struct as "
-             "{struct: [{name: X, type: T}, ...]}";
-    throw UserError("unknown-type", fmt::format("type \"{}\": {}", shown, what), loc_, hint);
-  }
-
-  // A named type of the binary ("net/url.URL", "github.com/org/pkg.T", "main.Pair[string,int64]"),
-  // looked up in DWARF by the name the binary gives it.
-  TypeId named_type(const std::string &written) {
-    std::string why;
-    std::optional<GoTypeName> name = split_go_type_name(written, &why);
-    if (!name)
-      fail(why);
-    if (!debug_)
-      fail(fmt::format("{} is not a builtin type, and without DWARF weave cannot know its layout", name->base()));
-    std::string spelled = name->base();
-    if (std::optional<TypeId> found = debug_->find_type(spelled))
-      return *found;
-    GoTypeName escaped = *name;
-    escaped.package = escape_package_path(name->package);
-    if (std::optional<TypeId> found = debug_->find_type(escaped.base()))
-      return *found;
-    // The usual slip: the package's last element alone ("url.URL" for "net/url.URL").
-    std::vector<std::string> candidates;
-    std::string tail = "/" + spelled;
-    for (const std::string &known : debug_->type_names())
-      if (known.size() > tail.size() && known.compare(known.size() - tail.size(), tail.size(), tail) == 0)
-        if (std::optional<GoTypeName> k = split_go_type_name(known); k && k->ops.empty())
-          candidates.push_back(known);
-    std::string hint = candidates.size() == 1 ? "did you mean " + candidates[0] + "?"
-                                              : did_you_mean(spelled, debug_->type_names());
-    fail(fmt::format("the binary's DWARF has no type {}", spelled),
-         (hint.empty() ? "" : hint + " ") + "name a type by its full package path, as the binary does: "
-                                            "*net/url.URL, github.com/org/pkg.T, main.Pair[string,int64]");
+    throw UserError("unknown-type", fmt::format("type \"{}\": {}", shown, what), loc_,
+                    "builtin types (int64, string, bool, float64, uintptr, unsafe.Pointer, ...), "
+                    "*T, []T, [N]T, map[K]V, chan T, any and error can be named; spell a struct as "
+                    "{struct: [{name: X, type: T}, ...]}");
   }
   void skip_spaces() {
     while (pos_ < text_.size() && text_[pos_] == ' ')
@@ -159,18 +130,14 @@ private:
       t.empty_interface = true;
       return table_.add(t);
     }
-    // A name runs to the end, or to the ',' ']' or ' ' that closes what holds it; type arguments
-    // in brackets are part of it ("main.Pair[string, int64]").
     size_t start = pos_;
-    for (int brackets = 0; pos_ < text_.size(); ++pos_) {
-      char c = text_[pos_];
-      if (c == '[')
-        ++brackets;
-      else if (c == ']' && brackets > 0)
-        --brackets;
-      else if (brackets == 0 && (c == ']' || c == ',' || c == ' '))
-        break;
-    }
+    // A name runs on through its package path ("github.com/org/pkg.T"), whether or not a resolver
+    // can look it up: an error names it whole.
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.' ||
+                                   text_[pos_] == '_' || text_[pos_] == '/' || text_[pos_] == '-' || text_[pos_] == '%'))
+      ++pos_;
+    if (pos_ < text_.size() && pos_ > start && text_[pos_] == '[')
+      skip_type_arguments(); // an instantiation: "main.Pair[int,string]"
     std::string name = text_.substr(start, pos_ - start);
     if (name.empty())
       fail("expected a type");
@@ -192,8 +159,14 @@ private:
         {"error", {TypeKind::Interface, 0}},
     };
     auto it = builtins.find(name);
+    if (it == builtins.end() && resolve_) {
+      std::string why;
+      if (auto id = resolve_(name, why))
+        return *id;
+      fail(why);
+    }
     if (it == builtins.end())
-      return named_type(name);
+      fail(fmt::format("{} is not a builtin type, and without DWARF weave cannot know its layout", name));
     Builtin b = it->second;
     std::string go_name = name == "byte" ? "uint8" : name == "rune" ? "int32" : name;
     switch (b.kind) {
@@ -209,11 +182,25 @@ private:
     }
   }
 
+  // Past the balanced [...] after a generic type's name.
+  void skip_type_arguments() {
+    int depth = 0;
+    for (; pos_ < text_.size(); ++pos_) {
+      if (text_[pos_] == '[')
+        ++depth;
+      else if (text_[pos_] == ']' && --depth == 0) {
+        ++pos_;
+        return;
+      }
+    }
+    fail("unbalanced [ in the type arguments");
+  }
+
   const std::string &text_;
   TypeTable &table_;
   uint64_t ptr_;
   SourceLoc loc_;
-  DebugInfo *debug_;
+  const NamedTypeResolver &resolve_;
   size_t pos_ = 0;
   static constexpr int kMaxDepth = 100;
   int depth_ = 0;
@@ -221,15 +208,43 @@ private:
 
 } // namespace
 
-TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size, DebugInfo *debug) {
+NamedTypeResolver dwarf_type_resolver(DebugInfo &debug) {
+  return [&debug](const std::string &written, std::string &why) -> std::optional<TypeId> {
+    std::optional<GoTypeName> name = split_go_type_name(written, &why);
+    if (!name)
+      return std::nullopt;
+    std::string spelled = name->base();
+    if (std::optional<TypeId> found = debug.find_type(spelled))
+      return found;
+    GoTypeName escaped = *name;
+    escaped.package = escape_package_path(name->package);
+    if (std::optional<TypeId> found = debug.find_type(escaped.base()))
+      return found;
+    // The usual slip: the package's last element alone ("url.URL" for "net/url.URL").
+    std::vector<std::string> candidates;
+    const std::vector<std::string> known_names = debug.type_names();
+    std::string tail = "/" + spelled;
+    for (const std::string &known : known_names)
+      if (known.size() > tail.size() && known.compare(known.size() - tail.size(), tail.size(), tail) == 0)
+        if (std::optional<GoTypeName> k = split_go_type_name(known); k && k->ops.empty())
+          candidates.push_back(known);
+    std::string hint = candidates.size() == 1 ? "did you mean " + candidates[0] + "?" : did_you_mean(spelled, known_names);
+    why = fmt::format("the binary's DWARF has no type {} ({}name a type by its full package path, as the binary "
+                      "does: *net/url.URL, github.com/org/pkg.T, main.Pair[string,int64])",
+                      spelled, hint.empty() ? "" : hint + " ");
+    return std::nullopt;
+  };
+}
+
+TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size, const NamedTypeResolver &resolve) {
   uint64_t ptr = static_cast<uint64_t>(ptr_size);
   if (type.form.empty())
-    return TypeParser(type.expr, table, ptr_size, type.loc, debug).parse_all();
+    return TypeParser(type.expr, table, ptr_size, type.loc, resolve).parse_all();
   if (type.form == "struct") {
     GoType t{TypeKind::Struct, "struct {", 0, 1};
     uint64_t offset = 0;
     for (const ParamSpec &field : type.fields) {
-      TypeId id = build_declared_type(field.type, table, ptr_size, debug);
+      TypeId id = build_declared_type(field.type, table, ptr_size, resolve);
       const GoType &f = table.at(id);
       offset = align_up(offset, f.align);
       t.fields.push_back({field.name, offset, id, false});
@@ -245,9 +260,11 @@ TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size,
       offset += 1;
     t.size = align_up(offset, t.align);
     t.name += " }";
+    if (!type.name.empty() && resolve)
+      check_declared_layout(type, t, table, resolve);
     return table.add(t);
   }
-  TypeId elem = build_declared_type(type.elem.at(0), table, ptr_size, debug);
+  TypeId elem = build_declared_type(type.elem.at(0), table, ptr_size, resolve);
   const GoType &e = table.at(elem);
   if (type.form == "pointer") {
     GoType t{TypeKind::Pointer, "*" + e.name, ptr, ptr};

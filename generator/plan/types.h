@@ -5,14 +5,28 @@
 #include "debuginfo/gotypes.h"
 #include "spec/spec.h"
 
+#include <functional>
+#include <optional>
+#include <string>
+
 namespace weave {
+
+// Resolves a name that is not a builtin ("net/http.Request", "main.Order") to a type of the binary,
+// or says why it cannot (the reason ends the [unknown-type] error). Without one, such names are
+// refused: named types need DWARF, type descriptors or a spelled-out struct.
+using NamedTypeResolver = std::function<std::optional<TypeId>(const std::string &name, std::string &why)>;
+
+// Adds `type` (and what it refers to) to `table`. Throws UserError [unknown-type] at the type's
+// location for a name that is not a builtin and that `resolve` (when given) does not know.
+TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size,
+                           const NamedTypeResolver &resolve = nullptr);
 
 class DebugInfo;
 
-// Adds `type` (and what it refers to) to `table`. A named type ("*net/url.URL",
-// "github.com/org/pkg.T", "main.Pair[string,int64]") is looked up in `debug`, whose type table
-// `table` must then be. Throws UserError [unknown-type] at the type's location for a name that is
-// neither a builtin nor, with DWARF, one of the binary's types.
-TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size, DebugInfo *debug = nullptr);
+// The resolver of a binary with DWARF: a name as the binary spells it ("*net/url.URL" behind its
+// operators, "github.com/org/pkg.T", "main.Pair[string, int64]"), split by split_go_type_name and
+// looked up in `debug` (also in the linker's escaped spelling of the path). A miss suggests the
+// full path when only the package's last element was given (url.URL). Types go into debug.types().
+NamedTypeResolver dwarf_type_resolver(DebugInfo &debug);
 
 } // namespace weave

@@ -36,7 +36,7 @@ UserError declare_error(const std::string &expr, DebugInfo *debug, TypeTable &ta
   spec.expr = expr;
   spec.loc = SourceLoc{"spec.yaml", 3, 14};
   try {
-    build_declared_type(spec, table, 8, debug);
+    build_declared_type(spec, table, 8, debug ? dwarf_type_resolver(*debug) : nullptr);
   } catch (const UserError &e) {
     return e;
   }
@@ -98,16 +98,16 @@ TEST_CASE("without DWARF a named type is refused by its whole name, not cut at t
   CHECK(std::string(e.what()).find("github.com/nats-io/nats-server/v2/server.client is not a builtin type") !=
         std::string::npos);
   CHECK(e.loc.line == 3);
-  UserError bad = declare_error("*main.Pair[int", nullptr, table);
+  UserError bad = declare_error("*main.Pair[int", &fixture(), fixture().types());
   CHECK(bad.id == "unknown-type");
-  CHECK(std::string(bad.what()).find("the type arguments have no closing ]") != std::string::npos);
+  CHECK(std::string(bad.what()).find("unbalanced [ in the type arguments") != std::string::npos);
 }
 
 TEST_CASE("with DWARF a declared name is the binary's type: full package paths, behind operators") {
   DebugInfo &debug = fixture();
   TypeSpec spec;
   spec.expr = "*main.Request";
-  TypeId request = build_declared_type(spec, debug.types(), 8, &debug);
+  TypeId request = build_declared_type(spec, debug.types(), 8, dwarf_type_resolver(debug));
   const GoType &ptr = debug.types().at(request);
   CHECK(ptr.kind == TypeKind::Pointer);
   CHECK(ptr.name == "*main.Request");
@@ -115,7 +115,7 @@ TEST_CASE("with DWARF a declared name is the binary's type: full package paths, 
   CHECK(debug.types().at(ptr.elem).kind == TypeKind::Struct);
   CHECK(debug.types().at(ptr.elem).fields.size() >= 3);
   spec.expr = "map[string][]*main.Header";
-  const GoType &m = debug.types().at(build_declared_type(spec, debug.types(), 8, &debug));
+  const GoType &m = debug.types().at(build_declared_type(spec, debug.types(), 8, dwarf_type_resolver(debug)));
   CHECK(m.kind == TypeKind::Map);
   CHECK(m.name == "map[string][]*main.Header");
 
@@ -125,7 +125,7 @@ TEST_CASE("with DWARF a declared name is the binary's type: full package paths, 
   CHECK(std::string(missing.what()).find("the binary's DWARF has no type Request") != std::string::npos);
   UserError slip = declare_error("*json.Encoder", &debug, debug.types());
   CHECK(slip.id == "unknown-type");
-  CHECK(slip.hint.find("did you mean encoding/json.Encoder?") != std::string::npos);
+  CHECK(std::string(slip.what()).find("did you mean encoding/json.Encoder?") != std::string::npos);
   spec.expr = "*encoding/json.Encoder";
-  CHECK(debug.types().at(build_declared_type(spec, debug.types(), 8, &debug)).name == "*encoding/json.Encoder");
+  CHECK(debug.types().at(build_declared_type(spec, debug.types(), 8, dwarf_type_resolver(debug))).name == "*encoding/json.Encoder");
 }
