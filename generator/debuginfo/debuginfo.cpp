@@ -160,6 +160,7 @@ public:
   std::optional<uint64_t> member_offset(const std::string &type_name,
                                         const std::string &member) override;
   std::optional<TypeId> find_type(const std::string &type_name) override;
+  std::vector<std::string> type_names() override;
   TypeTable &types() override { return types_; }
   std::vector<RuntimeType> runtime_types() override;
 
@@ -378,6 +379,16 @@ std::vector<RuntimeType> DwarfDebugInfo::runtime_types() {
     out.push_back(std::move(t));
   }
   return out;
+}
+
+std::vector<std::string> DwarfDebugInfo::type_names() {
+  ensure_index();
+  std::vector<std::string> names;
+  names.reserve(type_index_.size());
+  for (const auto &entry : type_index_)
+    names.push_back(entry.first);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 std::optional<TypeId> DwarfDebugInfo::find_type(const std::string &type_name) {

@@ -61,6 +61,9 @@ public:
 
   virtual TypeTable &types() = 0;
 
+  // Every type name DWARF has, sorted (for suggestions).
+  virtual std::vector<std::string> type_names() = 0;
+
   // Every type with a runtime type descriptor, sorted by address, one entry per address.
   virtual std::vector<RuntimeType> runtime_types() = 0;
 };

@@ -1,10 +1,13 @@
 #include "plan/captures.h"
 
 #include "plan/expr.h"
+#include "plan/signature.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
+#include <set>
 
 namespace weave {
 
@@ -678,6 +681,87 @@ std::string join(const std::vector<std::string> &items) {
   return out;
 }
 
+// What a selector x.name picks in the struct `type` (GoType::fields, with their `embedded` flags):
+// the fields leading to it, embedded ones first. More than one path: the name is ambiguous at the
+// shallowest depth it occurs (the first two are kept, to name them); none: no such field.
+struct FieldSelection {
+  std::vector<std::vector<const GoField *>> paths;
+};
+
+// An embedded field's struct: the field's type, or what its pointer points to.
+TypeId embedded_struct(const TypeTable &types, const GoField &f) {
+  TypeId t = f.type;
+  if (t != kNoType && types.at(t).kind == TypeKind::Pointer)
+    t = types.at(t).elem;
+  return t != kNoType && types.at(t).kind == TypeKind::Struct ? t : kNoType;
+}
+
+// The Go spec's selector rule (and go/types' lookupFieldOrMethod): look at depth 0, then at the
+// fields of the embedded structs, and so on; the first depth holding the name decides, and it must
+// hold it once. A struct met at a shallower depth is not searched again (it shadows itself, and
+// recursive embedding through pointers ends).
+FieldSelection select_field(const TypeTable &types, TypeId struct_type, const std::string &name) {
+  constexpr int kMaxDepth = 32;
+  struct Candidate {
+    TypeId type;
+    std::vector<const GoField *> path;
+  };
+  FieldSelection out;
+  std::vector<Candidate> level{{struct_type, {}}};
+  std::set<TypeId> seen;
+  for (int depth = 0; depth < kMaxDepth && !level.empty(); ++depth) {
+    for (const Candidate &c : level)
+      seen.insert(c.type);
+    std::vector<Candidate> next;
+    for (const Candidate &c : level)
+      for (const GoField &f : types.at(c.type).fields) {
+        std::vector<const GoField *> path = c.path;
+        path.push_back(&f);
+        if (f.name == name) {
+          if (out.paths.size() < 2)
+            out.paths.push_back(path);
+          else
+            out.paths.resize(2);
+        } else if (TypeId inner = f.embedded ? embedded_struct(types, f) : kNoType;
+                   inner != kNoType && !seen.count(inner)) {
+          next.push_back({inner, std::move(path)});
+        }
+      }
+    if (!out.paths.empty())
+      return out;
+    level = std::move(next);
+  }
+  return out;
+}
+
+// For a hint: the shortest path ("parseState.pa.subject") to a field called `name` through any
+// fields, embedded or not, when exactly one is shortest; a bounded search.
+std::optional<std::string> path_to_field(const TypeTable &types, TypeId struct_type, const std::string &name) {
+  constexpr int kMaxDepth = 4;
+  constexpr size_t kMaxVisits = 4096;
+  std::vector<std::pair<TypeId, std::string>> level{{struct_type, ""}};
+  std::set<TypeId> seen{struct_type};
+  size_t visits = 0;
+  for (int depth = 0; depth < kMaxDepth && !level.empty(); ++depth) {
+    std::vector<std::string> found;
+    std::vector<std::pair<TypeId, std::string>> next;
+    for (const auto &[type, prefix] : level)
+      for (const GoField &f : types.at(type).fields) {
+        if (++visits > kMaxVisits)
+          return std::nullopt;
+        std::string here = prefix.empty() ? f.name : prefix + "." + f.name;
+        if (f.name == name)
+          found.push_back(here);
+        else if (TypeId inner = embedded_struct(types, f); inner != kNoType && seen.insert(inner).second)
+          next.emplace_back(inner, here);
+      }
+    if (!found.empty())
+      return found.size() == 1 ? std::optional<std::string>(found[0]) : std::nullopt;
+    level = std::move(next);
+  }
+  return std::nullopt;
+}
+
 uint32_t layout_fields(CapturePlan &capture, uint32_t offset) {
   for (EventField &field : capture.fields) {
     field.offset = offset;
@@ -784,19 +868,45 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
                       fmt::format("{} is {} ({}), which has no field {}", path, t->name,
                                   kind_name(t->kind), step.name),
                       step_loc);
-    const GoField *field = nullptr;
-    for (const GoField &f : t->fields)
-      if (f.name == step.name)
-        field = &f;
-    if (!field) {
-      auto names = field_names(*t);
-      std::string hint = did_you_mean(step.name, names);
-      throw UserError("unknown-field", fmt::format("{} ({}) has no field {}", path, t->name, step.name),
-                      step_loc, (hint.empty() ? "" : hint + " ") + "fields: " + join(names));
+    // Go's selector rule: the field at the shallowest depth through embedded structs and
+    // pointers to structs (c.pa is c.parseState.pa), and two at that depth are ambiguous.
+    FieldSelection selection = select_field(types, type, step.name);
+    if (selection.paths.size() > 1) {
+      auto spelled = [&](const std::vector<const GoField *> &p) {
+        std::string out = path;
+        for (const GoField *f : p)
+          out += "." + f->name;
+        return out;
+      };
+      throw UserError("ambiguous-selector",
+                      fmt::format("{}.{} is ambiguous: {} ({}) has {} at depth {} through {} and {}", path, step.name,
+                                  path, t->name, step.name, selection.paths[0].size() - 1,
+                                  spelled(selection.paths[0]), spelled(selection.paths[1])),
+                      step_loc, "name the one you mean by its full path, as Go requires");
     }
-    place = resolver.member(place, field->offset, types.at(field->type).size);
-    path += "." + step.name;
-    type = field->type;
+    if (selection.paths.empty()) {
+      std::string hint;
+      if (std::optional<std::string> deeper = path_to_field(types, type, step.name))
+        hint = fmt::format("did you mean {}.{}? ", path, *deeper);
+      else if (std::string close = did_you_mean(step.name, field_names(*t)); !close.empty())
+        hint = close + " ";
+      throw UserError("unknown-field", fmt::format("{} ({}) has no field {}", path, t->name, step.name),
+                      step_loc, hint + "fields: " + join(field_names(*t)));
+    }
+    // Each embedded field on the way is a selector of its own: a pointer among them is followed.
+    const std::vector<const GoField *> &fields_on_way = selection.paths[0];
+    for (size_t k = 0; k < fields_on_way.size(); ++k) {
+      const GoField *field = fields_on_way[k];
+      if (k > 0 && t->kind == TypeKind::Pointer) {
+        place = resolver.deref(place, path, t->name, step_loc);
+        type = t->elem;
+        t = &types.at(type);
+      }
+      place = resolver.member(place, field->offset, types.at(field->type).size);
+      path += "." + field->name;
+      type = field->type;
+      t = &types.at(type);
+    }
   }
   size_t first_value_field = capture.fields.size();
   if (!expr.builtin.empty()) {
@@ -911,8 +1021,8 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
 namespace weave {
 
 void add_at_return_captures(EventPlan &entry, EventPlan &ret, const std::vector<CaptureSpec> &captures,
-                            const std::vector<NamedValue> &inputs, const std::string &function,
-                            const CaptureContext &context) {
+                            const std::vector<NamedValue> &inputs, const std::vector<NamedValue> &results,
+                            const std::string &function, const CaptureContext &context) {
   constexpr size_t kMaxSaved = 8; // values saved per call in flight (on the BPF stack without min_duration)
   Resolver resolver(context.types, context.regs, context.ptr_size, context.string_max, context.slice_max,
                     context.runtime);
@@ -922,6 +1032,39 @@ void add_at_return_captures(EventPlan &entry, EventPlan &ret, const std::vector<
     for (const CapturePlan &c : ret.captures)
       if (c.expr == key)
         throw UserError("duplicate-capture", fmt::format("{} is listed twice in capture_at_return", cs.expr), cs.loc);
+    // A result ("~r0.Header.Revision", a named result) is where the ABI puts it at the RET, and is
+    // read there like the results of return: true.
+    CaptureExpr parsed = parse_capture_expr(cs.expr, cs.loc);
+    auto names = [&parsed](const std::vector<NamedValue> &values) {
+      return std::any_of(values.begin(), values.end(), [&](const NamedValue &v) { return v.name == parsed.root; });
+    };
+    if (!names(inputs) && !names(results)) {
+      std::vector<std::string> params, outs, all;
+      for (const NamedValue &v : inputs)
+        if (v.name != kDictionaryParam)
+          params.push_back(v.name);
+      for (const NamedValue &v : results)
+        outs.push_back(v.name);
+      all = params;
+      all.insert(all.end(), outs.begin(), outs.end());
+      std::string hint = did_you_mean(parsed.root, all);
+      throw UserError("unknown-parameter",
+                      fmt::format("{} has no parameter or result {}", function, parsed.root),
+                      advance(cs.loc, parsed.root_column),
+                      (hint.empty() ? "" : hint + " ") + "parameters: " + (params.empty() ? "(none)" : join(params)) +
+                          "; results: " + (outs.empty() ? "(none)" : join(outs)));
+    }
+    if (!names(inputs)) {
+      CapturePlan capture = resolve_capture(cs, results, function, "result", resolver);
+      capture.expr = key;
+      capture.fault_bit = static_cast<int>(ret.captures.size());
+      if (ret.captures.size() >= kMaxCaptures)
+        throw UserError("too-many-captures",
+                        fmt::format("{} captures more than {} values at its return", function, kMaxCaptures), cs.loc);
+      offset = layout_fields(capture, offset);
+      ret.captures.push_back(std::move(capture));
+      continue;
+    }
     CapturePlan capture = resolve_capture(cs, inputs, function, "parameter", resolver);
     // Each read becomes: the value it starts from, saved at the entry, then the loads after it,
     // made at the return. What is saved must be a pointer: at least one load must follow it.

@@ -69,8 +69,10 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
 // "EXPR@return", after its own, and its record grows by their fields. A read that follows no
 // pointer (an integer argument, a field of a struct passed by value) is refused: by the return
 // the argument registers are reused, and the call could not change the caller's copy anyway.
+// A capture rooted at one of the `results` ("~r0.Header.Revision", "err") is read at the RET from
+// where the ABI puts that result, like the results of return: true.
 void add_at_return_captures(EventPlan &entry, EventPlan &ret, const std::vector<CaptureSpec> &captures,
-                            const std::vector<NamedValue> &inputs, const std::string &function,
-                            const CaptureContext &context);
+                            const std::vector<NamedValue> &inputs, const std::vector<NamedValue> &results,
+                            const std::string &function, const CaptureContext &context);
 
 } // namespace weave

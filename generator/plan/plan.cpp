@@ -293,7 +293,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       // min_duration and capture_at_return keep each call in flight in the probe's own map, which
       // the return finds by the same pairing key.
       if (!probe_spec.at_return.empty())
-        add_at_return_captures(probe.entry, *probe.ret, probe_spec.at_return, inputs, fn->name, captures);
+        add_at_return_captures(probe.entry, *probe.ret, probe_spec.at_return, inputs, results, fn->name, captures);
       bool holds = probe_spec.min_duration_ns || !probe_spec.at_return.empty();
       if (holds && !probe.entry.pairs_calls)
         throw UserError("unpaired-return",

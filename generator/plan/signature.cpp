@@ -13,14 +13,21 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <string_view>
+#include <utility>
 
 namespace weave {
 
 std::string describe_params(const std::vector<GoParam> &params, const TypeTable &types) {
   std::string out;
-  for (const auto &p : params)
-    out += (out.empty() ? "" : ", ") + p.name + " " + types.at(p.type).name + (p.is_result ? " (result)" : "");
+  for (const auto &p : params) {
+    // A declared struct is named by all its fields: its start is enough to know it by.
+    std::string type = types.at(p.type).name;
+    if (type.size() > 60)
+      type = type.substr(0, 50) + "...}";
+    out += (out.empty() ? "" : ", ") + p.name + " " + type + (p.is_result ? " (result)" : "");
+  }
   return out.empty() ? "(none)" : out;
 }
 
@@ -35,22 +42,141 @@ std::vector<std::string> probeable_function_names(DebugInfo *debug, const Pclnta
 }
 
 namespace {
-// Declared params must describe what DWARF says: same names, same kinds and sizes, in order.
-void check_declared_against_dwarf(const std::vector<GoParam> &declared, const std::vector<GoParam> &dwarf,
-                                  const TypeTable &types, const ProbeSpec &spec) {
-  bool same = declared.size() == dwarf.size();
-  for (size_t i = 0; same && i < declared.size(); ++i) {
-    const GoType &a = types.at(declared[i].type), &b = types.at(dwarf[i].type);
-    same = declared[i].name == dwarf[i].name && declared[i].is_result == dwarf[i].is_result &&
-           a.kind == b.kind && a.size == b.size;
+
+// LayoutCompare finds the first place where a declared type differs from the binary's: a kind, a
+// size, a field's name, offset or type, a pointer's, slice's or map's element. It answers in a few
+// words ("field RawQuery at offset 64, binary has it at 72") so that a mismatch is one line however
+// large the types are.
+class LayoutCompare {
+public:
+  explicit LayoutCompare(const TypeTable &types) : types_(types) {}
+
+  // "" when `declared` describes `binary`; `where` names the part being compared ("" at the top,
+  // "field Header.Revision" below).
+  std::string difference(TypeId declared, TypeId binary, const std::string &where = "") {
+    if (declared == binary || !seen_.insert({declared, binary}).second)
+      return "";
+    const GoType &d = types_.at(declared), &b = types_.at(binary);
+    std::string at = where.empty() ? "" : where + " ";
+    // An opaque pointer may stand for any pointer: it is read as an address and followed nowhere.
+    if (d.kind == TypeKind::UnsafePointer && (b.kind == TypeKind::Pointer || b.kind == TypeKind::UnsafePointer))
+      return "";
+    // A struct's size is told by the field that makes it differ.
+    if (d.kind != b.kind || (d.size != b.size && d.kind != TypeKind::Struct)) {
+      if (d.name == b.name || d.size != b.size)
+        return fmt::format("{}as {} ({} bytes), binary has {} ({} bytes)", at, short_name(d), d.size, b.name, b.size);
+      return fmt::format("{}as {}, binary has {}", at, short_name(d), b.name);
+    }
+    switch (d.kind) {
+    case TypeKind::Pointer:
+    case TypeKind::Slice:
+    case TypeKind::Array:
+    case TypeKind::Chan:
+    case TypeKind::Map:
+      // A different element is told as the types that hold it: "as *uint8, binary has *T".
+      if ((d.kind == TypeKind::Array && d.count != b.count) || shallow_differs(d.elem, b.elem) ||
+          (d.kind == TypeKind::Map && shallow_differs(d.key, b.key)))
+        return fmt::format("{}as {}, binary has {}", at, short_name(d), b.name);
+      if (d.kind == TypeKind::Map)
+        if (std::string key = element(d.key, b.key, where); !key.empty())
+          return key;
+      return element(d.elem, b.elem, where);
+    case TypeKind::Struct:
+      if (std::string field = fields(d, b, where); !field.empty())
+        return field;
+      if (d.size != b.size)
+        return fmt::format("{}as {} bytes, binary has {} bytes", at, d.size, b.size);
+      return "";
+    case TypeKind::Interface:
+      if (d.empty_interface != b.empty_interface)
+        return fmt::format("{}as {}, binary has {}", at, short_name(d), b.name);
+      return "";
+    default:
+      // Same kind and size: ints, floats, strings and the like read alike whatever their names.
+      return "";
+    }
   }
-  if (!same)
-    throw UserError("params-mismatch",
-                    fmt::format("the declared params of {} differ from its DWARF: declared {}; DWARF {}",
-                                spec.function, describe_params(declared, types), describe_params(dwarf, types)),
+
+private:
+  bool shallow_differs(TypeId d, TypeId b) const {
+    if (d == kNoType || b == kNoType)
+      return false;
+    const GoType &x = types_.at(d), &y = types_.at(b);
+    if (x.kind == TypeKind::UnsafePointer && (y.kind == TypeKind::Pointer || y.kind == TypeKind::UnsafePointer))
+      return false;
+    return x.kind != y.kind || (x.size != y.size && x.kind != TypeKind::Struct);
+  }
+
+  std::string element(TypeId d, TypeId b, const std::string &where) {
+    if (d == kNoType || b == kNoType)
+      return "";
+    return difference(d, b, where);
+  }
+
+  std::string fields(const GoType &d, const GoType &b, const std::string &where) {
+    auto inside = [&where](const std::string &name) {
+      return where.empty() ? "field " + name : where + "." + name;
+    };
+    for (const GoField &f : d.fields) {
+      auto it = std::find_if(b.fields.begin(), b.fields.end(), [&](const GoField &g) { return g.name == f.name; });
+      if (it == b.fields.end())
+        return fmt::format("{}: the binary's {} has no such field", inside(f.name), b.name);
+      if (it->offset != f.offset)
+        return fmt::format("{} at offset {}, binary has it at {}", inside(f.name), f.offset, it->offset);
+      if (std::string inner = difference(f.type, it->type, inside(f.name)); !inner.empty())
+        return inner;
+    }
+    for (const GoField &g : b.fields)
+      if (std::none_of(d.fields.begin(), d.fields.end(), [&](const GoField &f) { return f.name == g.name; }))
+        return fmt::format("{} (offset {}) is not declared", inside(g.name), g.offset);
+    return "";
+  }
+
+  // A declared struct's name spells out every field; a line has room for its start only.
+  static std::string short_name(const GoType &t) {
+    return t.name.size() > 60 ? t.name.substr(0, 50) + "...}" : t.name;
+  }
+
+  const TypeTable &types_;
+  std::set<std::pair<TypeId, TypeId>> seen_; // recursive types compare once
+};
+
+// Declared params must describe what DWARF says, layouts included: same names, in order, of the
+// same types. Any difference is refused, saying in one line where it is: a value read through a
+// declared layout that is not the binary's would be wrong, and nothing would show it. Returns the
+// declared list with each type replaced by the binary's (the same layout, with its names, embedded
+// fields and map headers).
+std::vector<GoParam> check_declared_against_dwarf(const std::vector<GoParam> &declared,
+                                                  const std::vector<GoParam> &dwarf, const TypeTable &types,
+                                                  const ProbeSpec &spec) {
+  auto label = [&](const std::vector<GoParam> &list, size_t i) {
+    size_t n = 0;
+    for (size_t j = 0; j <= i; ++j)
+      n += list[j].is_result == list[i].is_result;
+    return fmt::format("{} {} '{}'", list[i].is_result ? "result" : "param", n, list[i].name);
+  };
+  std::string why;
+  for (size_t i = 0; why.empty() && i < std::max(declared.size(), dwarf.size()); ++i) {
+    if (i >= dwarf.size())
+      why = fmt::format("{} is declared, the binary has no more (it has {})", label(declared, i),
+                        describe_params(dwarf, types));
+    else if (i >= declared.size())
+      why = fmt::format("{} {} is not declared", label(dwarf, i), types.at(dwarf[i].type).name);
+    else if (declared[i].is_result != dwarf[i].is_result || declared[i].name != dwarf[i].name)
+      why = fmt::format("{} is declared where the binary has {}", label(declared, i), label(dwarf, i));
+    else if (std::string d = LayoutCompare(types).difference(declared[i].type, dwarf[i].type); !d.empty())
+      why = d.starts_with("as ") ? fmt::format("{}: declared {}", label(declared, i), d.substr(3))
+                                 : fmt::format("{}: declared {} {}", label(declared, i), types.at(dwarf[i].type).name, d);
+  }
+  if (!why.empty())
+    throw UserError("params-mismatch", fmt::format("the declared signature of {} differs from its DWARF: {}", spec.function, why),
                     spec.loc,
-                    "DWARF leaves out blank (_) and unnamed parameters; otherwise fix the declaration or "
-                    "drop it and let DWARF speak");
+                    "DWARF leaves out blank (_) and unnamed parameters; otherwise fix the declaration, name the "
+                    "binary's own types (*net/url.URL, github.com/org/pkg.T), or drop it and let DWARF speak");
+  std::vector<GoParam> checked = declared;
+  for (size_t i = 0; i < checked.size(); ++i)
+    checked[i].type = dwarf[i].type;
+  return checked;
 }
 
 // The part of a shape instance's name after its type arguments: "" or ".Add" for the instance
@@ -177,7 +303,8 @@ ProbeSignature resolve_signature(const ProbeSpec &probe, const SignatureSources 
   std::vector<GoParam> params = fn_info.params;
   if (probe.has_params || probe.has_results) {
     std::vector<GoParam> declared;
-    NamedTypeResolver resolve = descriptor_resolver(sources);
+    // Named types: from DWARF when the binary has it, else from the runtime's type descriptors.
+    NamedTypeResolver resolve = debug ? dwarf_type_resolver(*debug) : descriptor_resolver(sources);
     for (const auto &p : probe.params)
       declared.push_back({p.name, build_declared_type(p.type, types, image.ptr_size, resolve), false});
     for (const auto &r : probe.results)
@@ -189,7 +316,7 @@ ProbeSignature resolve_signature(const ProbeSpec &probe, const SignatureSources 
           dwarf_side.push_back(p);
       if (probe.has_params && !probe.has_results)
         std::erase_if(declared, [](auto &p) { return p.is_result; });
-      check_declared_against_dwarf(declared, dwarf_side, types, probe);
+      declared = check_declared_against_dwarf(declared, dwarf_side, types, probe);
     }
     if (!probe.has_results)
       for (const auto &p : fn_info.params)

@@ -1,4 +1,7 @@
 #include "plan/types.h"
+
+#include "debuginfo/debuginfo.h"
+#include "debuginfo/typename.h"
 #include "plan/stripped_types.h"
 
 #include <fmt/format.h>
@@ -128,10 +131,12 @@ private:
       return table_.add(t);
     }
     size_t start = pos_;
+    // A name runs on through its package path ("github.com/org/pkg.T"), whether or not a resolver
+    // can look it up: an error names it whole.
     while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.' ||
-                                   text_[pos_] == '_' || (resolve_ && (text_[pos_] == '/' || text_[pos_] == '-' || text_[pos_] == '%'))))
+                                   text_[pos_] == '_' || text_[pos_] == '/' || text_[pos_] == '-' || text_[pos_] == '%'))
       ++pos_;
-    if (resolve_ && pos_ < text_.size() && pos_ > start && text_[pos_] == '[')
+    if (pos_ < text_.size() && pos_ > start && text_[pos_] == '[')
       skip_type_arguments(); // an instantiation: "main.Pair[int,string]"
     std::string name = text_.substr(start, pos_ - start);
     if (name.empty())
@@ -202,6 +207,34 @@ private:
 };
 
 } // namespace
+
+NamedTypeResolver dwarf_type_resolver(DebugInfo &debug) {
+  return [&debug](const std::string &written, std::string &why) -> std::optional<TypeId> {
+    std::optional<GoTypeName> name = split_go_type_name(written, &why);
+    if (!name)
+      return std::nullopt;
+    std::string spelled = name->base();
+    if (std::optional<TypeId> found = debug.find_type(spelled))
+      return found;
+    GoTypeName escaped = *name;
+    escaped.package = escape_package_path(name->package);
+    if (std::optional<TypeId> found = debug.find_type(escaped.base()))
+      return found;
+    // The usual slip: the package's last element alone ("url.URL" for "net/url.URL").
+    std::vector<std::string> candidates;
+    const std::vector<std::string> known_names = debug.type_names();
+    std::string tail = "/" + spelled;
+    for (const std::string &known : known_names)
+      if (known.size() > tail.size() && known.compare(known.size() - tail.size(), tail.size(), tail) == 0)
+        if (std::optional<GoTypeName> k = split_go_type_name(known); k && k->ops.empty())
+          candidates.push_back(known);
+    std::string hint = candidates.size() == 1 ? "did you mean " + candidates[0] + "?" : did_you_mean(spelled, known_names);
+    why = fmt::format("the binary's DWARF has no type {} ({}name a type by its full package path, as the binary "
+                      "does: *net/url.URL, github.com/org/pkg.T, main.Pair[string,int64])",
+                      spelled, hint.empty() ? "" : hint + " ");
+    return std::nullopt;
+  };
+}
 
 TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size, const NamedTypeResolver &resolve) {
   uint64_t ptr = static_cast<uint64_t>(ptr_size);

@@ -21,4 +21,12 @@ using NamedTypeResolver = std::function<std::optional<TypeId>(const std::string 
 TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size,
                            const NamedTypeResolver &resolve = nullptr);
 
+class DebugInfo;
+
+// The resolver of a binary with DWARF: a name as the binary spells it ("*net/url.URL" behind its
+// operators, "github.com/org/pkg.T", "main.Pair[string, int64]"), split by split_go_type_name and
+// looked up in `debug` (also in the linker's escaped spelling of the path). A miss suggests the
+// full path when only the package's last element was given (url.URL). Types go into debug.types().
+NamedTypeResolver dwarf_type_resolver(DebugInfo &debug);
+
 } // namespace weave

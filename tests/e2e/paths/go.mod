@@ -1,0 +1,3 @@
+module weave.test/paths
+
+go 1.19
