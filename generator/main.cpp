@@ -421,7 +421,11 @@ int main(int argc, char **argv) {
       }
       auto debug = image.has_dwarf ? weave::DebugInfo::open(funcs_binary, image.ptr_size) : nullptr;
       std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
-      std::cout << weave::list_functions(image, debug.get(), pcln ? &*pcln : nullptr, funcs_pattern);
+      std::vector<std::string> warnings;
+      std::cout << weave::list_functions(image, debug.get(), pcln ? &*pcln : nullptr, funcs_pattern, &warnings);
+      std::cout.flush();
+      for (const std::string &w : warnings)
+        diagnose("weave: warning: " + w + "\n");
       return 0;
     }
   } catch (const weave::UserError &e) {

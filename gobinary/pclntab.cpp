@@ -21,6 +21,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
+#include <iterator>
 #include <gelf.h>
 #include <libelf.h>
 #include <map>
@@ -285,6 +286,15 @@ uint64_t Pclntab::word(uint64_t off) const {
   return value ? *value : le(table_ + off, ptr_size_);
 }
 
+std::string Pclntab::record_name(uint32_t nameoff) const {
+  uint64_t off = funcnametab_ + nameoff;
+  if (off >= size_)
+    damaged("an inline record's name offset " + hex(nameoff) + " lies past the table's end");
+  if (!std::memchr(table_ + off, 0, size_ - off))
+    damaged("the name at offset " + hex(nameoff) + " is not terminated");
+  return name_at(nameoff);
+}
+
 std::string Pclntab::name_at(uint32_t nameoff) const {
   uint64_t off = funcnametab_ + nameoff;
   if (off >= size_)
@@ -381,26 +391,26 @@ void Pclntab::walk_pcvalue(uint32_t table, uint64_t entry, const PclnFunction &f
   if (table == 0)
     return;
   uint64_t p = pctab_ + table;
+  (void)fn;
   if (p >= size_)
-    corrupt("the pc-value table at " + hex(table) + " of " + fn.name +
-            " lies past the table's end");
+    damaged("its pc-value table at " + hex(table) + " lies past the table's end");
   auto varint = [&](uint64_t &pos) -> uint32_t {
     uint32_t value = 0;
     for (int shift = 0; shift < 35; shift += 7) {
       if (pos >= size_)
-        corrupt("a pc-value table of " + fn.name + " runs past the table's end");
+        damaged("its pc-value table at " + hex(table) + " runs past the table's end");
       uint8_t byte = table_[pos++];
       value |= static_cast<uint32_t>(byte & 0x7f) << shift;
       if (!(byte & 0x80))
         return value;
     }
-    corrupt("a pc-value table of " + fn.name + " holds an overlong varint");
+    damaged("its pc-value table at " + hex(table) + " holds an overlong varint");
   };
   uint64_t pc = entry;
   int32_t value = -1;
   while (true) {
     if (p >= size_)
-      corrupt("a pc-value table of " + fn.name + " runs past the table's end");
+      damaged("its pc-value table at " + hex(table) + " runs past the table's end");
     if (table_[p] == 0 && pc != entry)
       return; // the end of the table
     uint32_t uvdelta = varint(p);
@@ -413,7 +423,7 @@ void Pclntab::walk_pcvalue(uint32_t table, uint64_t entry, const PclnFunction &f
   }
 }
 
-std::map<std::string, std::vector<std::string>> Pclntab::inline_sites() const {
+std::map<std::string, std::vector<std::string>> Pclntab::inline_sites(std::vector<Problem> *problems) const {
   std::map<std::string, std::vector<std::string>> sites;
   const uint64_t record_size = magic_ == kMagic120 ? 16 : 20;
   for (const PclnFunction &fn : functions_) {
@@ -423,19 +433,30 @@ std::map<std::string, std::vector<std::string>> Pclntab::inline_sites() const {
     uint64_t tree = inline_tree(r);
     if (!tree)
       continue;
-    // Every record some PC of the function names, innermost or (at its inline mark) a parent.
-    std::set<int32_t> indexes;
-    walk_pcvalue(u32(r.pcdata + 8), fn.entry, fn, [&](int32_t value, uint64_t end) {
-      if (value >= 0)
-        indexes.insert(value);
-      return end < fn.end && indexes.size() <= 100000; // bounded on a damaged table
-    });
-    for (int32_t index : indexes) {
-      const uint8_t *rec = image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
-      if (!rec)
-        corrupt("inline record " + std::to_string(index) + " of " + fn.name + " at " +
-                hex(tree + static_cast<uint64_t>(index) * record_size) + " is outside the file");
-      std::vector<std::string> &into = sites[name_at(le32(rec + (magic_ == kMagic120 ? 4 : 12)))];
+    // Every record some PC of the function names, innermost or (at its inline mark) a parent; read
+    // whole before any is added, so that a function whose tree does not check out adds nothing.
+    std::set<std::string> callees;
+    try {
+      std::set<int32_t> indexes;
+      walk_pcvalue(u32(r.pcdata + 8), fn.entry, fn, [&](int32_t value, uint64_t end) {
+        if (value >= 0)
+          indexes.insert(value);
+        return end < fn.end && indexes.size() <= 100000; // bounded on a damaged table
+      });
+      for (int32_t index : indexes) {
+        const uint8_t *rec = image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
+        if (!rec)
+          damaged("inline record " + std::to_string(index) + " at " +
+                  hex(tree + static_cast<uint64_t>(index) * record_size) + " is outside the file");
+        callees.insert(record_name(le32(rec + (magic_ == kMagic120 ? 4 : 12))));
+      }
+    } catch (const Damaged &d) {
+      if (problems)
+        problems->push_back({fn.name, d.reason});
+      continue;
+    }
+    for (const std::string &callee : callees) {
+      std::vector<std::string> &into = sites[callee];
       if (into.empty() || into.back() != fn.name)
         into.push_back(fn.name);
     }
@@ -444,7 +465,8 @@ std::map<std::string, std::vector<std::string>> Pclntab::inline_sites() const {
 }
 
 std::vector<Pclntab::InlinedCopy>
-Pclntab::inlined_copies(const std::function<bool(std::string_view)> &wanted) const {
+Pclntab::inlined_copies(const std::function<bool(std::string_view)> &wanted,
+                        std::vector<Problem> *problems) const {
   std::vector<InlinedCopy> copies;
   const uint64_t record_size = magic_ == kMagic120 ? 16 : 20;
   for (const PclnFunction &fn : functions_) {
@@ -454,87 +476,134 @@ Pclntab::inlined_copies(const std::function<bool(std::string_view)> &wanted) con
     uint64_t tree = inline_tree(r);
     if (!tree)
       continue;
-    const uint32_t inl_table = u32(r.pcdata + 8);
-    // The lowest PC of each record's own instructions, in runs of the InlTreeIndex table.
-    std::map<int32_t, uint64_t> lowest;
-    uint64_t start = fn.entry;
-    walk_pcvalue(inl_table, fn.entry, fn, [&](int32_t value, uint64_t end) {
-      if (value >= 0 && !lowest.count(value))
-        lowest[value] = start;
-      start = end;
-      return end < fn.end && lowest.size() <= 100000; // bounded on a damaged table
-    });
-    struct Record {
-      uint8_t func_id = 0;
-      std::string name;
-      int32_t parent = -1; // the record holding the call, -1 for the physical function
-      uint64_t parent_pc = 0;
-    };
-    std::map<int32_t, Record> records;
-    // Records and their ancestors: a copy's first PC is the lowest of its own and of every copy
-    // inlined into it (its first instruction may belong to a call it makes).
-    std::vector<int32_t> pending;
-    for (const auto &[index, pc] : lowest)
-      pending.push_back(index);
-    std::map<int32_t, uint64_t> first = lowest;
-    while (!pending.empty()) {
-      int32_t index = pending.back();
-      pending.pop_back();
-      if (records.count(index))
-        continue;
-      if (records.size() > 100000)
-        corrupt("the inline tree of " + fn.name + " has too many records");
-      const uint8_t *rec = image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
-      if (!rec)
-        corrupt("inline record " + std::to_string(index) + " of " + fn.name + " at " +
-                hex(tree + static_cast<uint64_t>(index) * record_size) + " is outside the file");
-      Record out;
-      out.func_id = magic_ == kMagic120 ? rec[0] : rec[2];
-      out.name = name_at(le32(rec + (magic_ == kMagic120 ? 4 : 12)));
-      int32_t parent_pc = static_cast<int32_t>(le32(rec + (magic_ == kMagic120 ? 8 : 16)));
-      if (parent_pc < 0 || static_cast<uint64_t>(parent_pc) >= fn.end - fn.entry)
-        corrupt("inline record " + std::to_string(index) + " of " + fn.name +
-                " has parent PC offset " + std::to_string(parent_pc) + " outside the function");
-      out.parent_pc = fn.entry + static_cast<uint64_t>(parent_pc);
-      out.parent = pcvalue(inl_table, fn.entry, out.parent_pc, fn).value_or(-1);
-      if (out.parent == index)
-        corrupt("the inline tree of " + fn.name + " loops");
-      if (out.parent >= 0)
-        pending.push_back(out.parent);
-      records[index] = std::move(out);
-    }
-    for (const auto &[index, pc] : lowest) {
-      int32_t at = records[index].parent;
-      for (int depth = 0; at >= 0; ++depth) {
-        if (depth > kMaxInlineDepth)
-          corrupt("the inline tree of " + fn.name + " loops");
-        auto it = first.find(at);
-        if (it == first.end() || it->second > pc)
-          first[at] = pc;
-        at = records[at].parent;
-      }
-    }
-    for (const auto &[index, rec] : records) {
-      if (wanted && !wanted(rec.name))
-        continue;
-      InlinedCopy copy;
-      copy.function = rec.name;
-      copy.physical = fn.name;
-      copy.first_pc = first.at(index);
-      copy.caller = rec.parent >= 0 ? records[rec.parent].name : fn.name;
-      copy.index = index;
-      copy.func_id = rec.func_id;
-      // The call's position: the parent's file and line at the call's inline mark.
-      auto fileno = pcvalue(r.pcfile, fn.entry, rec.parent_pc, fn);
-      auto line = pcvalue(r.pcln, fn.entry, rec.parent_pc, fn);
-      copy.file = fileno && *fileno >= 0 ? file_name(r, *fileno) : "?";
-      copy.line = line && *line >= 0 ? *line : 0;
-      copies.push_back(std::move(copy));
+    try {
+      std::vector<InlinedCopy> own = copies_in(fn, r, tree, record_size, wanted);
+      std::move(own.begin(), own.end(), std::back_inserter(copies));
+    } catch (const Damaged &d) {
+      if (problems)
+        problems->push_back({fn.name, d.reason});
     }
   }
   std::sort(copies.begin(), copies.end(), [](const InlinedCopy &a, const InlinedCopy &b) {
     return std::tie(a.function, a.first_pc, a.index) < std::tie(b.function, b.first_pc, b.index);
   });
+  return copies;
+}
+
+std::vector<Pclntab::InlinedCopy>
+Pclntab::copies_in(const PclnFunction &fn, const FuncRecord &r, uint64_t tree, uint64_t record_size,
+                   const std::function<bool(std::string_view)> &wanted) const {
+  const uint32_t inl_table = u32(r.pcdata + 8);
+  // The lowest PC of each record's own instructions, in runs of the InlTreeIndex table.
+  std::map<int32_t, uint64_t> lowest;
+  uint64_t start = fn.entry;
+  walk_pcvalue(inl_table, fn.entry, fn, [&](int32_t value, uint64_t end) {
+    if (value >= 0 && !lowest.count(value))
+      lowest[value] = start;
+    start = end;
+    return end < fn.end && lowest.size() <= 100000; // bounded on a damaged table
+  });
+  struct Record {
+    uint8_t func_id = 0;
+    std::string name;
+    int32_t parent = -1; // the record holding the call, -1 for the physical function
+    uint64_t parent_pc = 0;
+    bool call_site_known = true;
+  };
+  std::map<int32_t, Record> records;
+  // Records and their ancestors: a copy's first PC is the lowest of its own and of every copy
+  // inlined into it (its first instruction may belong to a call it makes).
+  std::vector<int32_t> pending;
+  for (const auto &[index, pc] : lowest)
+    pending.push_back(index);
+  std::map<int32_t, uint64_t> first = lowest;
+  while (!pending.empty()) {
+    int32_t index = pending.back();
+    pending.pop_back();
+    if (records.count(index))
+      continue;
+    if (records.size() > 100000)
+      damaged("its inline tree has too many records");
+    const uint8_t *rec = image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
+    if (!rec)
+      damaged("inline record " + std::to_string(index) + " at " +
+              hex(tree + static_cast<uint64_t>(index) * record_size) + " is outside the file");
+    Record out;
+    out.func_id = magic_ == kMagic120 ? rec[0] : rec[2];
+    out.name = record_name(le32(rec + (magic_ == kMagic120 ? 4 : 12)));
+    int32_t parent_pc = static_cast<int32_t>(le32(rec + (magic_ == kMagic120 ? 8 : 16)));
+    if (parent_pc < 0 || static_cast<uint64_t>(parent_pc) >= fn.end - fn.entry)
+      damaged("inline record " + std::to_string(index) + " (" + out.name + ") has parent PC offset " +
+              std::to_string(parent_pc) + ", outside the function");
+    out.parent_pc = fn.entry + static_cast<uint64_t>(parent_pc);
+    out.parent = pcvalue(inl_table, fn.entry, out.parent_pc, fn).value_or(-1);
+    if (out.parent >= 0)
+      pending.push_back(out.parent);
+    records[index] = std::move(out);
+  }
+  // A record's parent is the record at its parent PC (runtime/symtabinl.go, inlineUnwinder.next).
+  // A PC that the record found there also gives as its own parent PC is no call site: Go 1.21+
+  // inlines calls while it evaluates package-level initializers and leaves all their parent PCs 0,
+  // and the init's first instructions are the first such copy's own. Every record naming such a PC
+  // is read as what its instructions are (the callee's code, in the physical function), its call
+  // site unknown.
+  for (auto &[index, rec] : records)
+    if (rec.parent >= 0 && records.at(rec.parent).parent_pc == rec.parent_pc) {
+      rec.parent = -1;
+      rec.call_site_known = false;
+    }
+  // Any other cycle is cut alike, so the parent links form a forest. Each record is visited once:
+  // 0 unseen, 1 on the current walk, 2 done.
+  std::map<int32_t, int> state;
+  for (auto &[index, rec] : records) {
+    std::vector<int32_t> walk;
+    int32_t at = index;
+    while (at >= 0 && state[at] == 0) {
+      state[at] = 1;
+      walk.push_back(at);
+      at = records.at(at).parent;
+    }
+    if (at >= 0 && state[at] == 1) // a cycle: from `at` to the end of this walk
+      for (auto it = std::find(walk.begin(), walk.end(), at); it != walk.end(); ++it) {
+        records.at(*it).parent = -1;
+        records.at(*it).call_site_known = false;
+      }
+    for (int32_t w : walk)
+      state[w] = 2;
+  }
+  for (const auto &[index, pc] : lowest) {
+    int32_t at = records.at(index).parent;
+    for (int depth = 0; at >= 0; ++depth) {
+      if (depth > kMaxInlineDepth)
+        damaged("its inline tree nests deeper than " + std::to_string(kMaxInlineDepth) + " calls");
+      auto it = first.find(at);
+      if (it == first.end() || it->second > pc)
+        first[at] = pc;
+      at = records.at(at).parent;
+    }
+  }
+  std::vector<InlinedCopy> copies;
+  for (const auto &[index, rec] : records) {
+    if (wanted && !wanted(rec.name))
+      continue;
+    InlinedCopy copy;
+    copy.function = rec.name;
+    copy.physical = fn.name;
+    copy.first_pc = first.at(index);
+    copy.caller = rec.parent >= 0 ? records.at(rec.parent).name : fn.name;
+    copy.index = index;
+    copy.func_id = rec.func_id;
+    copy.call_site_known = rec.call_site_known;
+    // The call's position: the parent's file and line at the call's inline mark.
+    std::optional<int32_t> fileno, line;
+    if (rec.call_site_known) {
+      fileno = pcvalue(r.pcfile, fn.entry, rec.parent_pc, fn);
+      line = pcvalue(r.pcln, fn.entry, rec.parent_pc, fn);
+    }
+    copy.file = fileno && *fileno >= 0 ? file_name(r, *fileno) : "?";
+    copy.line = line && *line >= 0 ? *line : 0;
+    copies.push_back(std::move(copy));
+  }
   return copies;
 }
 
@@ -544,7 +613,11 @@ std::optional<int32_t> Pclntab::sp_delta(const PclnFunction &fn, uint64_t pc) co
   FuncRecord r = record(fn);
   if (!r.has_tables)
     return std::nullopt;
-  return pcvalue(r.pcsp, fn.entry, pc, fn);
+  try {
+    return pcvalue(r.pcsp, fn.entry, pc, fn);
+  } catch (const Damaged &) {
+    return std::nullopt; // a pcsp table that does not check out knows no delta
+  }
 }
 
 uint64_t Pclntab::inline_tree(const FuncRecord &r) const {
@@ -603,40 +676,68 @@ std::vector<Pclntab::Frame> Pclntab::symbolize(uint64_t pc, bool keep_wrappers) 
   };
 
   // HEAD runtime/symtabinl.go: index = pcdata[InlTreeIndex](pc); while index >= 0 emit the
-  // inlined callee named by the record, then continue at entry + parentPc in the caller.
-  uint64_t tree = inline_tree(r);
-  if (tree) {
-    const uint64_t record_size = magic_ == kMagic120 ? 16 : 20;
-    int32_t index =
-        pcvalue(r.npcdata > kPcdataInlTreeIndex ? u32(r.pcdata + 8) : 0, fn->entry, pc, *fn)
-            .value_or(-1);
-    for (int depth = 0; index >= 0; ++depth) {
-      if (depth > kMaxInlineDepth)
-        corrupt("the inline tree of " + fn->name + " loops");
-      const uint8_t *rec =
-          image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
-      if (!rec)
-        corrupt("inline record " + std::to_string(index) + " of " + fn->name + " at " +
-                hex(tree + static_cast<uint64_t>(index) * record_size) + " is outside the file");
-      // <=1.19: {parent i16, funcID u8, _, file i32, line i32, nameoff i32, parentPc i32}
-      // 1.20+:  {funcID u8, _ [3], nameOff i32, parentPc i32, startLine i32}
-      uint8_t func_id = magic_ == kMagic120 ? rec[0] : rec[2];
-      uint32_t nameoff = le32(rec + (magic_ == kMagic120 ? 4 : 12));
-      int32_t parent_pc = static_cast<int32_t>(le32(rec + (magic_ == kMagic120 ? 8 : 16)));
-      if (keep_wrappers || static_cast<int>(func_id) != wrapper_id_) {
-        Frame frame{name_at(nameoff), "", 0, true};
-        file_line(pc, frame);
-        frames.push_back(std::move(frame));
+  // inlined callee named by the record, then continue at entry + parentPc in the caller. A walk
+  // that comes back to a record it has seen has no recorded call site (InlinedCopy::
+  // call_site_known), and one that meets a record that does not check out cannot go on: either
+  // ends there, with the physical function's position unknown.
+  bool position_known = true;
+  try {
+    uint64_t tree = inline_tree(r);
+    if (tree) {
+      const uint64_t record_size = magic_ == kMagic120 ? 16 : 20;
+      int32_t index =
+          pcvalue(r.npcdata > kPcdataInlTreeIndex ? u32(r.pcdata + 8) : 0, fn->entry, pc, *fn)
+              .value_or(-1);
+      std::set<int32_t> seen;
+      while (index >= 0) {
+        if (!seen.insert(index).second || seen.size() > static_cast<size_t>(kMaxInlineDepth)) {
+          position_known = false;
+          break;
+        }
+        const uint8_t *rec =
+            image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
+        if (!rec)
+          damaged("inline record " + std::to_string(index) + " is outside the file");
+        // <=1.19: {parent i16, funcID u8, _, file i32, line i32, nameoff i32, parentPc i32}
+        // 1.20+:  {funcID u8, _ [3], nameOff i32, parentPc i32, startLine i32}
+        uint8_t func_id = magic_ == kMagic120 ? rec[0] : rec[2];
+        uint32_t nameoff = le32(rec + (magic_ == kMagic120 ? 4 : 12));
+        int32_t parent_pc = static_cast<int32_t>(le32(rec + (magic_ == kMagic120 ? 8 : 16)));
+        if (keep_wrappers || static_cast<int>(func_id) != wrapper_id_) {
+          Frame frame{record_name(nameoff), "", 0, true};
+          file_line(pc, frame);
+          frames.push_back(std::move(frame));
+        }
+        if (parent_pc < 0 || static_cast<uint64_t>(parent_pc) >= fn->end - fn->entry)
+          damaged("inline record " + std::to_string(index) + " has parent PC offset " +
+                  std::to_string(parent_pc) + ", outside the function");
+        pc = fn->entry + static_cast<uint64_t>(parent_pc);
+        index = pcvalue(u32(r.pcdata + 8), fn->entry, pc, *fn).value_or(-1);
+        // The record at the parent PC giving that same PC as its own call site: no call site was
+        // recorded (Pclntab::InlinedCopy::call_site_known).
+        if (index >= 0) {
+          const uint8_t *next =
+              image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
+          if (next &&
+              static_cast<int32_t>(le32(next + (magic_ == kMagic120 ? 8 : 16))) == parent_pc) {
+            position_known = false;
+            break;
+          }
+        }
       }
-      if (parent_pc < 0 || static_cast<uint64_t>(parent_pc) >= fn->end - fn->entry)
-        corrupt("inline record " + std::to_string(index) + " of " + fn->name +
-                " has parent PC offset " + std::to_string(parent_pc) + " outside the function");
-      pc = fn->entry + static_cast<uint64_t>(parent_pc);
-      index = pcvalue(u32(r.pcdata + 8), fn->entry, pc, *fn).value_or(-1);
+    }
+  } catch (const Damaged &) {
+    position_known = false;
+  }
+  Frame physical{fn->name, "?", 0, false};
+  if (position_known) {
+    try {
+      file_line(pc, physical);
+    } catch (const Damaged &) {
+      physical.file = "?";
+      physical.line = 0;
     }
   }
-  Frame physical{fn->name, "", 0, false};
-  file_line(pc, physical);
   frames.push_back(std::move(physical));
   return frames;
 }

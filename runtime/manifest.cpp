@@ -274,6 +274,8 @@ ManifestField parse_field(const json &f, const std::string &path, uint32_t heade
   field.go_type = optional_string(f, path, "go_type");
   if (f.contains("hidden"))
     field.hidden = f["hidden"].is_boolean() && f["hidden"].get<bool>();
+  if (f.contains("array"))
+    field.array = f["array"].is_boolean() && f["array"].get<bool>();
   if (f.contains("size"))
     field.size = u32_at(f, path, "size", kMaxEventSize);
   field.offset = u32_at(f, path, "offset", kMaxEventSize);

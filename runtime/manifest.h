@@ -43,6 +43,7 @@ struct ManifestField {
   uint32_t offset = 0; // of the slot within the event record
   uint32_t max_len = 0;
   bool hidden = false; // read only to guard another field (xs[i]'s slice length): not printed
+  bool array = false;  // an "empty" field that is a [0]T (its type may be named): shown as []
 };
 
 // DisplayOp: one step of the pre-order walk that prints a capture. Computed once at load, so

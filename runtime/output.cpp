@@ -306,6 +306,7 @@ EventPrinter::EventPrinter(const Manifest &manifest, OutputFormat format, uint64
   unavailable_.reserve(max_captures);
   list_stack_.reserve(16);
   truncated_.reserve(max_fields);
+  truncated_lengths_.reserve(max_fields);
 }
 
 bool EventPrinter::format(const void *data, size_t size, std::string &out) {
@@ -331,12 +332,13 @@ namespace {
 struct StringSlot {
   std::string_view bytes;
   bool truncated;
+  uint64_t length; // the string's full length, as the program's len() says
 };
 
 StringSlot read_string(const uint8_t *event, const ManifestField &field) {
   uint64_t len = load_u64(event + field.offset);
   size_t copied = len < field.max_len ? static_cast<size_t>(len) : field.max_len;
-  return {{reinterpret_cast<const char *>(event + field.offset + 8), copied}, len > field.max_len};
+  return {{reinterpret_cast<const char *>(event + field.offset + 8), copied}, len > field.max_len, len};
 }
 
 } // namespace
@@ -398,19 +400,24 @@ void EventPrinter::append_capture(std::string &out, const ManifestCapture &captu
     case FieldKind::Func:
       append_func(out, bias, load_u64(slot), json);
       break;
-    case FieldKind::Empty: // nothing to read: an array type's spelling starts with '['
-      out += !field.go_type.empty() && field.go_type[0] == '[' ? "[]" : "{}";
+    case FieldKind::Empty: // nothing to read: [0]T (named or not) as Go prints it, struct{} as {}
+      out += field.array || (!field.go_type.empty() && field.go_type[0] == '[') ? "[]" : "{}";
       break;
     case FieldKind::String: {
       StringSlot s = read_string(event, field);
       if (json) {
         append_json_string(out, s.bytes);
-        if (s.truncated) // listed in the line's "truncated"
+        if (s.truncated) { // listed in the line's "truncated", its full length in "lengths"
           truncated_.push_back(&pc.json_paths[op.field]);
+          truncated_lengths_.push_back(s.length);
+        }
       } else {
         append_text_string(out, s.bytes);
-        if (s.truncated)
-          out += "...";
+        if (s.truncated) { // "abc"...(300 bytes): the full length, never lost
+          out += "...(";
+          append_u64(out, s.length);
+          out += " bytes)";
+        }
       }
       break;
     }
@@ -502,6 +509,7 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
   const PreparedProbe &pp = prepared_[h.probe_id];
   faults_.clear();
   truncated_.clear();
+  truncated_lengths_.clear();
   unavailable_.clear();
   out += pp.json_prefix;
   out += kind_name(h.kind);
@@ -558,6 +566,18 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
   };
   append_list(",\"faults\":[", faults_);
   append_list(",\"truncated\":[", truncated_);
+  // "lengths": each truncated string's full length, keyed like "truncated".
+  if (!truncated_.empty()) {
+    out += ",\"lengths\":{";
+    for (size_t i = 0; i < truncated_.size(); ++i) {
+      if (i > 0)
+        out += ',';
+      out += *truncated_[i];
+      out += ':';
+      append_u64(out, truncated_lengths_[i]);
+    }
+    out += '}';
+  }
   append_list(",\"unavailable\":[", unavailable_);
   if (probe.duration_offset && h.kind == WEAVE_EVENT_RETURN) {
     if (uint64_t ns = load_u64(event + probe.duration_offset)) {

@@ -101,6 +101,7 @@ private:
   std::vector<PreparedProbe> prepared_;
   std::vector<const std::string *> faults_;    // reused by format_json
   std::vector<const std::string *> truncated_; // reused by format_json
+  std::vector<uint64_t> truncated_lengths_;      // each truncated string's full length, beside truncated_
 };
 
 // EventWriter counts, formats and buffers events, and writes them to a file descriptor.

@@ -587,6 +587,8 @@ std::string render_manifest(const Plan &plan) {
           field["max_len"] = f.max_len;
         if (f.hidden)
           field["hidden"] = true;
+        if (f.empty_array) // shown as [], whatever its type is named
+          field["array"] = true;
         if (f.kind != "empty" && !f.by_walk) // a zero-size value reads nothing
           field["read"] = read_json(f.value);
         if (f.map_walk) // how the pairs after it were found (templates/weave_bpf.h)

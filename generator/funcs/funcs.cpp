@@ -41,7 +41,7 @@ std::string describe(const ParamLocation &loc, const ArchRegisters &regs, bool a
 } // namespace
 
 std::string list_functions(const BinaryImage &image, DebugInfo *debug_ptr, const Pclntab *pcln,
-                           const std::string &pattern) {
+                           const std::string &pattern, std::vector<std::string> *warnings) {
   GoVersion version = parse_go_version(image.buildinfo ? image.buildinfo->go_version : "");
   TargetAbi target = target_abi(arch_name(image.arch), version.major, version.minor);
   std::ostringstream out;
@@ -124,7 +124,13 @@ std::string list_functions(const BinaryImage &image, DebugInfo *debug_ptr, const
   // instruction, which is all a probe there can read.
   if (pcln && !pattern.empty()) {
     auto wanted = [&](std::string_view name) { return fnmatch(pattern.c_str(), std::string(name).c_str(), 0) == 0; };
-    std::vector<Pclntab::InlinedCopy> copies = pcln->inlined_copies(wanted);
+    std::vector<Pclntab::Problem> problems;
+    std::vector<Pclntab::InlinedCopy> copies = pcln->inlined_copies(wanted, &problems);
+    if (warnings)
+      for (const Pclntab::Problem &p : problems)
+        warnings->push_back(fmt::format("{}: its inline tree does not check out ({}): copies inlined there are "
+                                        "not listed [bad-inline-tree]",
+                                        p.function, p.reason));
     std::vector<InlinedCopyLocations> dwarf;
     if (debug_ptr)
       dwarf = read_inlined_locations(image.path, wanted);
@@ -149,8 +155,9 @@ std::string list_functions(const BinaryImage &image, DebugInfo *debug_ptr, const
                            current, n);
       }
       auto offset = file_offset(image, copy.first_pc);
-      out << fmt::format("  inlined into {} at {}:{}  {:#x}  file offset {}  (in {})\n", copy.caller, copy.file,
-                         copy.line, copy.first_pc, offset ? fmt::format("{:#x}", *offset) : "-", copy.physical);
+      out << fmt::format("  inlined into {} at {}:{}  {:#x}  file offset {}  (in {}){}\n", copy.caller, copy.file,
+                         copy.line, copy.first_pc, offset ? fmt::format("{:#x}", *offset) : "-", copy.physical,
+                         copy.call_site_known ? "" : "  (call site not recorded)");
       if (!debug_ptr)
         continue;
       auto it = by_place.find(std::make_tuple(copy.function, copy.physical, copy.first_pc));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace weave {
 
@@ -15,8 +16,10 @@ class Pclntab;
 // name. With DWARF (`debug`), each with its parameters and locations, and its argument size checked
 // against .gopclntab; without (a stripped binary), names, entries and argument sizes from
 // .gopclntab. Throws UserError [no-match] when nothing matches, with the nearest names as a hint.
+// A function whose own metadata does not check out is listed with what is known and adds a line to
+// `warnings` (when given), naming it and the reason.
 std::string list_functions(const BinaryImage &image, DebugInfo *debug, const Pclntab *pcln,
-                           const std::string &pattern);
+                           const std::string &pattern, std::vector<std::string> *warnings = nullptr);
 
 // The names alone, one per line, sorted and without duplicates, from .gopclntab (no DWARF is read,
 // so it is quick enough for shell completion); functions whose name matches the glob `pattern`

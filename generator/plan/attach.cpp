@@ -35,15 +35,9 @@ std::vector<AttachPoint> function_attach_points(const BinaryImage &image, const 
                     low_pc));
   else
     add("entry", low_pc, "function entry (no stack-growth check: a small leaf)");
-  if (returns) {
-    if (facts.returns.empty())
-      throw UserError("no-return",
-                      fmt::format("{} has no RET instruction to probe (it never returns, or only tail-calls)",
-                                  function),
-                      loc);
+  if (returns)
     for (uint64_t ret : facts.returns)
       add("return", ret, "RET");
-  }
   return points;
 }
 

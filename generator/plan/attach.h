@@ -14,9 +14,10 @@ namespace weave {
 
 struct BinaryImage;
 
-// The entry point of `function` [low_pc, high_pc), then, with `returns`, every RET. Cookies are
-// left 0 until assign_event_ids. Throws UserError at `loc`: [undecodable-function], [bad-address],
-// [no-return].
+// The entry point of `function` [low_pc, high_pc), then, with `returns`, every RET: none for a
+// function that never returns (a loop with no way out) or only tail-calls, which the caller keeps
+// with its entry alone. Cookies are left 0 until assign_event_ids. Throws UserError at `loc`:
+// [undecodable-function], [bad-address].
 std::vector<AttachPoint> function_attach_points(const BinaryImage &image, const std::string &function,
                                                 uint64_t low_pc, uint64_t high_pc, bool returns,
                                                 const SourceLoc &loc);

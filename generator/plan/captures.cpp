@@ -306,6 +306,7 @@ public:
     case TypeKind::Array: {
       if (type.count == 0) { // [0]T: a value with nothing to read
         field.kind = "empty";
+        field.empty_array = true; // its name may be a named type's ("main.A"): say it is an array
         capture.fields.push_back(field);
         return;
       }

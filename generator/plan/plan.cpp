@@ -188,6 +188,20 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
 
     AbiConfig config = function_abi(target, fn->regabi);
     probe.abi = config.name;
+    probe.attach = function_attach_points(image, fn->name, fn->low_pc, fn->high_pc,
+                                          probe_spec.capture_return, probe_spec.loc);
+    // A function with no RET (a goroutine body looping forever) keeps its entry and entry values;
+    // its results and durations are not knowable, which is said, not refused.
+    const bool returns = probe_spec.capture_return &&
+                         std::any_of(probe.attach.begin(), probe.attach.end(),
+                                     [](const AttachPoint &a) { return a.kind == "return"; });
+    if (probe_spec.capture_return && !returns)
+      probe.skipped.push_back(fmt::format(
+          "results: {} has no RET instruction (it never returns, or only tail-calls): its results and "
+          "durations are not knowable, and return: true{} applies to nothing; its entries are traced [no-return]",
+          fn->name,
+          probe_spec.min_duration_ns || !probe_spec.at_return.empty() ? " (with min_duration and capture_at_return)"
+                                                                      : ""));
 
     std::vector<NamedValue> inputs, results;
     std::vector<TypeId> input_types, result_types;
@@ -207,9 +221,9 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       throw UserError("signature-mismatch", fmt::format("{}: {}", fn->name, untrusted), probe_spec.loc,
                       "declare the full signature with params: [...] and results: [...], blank (_) and "
                       "unnamed parameters included");
-    if (!untrusted.empty() && (probe_spec.all_args || probe_spec.capture_return))
+    if (!untrusted.empty() && (probe_spec.all_args || returns))
       probe.skipped.push_back(fmt::format("values: {} [signature-mismatch]", untrusted));
-    if (signature.results_unknown && probe_spec.capture_return && untrusted.empty())
+    if (signature.results_unknown && returns && untrusted.empty())
       probe.skipped.push_back("results: the binary has no DWARF and the spec declares none (results: [...]); "
                               "return events carry the call's duration only");
     if (signature.results_unchecked && config.name == "ABIInternal" && untrusted.empty())
@@ -223,8 +237,6 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       list.push_back({p.name, p.type, locs.at(list.size())});
     }
 
-    probe.attach = function_attach_points(image, fn->name, fn->low_pc, fn->high_pc,
-                                          probe_spec.capture_return, probe_spec.loc);
     std::vector<CaptureSpec> all_args, entry_captures = probe_spec.captures;
     // A generic shape instance's hidden dictionary is read to name the instantiation, never shown;
     // only from a signature that adds up, like every other value.
@@ -271,7 +283,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       probe.entry.event_size += 8 * probe.entry.stack_depth;
     }
 
-    if (probe_spec.capture_return) {
+    if (returns) {
       std::vector<CaptureSpec> all_results;
       for (const auto &r : untrusted.empty() ? results : std::vector<NamedValue>{})
         all_results.push_back({r.name, probe_spec.loc});
@@ -323,7 +335,12 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   if (pcln && std::any_of(spec.probes.begin(), spec.probes.end(), [](const ProbeSpec &p) {
         return is_function_glob(p.function) && p.inlined.value_or(false);
       })) {
-    sites = pcln->inline_sites();
+    std::vector<Pclntab::Problem> problems;
+    sites = pcln->inline_sites(&problems);
+    for (const Pclntab::Problem &p : problems)
+      plan.warnings.push_back(fmt::format("{}: its inline tree does not check out ({}): the functions inlined "
+                                          "there are not matched through it [bad-inline-tree]",
+                                          p.function, p.reason));
     for (const auto &[name, into] : *sites)
       if (!out_of_line.count(name))
         names.push_back(name);
@@ -350,7 +367,25 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   std::map<std::string, InlinedCopies> copies_of;
   if (!inlined_wanted.empty()) {
     auto wanted = [&](std::string_view name) { return inlined_wanted.count(std::string(name)) > 0; };
-    std::vector<Pclntab::InlinedCopy> copies = pcln->inlined_copies(wanted);
+    std::vector<Pclntab::Problem> problems;
+    std::vector<Pclntab::InlinedCopy> copies = pcln->inlined_copies(wanted, &problems);
+    // One function's inline tree that does not check out leaves out the copies inlined there, and
+    // nothing else.
+    for (const Pclntab::Problem &p : problems)
+      plan.warnings.push_back(fmt::format("{}: its inline tree does not check out ({}): copies inlined there "
+                                          "are not probed [bad-inline-tree]",
+                                          p.function, p.reason));
+    // Copies whose call site the compiler did not record are still the callee's own instructions.
+    std::map<std::pair<std::string, std::string>, size_t> unknown_sites;
+    for (const Pclntab::InlinedCopy &copy : copies)
+      if (!copy.call_site_known)
+        ++unknown_sites[{copy.function, copy.physical}];
+    for (const auto &[where, n] : unknown_sites)
+      plan.warnings.push_back(fmt::format(
+          "{}: {} of its inlined copies in {} have no recorded call site (their parent PC leads back to "
+          "themselves, as Go writes it for calls inlined into a package initializer): probed at their own "
+          "first instruction, shown as called from {}",
+          where.first, n, where.second, where.second));
     if (debug)
       dwarf_copies = read_inlined_locations(image.path, wanted);
     std::map<std::tuple<std::string, std::string, uint64_t>, const InlinedCopyLocations *> by_place;

@@ -85,6 +85,7 @@ struct EventField {
   // A map's pair count: the walk that fills it (and the pairs' hidden slot addresses) in.
   std::optional<MapWalk> map_walk;
   bool by_walk = false; // a pair's key or value address: written by its map's walk, read from nowhere
+  bool empty_array = false; // kind "empty" for a [0]T, named or not: shown as [] (struct{} as {})
 };
 
 // ListPlan: the struct at `path` inside a capture is a list of elements (a slice or an array);

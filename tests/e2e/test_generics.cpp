@@ -131,6 +131,15 @@ TEST_CASE("generics as text: the shape function, then the instantiation") {
   CHECK(t.text.find("~dict") == std::string::npos);
 }
 
+TEST_CASE("generics built with -N -l: DWARF's .dict is the dictionary, counted once") {
+  e2e::require_bpf();
+  Traced t = trace("generics_debug", "json");
+  REQUIRE(t.truth.size() == 33);
+  size_t values = compare(t, true);
+  CHECK(values == 81);
+  MESSAGE(values << " values compared");
+}
+
 // Last: without a newer Go it exits with ctest's skip code, and the cases after it would not run.
 TEST_CASE("generics built by a newer Go: a method's dictionary follows its receiver") {
   e2e::require_bpf();
@@ -140,4 +149,7 @@ TEST_CASE("generics built by a newer Go: a method's dictionary follows its recei
   }
   size_t values = compare(trace("generics_newer", "json"), true, false, true);
   CHECK(values == 81);
+  // Its debug build (-N -l): DWARF's .dict is the dictionary, after the receiver as in the optimized one.
+  size_t debug_values = compare(trace("generics_newer_debug", "json"), true, false, true);
+  CHECK(debug_values == 81);
 }

@@ -101,6 +101,9 @@ void check_values(const std::string &binary) {
         REQUIRE(event.contains("truncated"));
         CHECK(std::find(event["truncated"].begin(), event["truncated"].end(), expr) !=
               event["truncated"].end());
+        // Its full length beside it: the program's own len() (the truth holds the whole string).
+        REQUIRE(event.contains("lengths"));
+        CHECK(event["lengths"][expr] == expected.get<std::string>().size());
       } else {
         CHECK(actual == expected);
       }
@@ -139,6 +142,11 @@ TEST_CASE("text output: one line per event, name=value pairs, strings quoted and
   CHECK(out.find("main.Strings(s=\"h\xc3\xa9llo \\\"w\xc3\xb6rld\\\"\\t0\\n\", empty=\"\", long=\"") !=
         std::string::npos);
   CHECK(out.find("s=\"bad\\xff\\xfe0\"") != std::string::npos);
+  // A string cut at string_max (64) keeps its full length: round 0's `long` is 100 bytes.
+  std::string first64;
+  for (int i = 0; i < 64; ++i)
+    first64 += static_cast<char>('0' + i % 10);
+  CHECK(out.find("long=\"" + first64 + "\"...(100 bytes))") != std::string::npos);
   CHECK(out.find("missing.Port=<fault>") != std::string::npos);
   CHECK(out.find("main.(*Server).Handle(s.Name=\"srv-0\", s.Hits=0, req.Path=\"/api/v0\", "
                  "req.Header.Port=8080, req.Header.Host=\"example.org\", req.Hdr.ID=0, deadline=-8)") !=

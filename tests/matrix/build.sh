@@ -10,6 +10,8 @@
 #   fixture fixture_stripped fixture_pie fixture_386 fixture_386_stripped cgo   tests/e2e/*
 #   zerosize zerosize_386 maps maps_386                                         tests/e2e/*
 #   inlined inlined_stripped inlined_386 inlined_pie                           tests/e2e/inline
+#   generics generics_stripped generics_pie generics_386 generics_debug         tests/e2e/generics
+#   initinline                                                                 tests/e2e/initinline
 #   fixture_arm64 fixture_arm64_stripped (traced in qemu)                       tests/e2e/fixture
 #   newgo newgo_386 newgo_pgo                                                   tests/matrix/newgo
 #   compile_amd64 compile_arm64 (only with --compile)                           cmd/compile
@@ -83,6 +85,7 @@ build inlined "$src/tests/e2e/inline" --
 build inlined_stripped "$src/tests/e2e/inline" -- -ldflags='-s -w'
 build inlined_386 "$src/tests/e2e/inline" GOARCH=386 --
 build inlined_pie "$src/tests/e2e/inline" -- -buildmode=pie
+build initinline "$src/tests/e2e/initinline" --
 build zerosize_386 "$src/tests/e2e/zerosize" GOARCH=386 --
 build maps "$src/tests/e2e/maps" --
 build maps_386 "$src/tests/e2e/maps" GOARCH=386 --
@@ -91,6 +94,7 @@ build generics "$generics" --
 build generics_stripped "$generics" -- -ldflags='-s -w'
 build generics_pie "$generics" -- -buildmode=pie
 build generics_386 "$generics" GOARCH=386 --
+build generics_debug "$generics" -- -gcflags='all=-N -l'
 newgo=$src/tests/matrix/newgo
 build newgo "$newgo" --
 build newgo_386 "$newgo" GOARCH=386 --

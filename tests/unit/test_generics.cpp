@@ -32,7 +32,9 @@ TEST_CASE("which functions take a hidden dictionary") {
                            "main.(*Set[go.shape.int_0]).Add.func1", "main.Set[go.shape.string_0].Size-fm",
                            "main.Each[go.shape.int].func1-range1", "main.Run[go.shape.int].gowrap1",
                            "main.Run[go.shape.int].deferwrap2", "main.Sum", "main.(*Server).Handle",
-                           "main.main.func1", "main.(*Set[int]).Add"}) {
+                           "main.main.func1", "main.(*Set[int]).Add",
+                           // a closure inlined into a closure of a generic method (Go 1.26, test/typeparam)
+                           "main.(*Foo[go.shape.int]).f5.func1.g[go.shape.int].1", "main.(*Foo[...]).f5.func1.g[...].1"}) {
     CAPTURE(name);
     CHECK_FALSE(takes_dictionary(name, false));
   }
@@ -65,6 +67,14 @@ TEST_CASE("the dictionary goes first, ahead of the receiver, and takes the first
   FunctionLayout l386 = assign_locations(types, {stack[0].type, stack[1].type}, {}, abi0(4));
   CHECK(l386.inputs[0].stack_offset == 0);
   CHECK(l386.inputs[1].stack_offset == 4);
+  // A debug build's DWARF lists the dictionary as ".dict", in its place (Go 1.26: after the
+  // receiver): that is the dictionary, and none is added.
+  std::vector<GoParam> debug = {{"s", integer, false}, {".dict", integer, false}, {"v", integer, false}};
+  add_dictionary_param("main.(*Set[go.shape.int]).Add", false, kGo126, debug, types, 8);
+  REQUIRE(debug.size() == 3);
+  CHECK(debug[1].name == kDictionaryParam);
+  CHECK(types.at(debug[1].type).kind == TypeKind::UnsafePointer);
+  CHECK(debug[0].name == "s");
   // A closure keeps its parameters where they are.
   std::vector<GoParam> closure = {{"d", integer, false}};
   add_dictionary_param("main.Counter[go.shape.int_0].func1", false, kGo119, closure, types, 8);

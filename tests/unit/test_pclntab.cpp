@@ -919,3 +919,58 @@ TEST_CASE("inlined copies: the inline tree's first PCs are DWARF's low_pc, copy 
     CHECK_MESSAGE(unmatched == 0, first_missing);
   }
 }
+
+TEST_CASE("inline records whose parent PC lies inside themselves: Go 1.21+ package initializers") {
+  // tests/e2e/initinline built by Go 1.26 (WEAVE_GO_NEWER): sem's package-level variables are
+  // initialised through kv.Key.Int, which the compiler inlines into sem.init with every record's
+  // parent PC 0, and the init's first instructions are the first copy's own. Go's own unwinder
+  // (runtime/symtabinl.go) would go round that record forever; it is read as a copy whose call site
+  // was not recorded.
+  const std::string path = kFixtures + "/initinline";
+  if (!fs::exists(path)) {
+    MESSAGE("skipped: no fixture built by a Go newer than the pinned one (WEAVE_GO_NEWER)");
+    return;
+  }
+  BinaryImage image = load_binary(path);
+  std::optional<Pclntab> table = Pclntab::load(image);
+  REQUIRE(table);
+  const PclnFunction *init = table->find("initinline/sem.init");
+  REQUIRE(init);
+  // The init's first instruction: the constructor's code, then the init, whose position there is
+  // not known (the record's parent PC is the instruction itself).
+  std::vector<Pclntab::Frame> frames = table->symbolize(init->entry, true);
+  REQUIRE(frames.size() == 2);
+  CHECK(frames[0].function == "initinline/kv.Key.Int");
+  CHECK(frames[0].inlined);
+  CHECK(frames[1].function == "initinline/sem.init");
+  CHECK_FALSE(frames[1].inlined);
+  CHECK(frames[1].file == "?");
+  std::vector<Pclntab::Problem> problems;
+  auto copies = table->inlined_copies([](std::string_view name) { return name == "initinline/kv.Key.Int"; },
+                                      &problems);
+  CHECK(problems.empty());
+  std::set<uint64_t> in_init;
+  size_t in_main = 0;
+  for (const Pclntab::InlinedCopy &copy : copies) {
+    CAPTURE(fmt_copy(copy.function, copy.physical, copy.first_pc));
+    if (copy.physical == "initinline/sem.init") {
+      CHECK_FALSE(copy.call_site_known);
+      CHECK(copy.caller == "initinline/sem.init"); // not another copy of the constructor
+      CHECK(copy.file == "?");
+      CHECK(copy.first_pc >= init->entry);
+      CHECK(copy.first_pc < init->end);
+      in_init.insert(copy.first_pc);
+    } else {
+      CHECK(copy.call_site_known);
+      in_main += copy.physical == "main.main";
+    }
+  }
+  CHECK(in_init.size() == 3); // Ok, Canceled, Unknown: three copies, each at its own instructions
+  CHECK(in_init.count(init->entry) == 1);
+  CHECK(in_main == 1);
+  problems.clear();
+  auto sites = table->inline_sites(&problems);
+  CHECK(problems.empty());
+  const auto &into = sites["initinline/kv.Key.Int"];
+  CHECK(std::find(into.begin(), into.end(), "initinline/sem.init") != into.end());
+}

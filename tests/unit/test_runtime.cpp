@@ -398,7 +398,7 @@ TEST_CASE("output: text line of a hand-built event") {
   Manifest m = parse_ok(example_manifest());
   Event e = example_event();
   CHECK(format(m, OutputFormat::Text, e) ==
-        "0.001234 pid=10 tid=11 goid=1 main.(*Server).Handle(a=-128, s=\"hello, w\"..., "
+        "0.001234 pid=10 tid=11 goid=1 main.(*Server).Handle(a=-128, s=\"hello, w\"...(12 bytes), "
         "h={Port=8080, Inner={Host=\"a\\\"b\\n\", Ok=true}}, p=0xc000010000, "
         "u=18446744073709551615, i=-9223372036854775808, bad=\"ok\\xff\\xfe\", "
         "missing=<fault>)\n");
@@ -407,7 +407,7 @@ TEST_CASE("output: text line of a hand-built event") {
   e.header().faults = 0b100; // h faulted, missing now read
   e.header().ts_ns = kStart + 62'000'000'999;
   CHECK(format(m, OutputFormat::Text, e) ==
-        "62.000000 pid=10 tid=11 goid=1 \u2190 main.(*Server).Handle(a=-128, s=\"hello, w\"..., "
+        "62.000000 pid=10 tid=11 goid=1 \u2190 main.(*Server).Handle(a=-128, s=\"hello, w\"...(12 bytes), "
         "h=<fault>, p=0xc000010000, u=18446744073709551615, i=-9223372036854775808, "
         "bad=\"ok\\xff\\xfe\", missing={Port=3735928559})\n");
 }
@@ -421,7 +421,7 @@ TEST_CASE("output: JSON line of a hand-built event") {
                 "\"s\":\"hello, w\",\"h\":{\"Port\":8080,\"Inner\":{\"Host\":\"a\\\"b\\u000a\","
                 "\"Ok\":true}},\"p\":\"0xc000010000\",\"u\":18446744073709551615,"
                 "\"i\":-9223372036854775808,\"bad\":\"ok\\udcff\\udcfe\",\"missing\":null},"
-                "\"faults\":[\"missing\"],\"truncated\":[\"s\"]}\n");
+                "\"faults\":[\"missing\"],\"truncated\":[\"s\"],\"lengths\":{\"s\":12}}\n");
 
   // Without the lone surrogates it is JSON any parser reads, with the integers exact.
   e.str(128, "ok", 2, 8);
@@ -433,6 +433,7 @@ TEST_CASE("output: JSON line of a hand-built event") {
   CHECK(j["args"]["missing"]["Port"] == 0xdeadbeef);
   CHECK_FALSE(j.contains("faults"));
   CHECK(j["truncated"] == json::array({"s"}));
+  CHECK(j["lengths"] == json({{"s", 12}}));
   // "args" keeps the manifest's capture order. nlohmann::json sorts keys, so check the raw text.
   std::string raw = format(m, OutputFormat::Json, e);
   size_t last = 0;
@@ -447,6 +448,8 @@ TEST_CASE("output: JSON line of a hand-built event") {
   e.str(80, "12345678", 9, 8);
   j = json::parse(format(m, OutputFormat::Json, e));
   CHECK(j["truncated"] == json::array({"s", "h.Inner.Host"}));
+  // Each with its full length, what the program's len() said (12 and 9), keyed alike.
+  CHECK(j["lengths"] == json({{"s", 12}, {"h.Inner.Host", 9}}));
 }
 
 TEST_CASE("output: strings, escapes and UTF-8") {

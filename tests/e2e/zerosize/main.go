@@ -7,10 +7,14 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 )
 
 type Empty struct{}
+
+// A is a named zero-length array: Go prints it as [], like [0]int8, though its name has no brackets.
+type A [0]int8
 
 type Holder struct {
 	A int16
@@ -55,6 +59,15 @@ func (e Empty) Method(x int) struct{} {
 //go:noinline
 func Same(x int) int { return x }
 
+// Named takes a named zero-length array. The values main records for it carry, under "printed",
+// how Go's %v prints each one, which is what the tracer's JSON value must read as.
+//
+//go:noinline
+func Named(a A, n int) int {
+	record("main.Named", "return", map[string]any{"~r0": n + len(a)})
+	return n + len(a)
+}
+
 func main() {
 	truthPath := flag.String("truth", "", "file to write the ground truth to, one JSON line per value set")
 	flag.Parse()
@@ -77,5 +90,11 @@ func main() {
 		record("main.Same", "entry", map[string]any{"x": -9 - r})
 		record("main.Same", "return", map[string]any{"~r0": -9 - r})
 		Same(-9 - r)
+		var a A
+		if err := truth.Encode(map[string]any{"function": "main.Named", "kind": "entry",
+			"values": map[string]any{"a": []any{}, "n": 5 + r}, "printed": map[string]any{"a": fmt.Sprintf("%v", a)}}); err != nil {
+			panic(err)
+		}
+		Named(a, 5+r)
 	}
 }

@@ -1,0 +1,3 @@
+module forever
+
+go 1.19

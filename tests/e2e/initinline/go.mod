@@ -1,0 +1,3 @@
+module initinline
+
+go 1.19
