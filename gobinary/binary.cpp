@@ -149,7 +149,11 @@ BinaryImage load_binary(const std::string &path) {
   if (st.st_size == 0)
     fail("not-elf", path, path + ": not an ELF file (the file is empty)");
 
-  file.elf = elf_begin(file.fd, ELF_C_READ_MMAP, nullptr);
+  // Read, never mapped (here and wherever weave or the tracer opens a binary with libelf or libdw):
+  // a file truncated while it is read gives libelf a short read, an error, where a mapping gave
+  // SIGBUS. Go's DWARF is compressed and copied out anyway: walking every DIE of cmd/compile (24 MB)
+  // took 0.38-0.58 s read against 0.48-0.62 s mapped, with 29 MB RSS against 35 MB.
+  file.elf = elf_begin(file.fd, ELF_C_READ, nullptr);
   if (!file.elf || elf_kind(file.elf) != ELF_K_ELF)
     not_elf(file.fd, path);
   Elf *elf = file.elf;

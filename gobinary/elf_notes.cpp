@@ -66,7 +66,7 @@ std::string read_build_id_file(const std::string &path, std::string &error) {
     error = std::string("cannot open: ") + strerror(errno);
     return {};
   }
-  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  Elf *elf = elf_begin(fd, ELF_C_READ, nullptr);
   std::string id;
   if (!elf || elf_kind(elf) != ELF_K_ELF)
     error = "not an ELF file";

@@ -347,6 +347,8 @@ bool Loader::attach(const std::string &binary_path, const std::string &display,
   // here is a file relative to the current directory, as the build id check read it.
   std::string path = binary_path.find('/') == std::string::npos ? "./" + binary_path : binary_path;
   double start = monotonic_seconds();
+  if (multi_links_.empty() && perf_links_.empty())
+    attached_points_ = 0; // attached again after detach() (BinaryWatch): count afresh
   bool ok = true;
   // Returns first, entries last. A function that is a single RET has its entry point and a return
   // point at one address, and the kernel runs the handlers of one address newest first (the

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "binary_watch.h"
 #include "common/color.h"
 #include "fleet.h"
 #include "gobinary/elf_notes.h"
@@ -407,6 +408,17 @@ Child fork_waiting_child(const std::string &path, const std::vector<std::string>
   }
   close(fds[0]);
   return {pid, fds[1]};
+}
+
+// Host-wide, the file traced may be rewritten or replaced while the tracer runs: BinaryWatch
+// detaches from bytes the probes were not made for and attaches again when the build is back.
+std::unique_ptr<BinaryWatch> watch_binary(Loader &loader, const std::string &binary, const Manifest &manifest) {
+  auto watch = std::make_unique<BinaryWatch>(loader, binary, manifest.target.build_id);
+  if (std::string error; !watch->start(error)) {
+    say("{}; a rewrite of the binary while tracing will not be noticed", error);
+    return nullptr;
+  }
+  return watch;
 }
 
 // ---- Consuming events -------------------------------------------------------------------------
@@ -819,6 +831,7 @@ int run(int argc, char **argv) {
         count(points, "point"), binary,
         mode == Mode::Pid ? "pid " + std::to_string(opt.pid) : "all processes");
   }
+  std::unique_ptr<BinaryWatch> watch = mode == Mode::All ? watch_binary(loader, binary, manifest) : nullptr;
 
   int exit_code = 0;
   bool child_done = false, told_waiting = false, broken = false;
@@ -885,6 +898,8 @@ int run(int argc, char **argv) {
     }
   }
 
+  if (watch)
+    watch->stop(); // the links are the loader's alone again
   // Drain, detach, and drain again: the second pass prints what arrived while the links closed,
   // so no event that the BPF side submitted goes unprinted.
   stream.drain_all();

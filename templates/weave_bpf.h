@@ -273,6 +273,20 @@ static __always_inline long weave_read_string(char *dst, __u32 max, __u64 data, 
 	return bpf_probe_read_user(dst, n, (const void *)data);
 }
 
+/* weave_word: the 8 bytes at p as one word, for when: conditions, which compare a string with a
+ * literal 8 bytes at a time (the literal's words are written little-endian by generator/codegen).
+ * Compared a byte at a time, clang kept each byte of a record built on the stack in a register of
+ * its own and spilled them: two 64-byte literals needed more than BPF's 512 bytes of stack. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "when: conditions on strings are generated for little-endian targets"
+#endif
+static __always_inline __u64 weave_word(const char *p)
+{
+	__u64 w;
+	__builtin_memcpy(&w, p, 8);
+	return w;
+}
+
 /* Calls in flight, for the duration of each call: keyed by goroutine, probe, and the call's distance
  * from the top of its goroutine's stack (g.stack.hi - SP). Goroutines move between threads, so a
  * thread id would pair the wrong calls; stacks move when they grow, but copystack keeps every

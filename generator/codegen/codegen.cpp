@@ -145,11 +145,21 @@ std::string predicate_c(const PredicateNode &node, const EventPlan &event) {
       return std::string("(-9223372036854775807LL - 1)");
     return fmt::format("{}{}LL", o.negative ? "-" : "", o.magnitude);
   };
+  // 8 bytes at a time (weave_bpf.h: weave_word says why), the last word masked to the literal's
+  // bytes; the data array is a whole number of words, so the last read stays inside it.
   auto bytes_equal = [&](const PredicateOperand &value, const std::string &bytes, bool prefix) {
     std::string m = member(value);
     std::string out = fmt::format("({}_len {} {}", m, prefix ? ">=" : "==", bytes.size());
-    for (size_t i = 0; i < bytes.size(); ++i)
-      out += fmt::format(" && (__u8){}_data[{}] == {:#04x}", m, i, static_cast<unsigned char>(bytes[i]));
+    for (size_t i = 0; i < bytes.size(); i += 8) {
+      size_t n = std::min<size_t>(8, bytes.size() - i);
+      uint64_t word = 0;
+      for (size_t j = 0; j < n; ++j)
+        word |= uint64_t(static_cast<unsigned char>(bytes[i + j])) << (8 * j);
+      if (n == 8)
+        out += fmt::format(" && weave_word({}_data + {}) == {:#x}ULL", m, i, word);
+      else
+        out += fmt::format(" && (weave_word({}_data + {}) & {:#x}ULL) == {:#x}ULL", m, i, (1ULL << (8 * n)) - 1, word);
+    }
     return out + ")";
   };
   switch (node.kind) {

@@ -732,7 +732,7 @@ std::unique_ptr<DebugInfo> DebugInfo::open(const std::string &path, int ptr_size
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     throw UserError("binary-unreadable", "cannot open " + path + ": " + std::strerror(errno), loc);
-  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  Elf *elf = elf_begin(fd, ELF_C_READ, nullptr);
   if (!elf || elf_kind(elf) != ELF_K_ELF) {
     if (elf)
       elf_end(elf);

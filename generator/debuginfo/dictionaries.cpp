@@ -64,7 +64,7 @@ std::vector<ElfSymbol> dictionary_symbols(const std::string &path) {
   if (fd < 0)
     return out;
   elf_version(EV_CURRENT);
-  if (Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr)) {
+  if (Elf *elf = elf_begin(fd, ELF_C_READ, nullptr)) {
     for (Elf_Scn *scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
       GElf_Shdr shdr;
       if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_SYMTAB)

@@ -36,7 +36,7 @@ struct DwarfFile {
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       throw UserError("binary-unreadable", "cannot open " + path + ": " + std::strerror(errno), loc);
-    elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    elf = elf_begin(fd, ELF_C_READ, nullptr);
     if (!elf || elf_kind(elf) != ELF_K_ELF) {
       close_all();
       throw UserError("not-elf", path + ": not an ELF file", loc);

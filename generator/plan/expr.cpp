@@ -10,6 +10,12 @@ namespace {
 bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
+// At most this many steps (fields, indexes and '*'s) in one capture. Every pointer a path crosses is
+// a read the BPF program makes, unrolled, and the verifier walks each; Go code written by people
+// nests a handful deep. The cap keeps resolving an expression (and the program it makes) bounded
+// by the spec's size, never by a chain of 10,000 `.Next` that nobody could verify in the kernel.
+constexpr size_t kMaxSteps = 64;
+
 } // namespace
 
 SourceLoc advance(SourceLoc loc, size_t column) {
@@ -40,8 +46,18 @@ CaptureExpr parse_capture_expr(const std::string &full_text, const SourceLoc &lo
   }
   size_t i = 0;
   int derefs = 0;
+  auto too_long = [&](size_t at) {
+    throw UserError("expression-too-long",
+                    "more than " + std::to_string(kMaxSteps) + " steps in capture \"" +
+                        (full_text.size() > 80 ? full_text.substr(0, 80) + "..." : full_text) + "\"",
+                    advance(loc, at),
+                    "a capture follows at most " + std::to_string(kMaxSteps) +
+                        " fields, indexes and '*'s: each pointer it crosses is a read in the BPF program; "
+                        "capture a value nearer the parameter");
+  };
   while (i < text.size() && text[i] == '*') {
-    ++derefs;
+    if (++derefs > static_cast<int>(kMaxSteps))
+      too_long(base + i);
     ++i;
   }
   CaptureExpr expr;
@@ -56,6 +72,8 @@ CaptureExpr parse_capture_expr(const std::string &full_text, const SourceLoc &lo
   while (i < text.size() && ident_char(text[i]))
     expr.root += text[i++];
   while (i < text.size()) {
+    if (expr.steps.size() + static_cast<size_t>(derefs) >= kMaxSteps)
+      too_long(base + i);
     if (text[i] == '[') {
       size_t start = ++i;
       while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])))

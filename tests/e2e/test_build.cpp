@@ -332,13 +332,12 @@ TEST_CASE("hostile input: a FIFO as the binary, a type 4,100 levels deep, a 64 K
   CHECK(deep.status == 1);
   CHECK(deep.err.find("nests more than 100 levels") != std::string::npos);
   CHECK(deep.err.find("deep.yaml:3:") != std::string::npos);
-  // "Did you mean" stays fast on a name no function could have (it took minutes).
+  // "Did you mean" stays fast on a name no function could have (it took minutes): a run still going
+  // after a minute is killed (status 137), on a busy machine too, where the answer takes well under a second.
   write(dir + "/long.yaml", "probes:\n  - function: main." + std::string(65536, 'x') + "\n");
-  auto start = std::chrono::steady_clock::now();
-  auto longname = e2e::run({e2e::weave(), "build", dir + "/long.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto longname =
+      e2e::run({e2e::weave(), "build", dir + "/long.yaml", e2e::fixture("fixture"), "-o", dir + "/out"}, 60000);
   CHECK(longname.status == 1);
   CHECK(longname.err.find("error[unknown-function]") != std::string::npos);
-  CHECK(seconds < 20);
   CHECK_FALSE(fs::exists(dir + "/out"));
 }

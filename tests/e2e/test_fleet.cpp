@@ -556,7 +556,9 @@ TEST_CASE("--otlp: the collector killed mid-run: output unchanged, exit 0, drops
   std::string err = traced.read_err();
   INFO(err);
   CHECK(status == 0);
-  CHECK(exit_s < 8); // the exit waits for a dead collector at most its exit timeout (3 s)
+  // The exit waits for a dead collector at most its exit timeout (3 s). A deadline for an exit that
+  // waits per span (29) or forever, with room for a busy machine's scheduling, not a measure of speed.
+  CHECK(exit_s < 20);
 
   size_t paired = 0;
   for (auto &[f, list] : paired_returns(e2e::read_file(dir + "/events.jsonl")))
@@ -607,7 +609,8 @@ TEST_CASE("--otlp: a collector that accepts and never answers: output unchanged,
   CHECK(traced.err.rfind(untraced.err, 0) == 0);
   CHECK(traced.err.find("otlp: 29 spans, 0 sent, 29 dropped") != std::string::npos);
   CHECK(traced.err.find("timed out") != std::string::npos);
-  // The exit waits for the hung collector at most the exit timeout (3 s), plus the run itself.
-  CHECK(seconds < 6);
+  // The exit waits for the hung collector at most the exit timeout (3 s), plus the run itself: a
+  // deadline for an exit that waits per span (29 x 3 s) or forever, with room for a busy machine.
+  CHECK(seconds < 25);
   MESSAGE("with a collector that never answers: the traced run took " << seconds << " s, all 29 spans dropped and counted");
 }

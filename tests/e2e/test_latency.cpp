@@ -6,30 +6,57 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 
 using nlohmann::json;
 
 namespace {
 
-std::vector<json> trace_latency(const std::string &binary, const std::string &name, std::vector<std::string> args) {
+// The tracer's events; `truth` gets what the fixture recorded (its own measurements around calls).
+std::vector<json> trace_latency(const std::string &binary, const std::string &name, std::vector<std::string> args,
+                                std::vector<json> *truth = nullptr) {
   std::string dir = e2e::temp_dir(name + "-" + binary);
   auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/latency.yaml"), e2e::fixture(binary), "-o",
                          dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
   std::vector<std::string> argv = {dir + "/out/tracer", "--format", "json", "--", e2e::fixture(binary),
-                                   "-truth", "/dev/null", "-rounds", "0"};
+                                   "-truth", dir + "/truth.jsonl", "-rounds", "0"};
   argv.insert(argv.end(), args.begin(), args.end());
   auto traced = e2e::run(argv, 120000);
   INFO(traced.err);
   REQUIRE(traced.status == 0);
+  if (truth)
+    *truth = e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"));
   return e2e::json_lines(traced.out);
+}
+
+// What the fixture measured around each call of `function` (time.Now before, time.Since after),
+// by the value of `key`: a traced duration lies inside that window, on a quiet machine or a busy one.
+std::map<int, std::vector<uint64_t>> measured(const std::vector<json> &truth, const std::string &function,
+                                              const std::string &key) {
+  std::map<int, std::vector<uint64_t>> out;
+  for (const auto &t : truth) {
+    if (t["function"] != function)
+      continue;
+    const json &ns = t["args"]["measured_ns"];
+    if (ns.is_array())
+      for (const auto &n : ns)
+        out[t["args"][key].get<int>()].push_back(n.get<uint64_t>());
+    else
+      out[t["args"][key].get<int>()].push_back(ns.get<uint64_t>());
+  }
+  for (auto &[k, list] : out)
+    std::sort(list.begin(), list.end());
+  return out;
 }
 
 void check_sleepers(const std::string &binary) {
   e2e::require_bpf();
-  auto events = trace_latency(binary, "latency-sleepers", {"-sleepers", "4"});
+  std::vector<json> truth;
+  auto events = trace_latency(binary, "latency-sleepers", {"-sleepers", "4"}, &truth);
+  std::map<int, std::vector<uint64_t>> outside = measured(truth, "main.Sleepy", "ms"), traced;
   std::map<uint64_t, int> entries_by_goid;
   int returns = 0;
   for (const auto &e : events) {
@@ -48,17 +75,33 @@ void check_sleepers(const std::string &binary) {
     CAPTURE(ms);
     CAPTURE(ns);
     CHECK(ns >= static_cast<uint64_t>(ms) * 1000000);
-    CHECK(ns < static_cast<uint64_t>(ms) * 1000000 + 40000000); // sleeps overshoot, never by 40 ms here
+    traced[ms].push_back(ns);
   }
   CHECK(returns == 8);
   CHECK(entries_by_goid.size() == 4);
   for (auto &[goid, n] : entries_by_goid)
     CHECK(n == 2);
+  // Each of a goroutine's two calls within what the program measured around one of them: with both
+  // lists sorted, the k-th shortest traced call fits the k-th shortest measured one exactly when
+  // some pairing of calls with measurements fits.
+  REQUIRE(outside.size() == 4);
+  for (auto &[ms, list] : traced) {
+    std::sort(list.begin(), list.end());
+    CAPTURE(ms);
+    REQUIRE(outside[ms].size() == list.size());
+    for (size_t k = 0; k < list.size(); ++k) {
+      CAPTURE(list[k]);
+      CAPTURE(outside[ms][k]);
+      CHECK(list[k] <= outside[ms][k]);
+    }
+  }
 }
 
 void check_panics(const std::string &binary) {
   e2e::require_bpf();
-  auto events = trace_latency(binary, "latency-panic", {"-sleepers", "1"});
+  std::vector<json> truth;
+  auto events = trace_latency(binary, "latency-panic", {"-sleepers", "1"}, &truth);
+  std::map<int, std::vector<uint64_t>> outside = measured(truth, "main.MayPanic", "n");
   int entries = 0, returns = 0;
   for (const auto &e : events) {
     if (e["function"] != "main.MayPanic")
@@ -68,9 +111,14 @@ void check_panics(const std::string &binary) {
       continue;
     }
     ++returns;
-    CHECK(e["results"]["~r0"].get<int>() % 2 == 0);
+    int n = e["results"]["~r0"];
+    CHECK(n % 2 == 0);
     REQUIRE(e.contains("duration_ns"));
-    CHECK(e["duration_ns"].get<uint64_t>() < 5000000); // not inflated by a stale entry
+    // Not inflated by a stale entry (the panicked call before it): within what the program
+    // measured around this very call.
+    REQUIRE(outside[n].size() == 1);
+    CAPTURE(n);
+    CHECK(e["duration_ns"].get<uint64_t>() <= outside[n][0]);
   }
   CHECK(entries == 6);
   CHECK(returns == 3);

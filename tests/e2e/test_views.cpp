@@ -28,16 +28,36 @@ std::string tracer(const std::string &name) {
   return path;
 }
 
+// `truth` receives what the fixture recorded, its own measurements around calls among it.
 e2e::Result trace(const std::string &name, std::vector<std::string> options,
-                  std::vector<std::string> fixture_args) {
+                  std::vector<std::string> fixture_args, const std::string &truth = "/dev/null") {
   std::vector<std::string> argv = {tracer(name)};
   argv.insert(argv.end(), options.begin(), options.end());
   for (const std::string &a : {std::string("--"), e2e::fixture("fixture"), std::string("-truth"),
-                               std::string("/dev/null"), std::string("-rounds"), std::string("0")})
+                               truth, std::string("-rounds"), std::string("0")})
     argv.push_back(a);
   argv.insert(argv.end(), fixture_args.begin(), fixture_args.end());
   return e2e::run(argv, 120000);
 }
+
+// What the fixture measured around each call of `function` (time.Now before, time.Since after), by
+// the value of `key`, shortest first: a traced duration lies inside that window however busy the
+// machine. The tree shows durations to 3 significant digits, which may round up past it by 0.5%.
+std::map<int, std::vector<uint64_t>> measured(const std::string &truth_path, const std::string &function,
+                                              const std::string &key) {
+  std::map<int, std::vector<uint64_t>> out;
+  for (const auto &t : e2e::json_lines(e2e::read_file(truth_path))) {
+    if (t["function"] != function)
+      continue;
+    const auto &ns = t["args"]["measured_ns"];
+    for (const auto &n : ns.is_array() ? ns : nlohmann::json::array({ns}))
+      out[t["args"][key].get<int>()].push_back(n.get<uint64_t>());
+  }
+  for (auto &[k, list] : out)
+    std::sort(list.begin(), list.end());
+  return out;
+}
+bool within_shown(uint64_t shown_ns, uint64_t measured_ns) { return shown_ns <= measured_ns + measured_ns / 100; }
 
 // "10.3ms" -> 10300000, as the tracer writes durations (ns, µs, ms, s).
 uint64_t parse_duration(const std::string &text) {
@@ -90,7 +110,9 @@ std::vector<TreeLine> parse_graph(const std::string &out) {
 
 TEST_CASE("--graph: two sleeper goroutines, each with its two Sleepy calls and their durations") {
   e2e::require_bpf();
-  auto r = trace("sleepers", {"--graph"}, {"-sleepers", "2"});
+  std::string truth = e2e::temp_dir("views-sleepers-truth") + "/truth.jsonl";
+  auto r = trace("sleepers", {"--graph"}, {"-sleepers", "2"}, truth);
+  std::map<int, std::vector<uint64_t>> outside = measured(truth, "main.Sleepy", "ms");
   INFO(r.err);
   INFO(r.out);
   REQUIRE(r.status == 0);
@@ -118,9 +140,20 @@ TEST_CASE("--graph: two sleeper goroutines, each with its two Sleepy calls and t
     REQUIRE(list.size() == 2);
     CHECK(list[0].first == list[1].first);
     sleeps.insert(list[0].first);
+    // Each call within what the program measured around one of its two: sorted, the k-th shortest
+    // shown fits the k-th shortest measured exactly when some pairing fits.
+    std::vector<uint64_t> shown;
     for (auto [ms, ns] : list) {
       CHECK(ns >= uint64_t(ms) * 1000000);
-      CHECK(ns < uint64_t(ms) * 1000000 + 40000000);
+      shown.push_back(ns);
+    }
+    std::sort(shown.begin(), shown.end());
+    const std::vector<uint64_t> &around = outside[list[0].first];
+    REQUIRE(around.size() == 2);
+    for (size_t k = 0; k < 2; ++k) {
+      CAPTURE(shown[k]);
+      CAPTURE(around[k]);
+      CHECK(within_shown(shown[k], around[k]));
     }
     CHECK(blocks[goid].size() <= 2);
   }
@@ -172,7 +205,9 @@ TEST_CASE("--graph: recursion shows a level per call, durations growing outward"
 
 TEST_CASE("--graph: calls that panic never return and say so, the others keep their durations") {
   e2e::require_bpf();
-  auto r = trace("panic", {"--graph", "--no-summary"}, {"-sleepers", "1"});
+  std::string truth = e2e::temp_dir("views-panic-truth") + "/truth.jsonl";
+  auto r = trace("panic", {"--graph", "--no-summary"}, {"-sleepers", "1"}, truth);
+  std::map<int, std::vector<uint64_t>> outside = measured(truth, "main.MayPanic", "n");
   INFO(r.out);
   REQUIRE(r.status == 0);
   std::regex even(R"(^main\.MayPanic\(n=(\d+)\) = \(~r0=(\d+)\)  (\S+)$)");
@@ -187,8 +222,11 @@ TEST_CASE("--graph: calls that panic never return and say so, the others keep th
     std::smatch m;
     if (std::regex_match(l.call, m, even)) {
       ++evens;
-      CHECK(std::stoi(m[1]) % 2 == 0);
-      CHECK(parse_duration(m[3]) < 5000000);
+      int n = std::stoi(m[1]);
+      CHECK(n % 2 == 0);
+      // Not inflated by the panicked call's entry before it: within what the program measured.
+      REQUIRE(outside[n].size() == 1);
+      CHECK(within_shown(parse_duration(m[3]), outside[n][0]));
     } else {
       REQUIRE(std::regex_match(l.call, m, odd));
       ++odds;

@@ -89,7 +89,9 @@ TEST_CASE("fleet: a peer that accepts and never answers costs the client its tim
   CHECK_FALSE(http_post(to, "application/json", std::string(1000, 'x'), 300, r, error));
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(s >= 0.29);
-  CHECK(s < 1.0);
+  // Not "within 1 s": a busy machine adds its scheduling delay. A timeout not honoured (or taken
+  // per retry) shows as many times 0.3 s; 10 s is a deadline for that, not a measure of speed.
+  CHECK(s < 10);
   CHECK(error.find("timed out") != std::string::npos);
   close(fd);
 }
