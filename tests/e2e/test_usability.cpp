@@ -99,6 +99,41 @@ TEST_CASE("a tracer built in one directory finds its binary from another, and a 
   CHECK(named.status == 0);
 }
 
+TEST_CASE("-o through a symbolic link to a directory: the tracer still finds its binary, and the hint runs") {
+  // The path was recorded lexically (lnk/out -> ../../svc), but the tracer resolves it from where
+  // it really is (elsewhere/out), so it looked for a file that is not there and exited 2.
+  e2e::require_bpf();
+  std::string root = e2e::temp_dir("usability-symlink");
+  fs::create_directories(root + "/app");
+  fs::create_directories(root + "/elsewhere/deeper");
+  fs::copy_file(e2e::fixture("fixture"), root + "/app/svc");
+  fs::create_directory_symlink(root + "/elsewhere/deeper", root + "/app/lnk");
+  fs::current_path(root + "/app");
+  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/fixture.yaml"), "svc", "-o", "lnk/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  json manifest = json::parse(e2e::read_file(root + "/elsewhere/deeper/out/probes.json"));
+  CHECK(manifest["target"]["path"] == "../../../app/svc");
+  // The hint names a command a shell runs as written: `-- svc` would look svc up in PATH.
+  CHECK(contains(built.err, "run: lnk/out/tracer -- ./svc\n"));
+  for (const std::string &from : {root + "/app", root, std::string("/")}) {
+    CAPTURE(from);
+    fs::current_path(from);
+    auto attached = e2e::run({root + "/app/lnk/out/tracer", "--exit-after-attach"});
+    INFO(attached.err);
+    CHECK(attached.status == 0);
+    auto version = e2e::run({root + "/app/lnk/out/tracer", "--version"});
+    CHECK(contains(version.out, "(from this tracer's directory: " + root + "/app/svc)"));
+  }
+  // The hint's own command, from where weave was run.
+  fs::current_path(root + "/app");
+  auto hinted = e2e::run({"lnk/out/tracer", "--format", "json", "--no-summary", "--", "./svc", "-rounds", "1",
+                          "-truth", root + "/truth.jsonl"});
+  INFO(hinted.err);
+  REQUIRE(hinted.status == 0);
+  check_ints(e2e::json_lines(hinted.out), 0, root + "/truth.jsonl");
+}
+
 TEST_CASE("-o FILE: the events go to the file, the traced program keeps stdout, both complete") {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("usability-output");

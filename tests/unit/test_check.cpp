@@ -506,6 +506,13 @@ TEST_CASE("the recorded binary path: absolute as given, else relative to the out
   // From another working directory, the same layout records the same text.
   fs::current_path(root / "sub");
   CHECK(weave::recorded_target_path("myapp", "weave-out") == "../myapp");
+  // Through a directory that is a symbolic link, the path leads from where the tracer really is:
+  // lnk/out is elsewhere/out, and the binary beside lnk is ../../sub/myapp from there.
+  fs::create_directories(root / "elsewhere");
+  fs::remove(root / "sub" / "lnk");
+  fs::create_directory_symlink(root / "elsewhere", root / "sub" / "lnk");
+  CHECK(weave::recorded_target_path("myapp", "lnk/out") == "../../sub/myapp");
+  CHECK(weave::recorded_target_path("lnk/../myapp", "out") == "../../myapp"); // lnk/.. is root
   fs::current_path(cwd);
 }
 
