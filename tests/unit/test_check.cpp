@@ -425,8 +425,9 @@ TEST_CASE("check_output: identical, changed, missing, and a stale tracer") {
   json old = m;
   old["target"]["build_id"] = "OLD/ID";
   write(dir / "probes.json", old.dump(2) + "\n");
-  // A tracer built from yet another manifest: the "runtime" part can be any bytes here.
-  write(dir / "runtime", "not really an ELF");
+  // A tracer built from yet another manifest, on the runtime of this build (check reads its ELF
+  // note: any other bytes are not a tracer).
+  fs::copy_file(fs::path(WEAVE_BINARY_DIR) / "weave-tracer", dir / "runtime", fs::copy_options::overwrite_existing);
   std::string error;
   json embedded = m;
   embedded["probes"][0]["attach"][0]["file_offset"] = "0x1";
