@@ -458,3 +458,56 @@ TEST_CASE("weave trace BIN FUNC -- ARGS: no spec file, every parameter and resul
   CHECK(missing.status == 1);
   CHECK(contains(missing.err, "no function main.NoSuch"));
 }
+
+TEST_CASE("probes[].name: two probes on one function print apart in text and --graph, values the program's") {
+  // Text lines and --graph printed the function alone, so the two probes' lines were identical.
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("usability-names");
+  std::ofstream(dir + "/spec.yaml") << "probes:\n"
+                                       "  - function: main.(*Server).Handle\n"
+                                       "    name: first\n"
+                                       "    capture: [req.Path, deadline]\n"
+                                       "    when: 'deadline == 100'\n"
+                                       "  - function: main.(*Server).Handle\n"
+                                       "    name: later\n"
+                                       "    capture: [req.Path, deadline]\n"
+                                       "    when: 'deadline >= 200'\n"
+                                       "    return: true\n";
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("hello"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  // What hello says it passes, one line per call: hello: Handle(req.Path="/", ..., deadline=100, ...)
+  auto text = e2e::run({dir + "/out/tracer", "--no-summary", "--", e2e::fixture("hello")});
+  INFO(text.out << text.err);
+  REQUIRE(text.status == 0);
+  std::vector<std::string> calls, lines;
+  std::istringstream in(text.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("hello: Handle(", 0) == 0) {
+      size_t path = line.find("req.Path="), comma = line.find(", ", path);
+      size_t deadline = line.find("deadline="), end = line.find(", ", deadline);
+      calls.push_back(line.substr(path, comma - path) + ", " + line.substr(deadline, end - deadline));
+    } else if (line.find(" goid=") != std::string::npos) {
+      lines.push_back(line.substr(line.find(' ', line.find(" goid=") + 1) + 1));
+    }
+  }
+  REQUIRE(calls.size() == 3);
+  std::vector<std::string> want = {"first: main.(*Server).Handle(" + calls[0] + ")",
+                                   "later: main.(*Server).Handle(" + calls[1] + ")",
+                                   "\u2190 later: main.(*Server).Handle(~r0=true)",
+                                   "later: main.(*Server).Handle(" + calls[2] + ")",
+                                   "\u2190 later: main.(*Server).Handle(~r0=true)"};
+  REQUIRE(lines.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    std::string got = lines[i];
+    if (got.rfind("\u2190", 0) == 0)
+      got = got.substr(0, got.rfind("  ")); // the duration
+    CHECK(got == want[i]);
+  }
+  auto graph = e2e::run({dir + "/out/tracer", "--graph", "--no-summary", "--", e2e::fixture("hello")});
+  INFO(graph.out);
+  REQUIRE(graph.status == 0);
+  CHECK(contains(graph.out, "first: main.(*Server).Handle(" + calls[0] + ")\n"));
+  for (int i : {1, 2})
+    CHECK(contains(graph.out, "later: main.(*Server).Handle(" + calls[i] + ") = (~r0=true)  "));
+}
