@@ -127,9 +127,12 @@ int build(const BuildArgs &args) {
     for (const std::string &line : timings.report())
       std::cerr << "weave: " << line << "\n";
   size_t probes = out->plan.probes.size();
+  // The hint is a command a shell runs as written: a program named without a '/' would be looked
+  // up in PATH, after `--` as anywhere.
+  std::string program = args.binary_path.find('/') == std::string::npos ? "./" + args.binary_path : args.binary_path;
   std::cerr << "weave: wrote " << args.out_dir << "/ (" << probes << " probe"
             << (probes == 1 ? "" : "s") << " on " << args.binary_path << "); run: " << args.out_dir
-            << "/tracer -- " << args.binary_path << "\n";
+            << "/tracer -- " << program << "\n";
   return 0;
 }
 

@@ -34,6 +34,27 @@
 #include "stats.h"
 #include "views.h"
 
+// What this executable is, for `weave build` and `weave check` to read before they trust it as a
+// tracer runtime (payload.h: kRuntimeNoteOwner, runtime_note_text): an ELF note in a section of its
+// own, kept by the linker and by strip, whatever else the file holds.
+#if defined(__x86_64__)
+#define WEAVE_RUNTIME_ARCH "amd64"
+#elif defined(__aarch64__)
+#define WEAVE_RUNTIME_ARCH "arm64"
+#else
+#error "weave-tracer runs on amd64 and arm64"
+#endif
+__asm__(".pushsection .note.weave.runtime,\"a\",%note\n"
+        ".balign 4\n"
+        ".long 6\n"           // n_namesz: "weave" and its NUL
+        ".long 2f - 1f\n"     // n_descsz
+        ".long 1\n"           // n_type: kRuntimeNoteType
+        ".asciz \"weave\"\n"
+        ".balign 4\n"
+        "1: .asciz \"weave-tracer " WEAVE_VERSION " " WEAVE_RUNTIME_ARCH "\"\n"
+        "2: .balign 4\n"
+        ".popsection\n");
+
 namespace {
 
 using namespace weave;

@@ -273,6 +273,9 @@ EventPrinter::EventPrinter(const Manifest &manifest, OutputFormat format, uint64
     PreparedProbe pp;
     pp.json_prefix = "{\"probe\":" + json_quoted(probe.name) +
                      ",\"function\":" + json_quoted(probe.function) + ",\"kind\":\"";
+    // Two probes on one function (two `when:` conditions, say) print apart by their names.
+    if (probe.name != probe.function)
+      pp.text_name = probe.name + ": ";
     if (probe.inlined_into) {
       const auto &into = *probe.inlined_into;
       std::string base = into.file.substr(into.file.rfind('/') + 1);
@@ -452,6 +455,7 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
   if (color_)
     out += ansi::kReset;
   out += h.kind == WEAVE_EVENT_RETURN ? " \u2190 " : " "; // ← marks a return, as in DESIGN.md
+  out += pp.text_name;
   if (color_)
     out += ansi::kBold;
   out += probe.function;

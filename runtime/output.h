@@ -84,6 +84,7 @@ private:
   struct PreparedProbe {
     std::string json_prefix; // {"probe":"..","function":"..","kind":"
     std::string text_inlined; // " [inlined into main.caller at main.go:25]" for an inlined copy
+    std::string text_name;    // "slow: " when the probe's name is not its function's (probes[].name)
     std::string json_inlined; // ,"inlined_into":{...}
     std::vector<PreparedCapture> captures;
   };

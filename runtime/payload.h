@@ -21,6 +21,16 @@ namespace weave {
 inline constexpr std::string_view kPayloadMagic = "WEAVE-PAYLOAD-01";
 inline constexpr size_t kPayloadTrailerSize = 48;
 
+// Every weave-tracer runtime carries an ELF note (owner "weave", type 1; runtime/main.cpp) whose
+// descriptor says what it is: "weave-tracer VERSION ARCH" (ARCH: amd64 or arm64, the runtime's own).
+// `weave build` embeds probes only into a runtime of its own version and of the architecture the
+// target runs on, and `weave check` refuses a tracer without it.
+inline constexpr std::string_view kRuntimeNoteOwner = "weave";
+inline constexpr unsigned kRuntimeNoteType = 1;
+inline std::string runtime_note_text(std::string_view version, std::string_view arch) {
+  return "weave-tracer " + std::string(version) + " " + std::string(arch);
+}
+
 struct Payload {
   std::string object;   // probes.bpf.o
   std::string manifest; // probes.json

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -317,7 +318,9 @@ std::vector<CallGraph::Function> graph_functions(const Manifest &manifest) {
     bool returns = false;
     for (const ManifestAttach &a : probe.attach)
       returns |= a.kind == AttachKind::Return;
-    functions.push_back({probe.function, returns});
+    // What the text printer writes for the call before its '(': the probe's name first when it
+    // is not the function's, so two probes on one function are two functions here too.
+    functions.push_back({probe.name != probe.function ? probe.name + ": " + probe.function : probe.function, returns});
   }
   return functions;
 }
@@ -742,9 +745,26 @@ void FoldedView::on_event(const void *data, size_t size) {
                     end == std::string::npos ? std::string_view() : std::string_view(line_).substr(end + 1));
 }
 
-bool FoldedView::write(std::string &error) const {
+FoldedView::~FoldedView() {
+  if (file_) {
+    std::fclose(file_);
+    std::remove((path_ + ".tmp").c_str());
+  }
+}
+
+bool FoldedView::open(std::string &error) {
+  file_ = std::fopen((path_ + ".tmp").c_str(), "w");
+  if (!file_) {
+    error = "--folded: cannot write " + path_ + ".tmp: " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+bool FoldedView::write(std::string &error) {
   std::string tmp = path_ + ".tmp";
-  FILE *f = std::fopen(tmp.c_str(), "w");
+  FILE *f = file_ ? file_ : std::fopen(tmp.c_str(), "w");
+  file_ = nullptr;
   std::string text = folded_.text();
   bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
   ok = f && std::fclose(f) == 0 && ok;
@@ -766,6 +786,68 @@ std::string micros(uint64_t ns) {
 }
 
 std::string json_quote(const std::string &s) { return nlohmann::json(s).dump(); }
+
+// The JSON lines EventPrinter writes are copied into the trace as they are, never re-encoded: a
+// string that was not valid UTF-8 holds `\udcXX` escapes (one per byte, as in the JSON lines),
+// which a strict parser such as nlohmann's refuses as lone surrogates, and re-encoding would lose
+// them. These scan the printer's own output, which is valid JSON text.
+
+// The end of the JSON value that starts at `at` (a string, number, literal, object or array).
+size_t json_value_end(std::string_view text, size_t at) {
+  if (at >= text.size())
+    return text.size();
+  if (text[at] == '"') {
+    for (size_t i = at + 1; i < text.size(); ++i) {
+      if (text[i] == '\\')
+        ++i;
+      else if (text[i] == '"')
+        return i + 1;
+    }
+    return text.size();
+  }
+  if (text[at] == '{' || text[at] == '[') {
+    int depth = 0;
+    for (size_t i = at; i < text.size(); ++i) {
+      char c = text[i];
+      if (c == '"') {
+        i = json_value_end(text, i) - 1;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        return i + 1;
+      }
+    }
+    return text.size();
+  }
+  size_t end = text.find_first_of(",}] \n", at);
+  return end == std::string_view::npos ? text.size() : end;
+}
+
+// The JSON text of the top-level member `key` of the object `line` (keys are plain ASCII in the
+// printer's output), or "" when there is none.
+std::string_view json_member(std::string_view line, std::string_view key) {
+  size_t i = line.find('{');
+  if (i == std::string_view::npos)
+    return {};
+  ++i;
+  while (i < line.size() && line[i] == '"') {
+    size_t key_end = json_value_end(line, i);
+    std::string_view name = line.substr(i + 1, key_end - i - 2);
+    size_t value = key_end + 1; // past the ':'
+    size_t value_end = json_value_end(line, value);
+    if (name == key)
+      return line.substr(value, value_end - value);
+    i = value_end + 1; // past the ','
+  }
+  return {};
+}
+
+// `"name"` with `suffix` added inside the quotes.
+std::string json_suffixed(const std::string &quoted, std::string_view suffix) {
+  if (quoted.size() < 2)
+    return json_quote(std::string(suffix));
+  return quoted.substr(0, quoted.size() - 1) + std::string(suffix) + "\"";
+}
 
 } // namespace
 
@@ -824,28 +906,30 @@ void PerfettoView::on_event(const void *data, size_t size) {
   line_.clear();
   if (!printer_.format(data, size, line_))
     return;
-  nlohmann::json e = nlohmann::json::parse(line_, nullptr, false);
-  if (e.is_discarded())
-    return;
   bool goroutine = h.goid != 0;
   uint64_t track = goroutine ? h.goid : h.tid;
   name_track(h.pid, track, goroutine);
   std::vector<Open> &calls = open_[{h.pid, track, goroutine}];
   std::string head = ",\"pid\":" + std::to_string(h.pid) +
                      ",\"tid\":" + std::to_string(goroutine ? track : (1ULL << 40) + track);
-  const std::string function = e.value("function", "");
+  std::string_view name = json_member(line_, "function");
+  const std::string function = name.empty() ? std::string("\"?\"") : std::string(name);
   if (h.kind != WEAVE_EVENT_RETURN) {
-    std::string args = e.contains("args") ? e["args"].dump() : "{}";
+    std::string_view captured = json_member(line_, "args");
+    std::string args = captured.empty() ? "{}" : std::string(captured);
     if (has_return_[h.probe_id]) {
       calls.push_back({h.probe_id, h.ts_ns, function, args});
     } else {
-      emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":" + json_quote(function) + ",\"ts\":" + micros(h.ts_ns - start_ns_) +
-           head + ",\"args\":" + args + "}");
+      emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":" + function + ",\"ts\":" + micros(h.ts_ns - start_ns_) + head +
+           ",\"args\":" + args + "}");
     }
     return;
   }
-  uint64_t duration = e.value("duration_ns", uint64_t{0});
-  std::string results = e.contains("results") ? e["results"].dump() : "{}";
+  uint64_t duration = 0;
+  std::string_view duration_text = json_member(line_, "duration_ns");
+  std::from_chars(duration_text.data(), duration_text.data() + duration_text.size(), duration);
+  std::string_view returned = json_member(line_, "results");
+  std::string results = returned.empty() ? "{}" : std::string(returned);
   uint32_t pair = pair_of_[h.probe_id];
   // The innermost open call of this probe; calls opened after it that never returned are closed
   // at its end (their frames are gone).
@@ -862,14 +946,14 @@ void PerfettoView::on_event(const void *data, size_t size) {
     // break either way: a caller closed before the call inside it stayed open to the end.
     for (size_t j = calls.size(); j-- > i + 1;) {
       uint64_t end = h.ts_ns - std::min<uint64_t>(j - i, h.ts_ns - calls[j].ts_ns);
-      emit("{\"ph\":\"X\",\"name\":" + json_quote(calls[j].function + " (no return seen)") + ",\"ts\":" +
+      emit("{\"ph\":\"X\",\"name\":" + json_suffixed(calls[j].function, " (no return seen)") + ",\"ts\":" +
            micros(calls[j].ts_ns - start_ns_) + ",\"dur\":" + micros(end - calls[j].ts_ns) + head +
            ",\"args\":{\"args\":" + calls[j].args + "}}");
     }
     calls.resize(i);
     break;
   }
-  emit("{\"ph\":\"X\",\"name\":" + json_quote(function) + ",\"ts\":" + micros(begin - start_ns_) +
+  emit("{\"ph\":\"X\",\"name\":" + function + ",\"ts\":" + micros(begin - start_ns_) +
        ",\"dur\":" + micros(h.ts_ns - begin) + head + ",\"args\":{\"args\":" + args + ",\"results\":" + results +
        "}}");
 }
@@ -879,7 +963,7 @@ bool PerfettoView::finish(std::string &error) {
     return true;
   for (auto &[key, calls] : open_)
     for (const Open &call : calls)
-      emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":" + json_quote(call.function + " (still open at exit)") +
+      emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":" + json_suffixed(call.function, " (still open at exit)") +
            ",\"ts\":" + micros(call.ts_ns - start_ns_) + ",\"pid\":" + std::to_string(std::get<0>(key)) +
            ",\"tid\":" + std::to_string(std::get<2>(key) ? std::get<1>(key) : (1ULL << 40) + std::get<1>(key)) +
            ",\"args\":{\"args\":" + call.args + "}}");
@@ -908,7 +992,7 @@ Views::Views(const Manifest &manifest, ViewOptions options, uint64_t start_ns, i
 }
 
 bool Views::open_files(std::string &error) {
-  return !perfetto_ || perfetto_->open(error);
+  return (!folded_ || folded_->open(error)) && (!perfetto_ || perfetto_->open(error));
 }
 
 void Views::on_event(const void *data, size_t size) {

@@ -246,8 +246,12 @@ private:
 class FoldedView {
 public:
   FoldedView(const Manifest &manifest, uint64_t start_ns, std::string path, FoldedStacks::Weight weight);
+  ~FoldedView();
+  // Opens the file it writes beside `path` (`path`.tmp) before tracing starts, so that a path it
+  // cannot write stops the tracer at once, as --perfetto and -o do, not after the program ran.
+  bool open(std::string &error);
   void on_event(const void *data, size_t size);
-  bool write(std::string &error) const; // the file, whole (written beside it, then renamed)
+  bool write(std::string &error); // the file, whole (written beside it, then renamed)
   void set_symbolizer(Symbolizer *symbolizer) { printer_.set_symbolizer(symbolizer); }
 
 private:
@@ -255,6 +259,7 @@ private:
   EventPrinter printer_;
   FoldedStacks folded_;
   std::string path_;
+  FILE *file_ = nullptr;
   std::string line_;
 };
 
@@ -281,7 +286,7 @@ private:
   struct Open {
     uint32_t probe;
     uint64_t ts_ns;
-    std::string function;
+    std::string function; // its name as the JSON string the printer wrote
     std::string args; // the entry's "args" object, as JSON text
   };
   void emit(const std::string &event);
@@ -319,7 +324,7 @@ public:
   bool failed() const { return graph_ && graph_->failed(); }
   const std::string &error() const;
   const std::string &folded_error() const { return folded_error_; } // --folded's or --perfetto's write
-  bool open_files(std::string &error); // --perfetto's file, before tracing starts
+  bool open_files(std::string &error); // --folded's and --perfetto's files, before tracing starts
   void set_symbolizer(Symbolizer *symbolizer);
   // The latency summary's lines, for stderr; empty when off or when no call had a duration.
   std::vector<std::string> summary_lines() const;

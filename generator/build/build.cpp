@@ -2,6 +2,7 @@
 
 #include "common/diag.h"
 #include "support/timings.h"
+#include "gobinary/elf_notes.h"
 #include "payload.h"
 #include "plan/plan.h"
 
@@ -223,6 +224,19 @@ std::string elf_arch(const std::string &path) {
 
 } // namespace
 
+std::string runtime_identity_problem(const std::string &path, const std::string &arch) {
+  std::string error;
+  std::optional<std::string> note = read_note_file(path, std::string(kRuntimeNoteOwner), kRuntimeNoteType, error);
+  if (!error.empty())
+    return "cannot be read as a weave tracer runtime: " + error;
+  if (!note)
+    return "is not a weave tracer runtime (it has no weave note)";
+  std::string want = runtime_note_text(WEAVE_VERSION, arch);
+  if (*note != want)
+    return fmt::format("is {}, not {}", *note, want);
+  return "";
+}
+
 void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
                   const BuildOptions &options, Timings *timings) {
   // "out/" names the directory out: lexically normal, a trailing slash leaves an empty file name.
@@ -280,6 +294,14 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
                     {},
                     fmt::format("use weave-tracer{} (--runtime, or WEAVE_RUNTIME_{})",
                                 arch == host_arch() ? "" : "-" + arch, arch == "arm64" ? "ARM64" : "AMD64"));
+
+  // Any ELF executable of the right machine would pass the test above (WEAVE_RUNTIME=/bin/ls did,
+  // and the "tracer" was ls): the runtime must say it is weave's, of this version and architecture.
+  if (std::string problem = runtime_identity_problem(runtime, arch); !problem.empty())
+    throw UserError("runtime-foreign", fmt::format("the tracer runtime {} {}", runtime, problem), {},
+                    fmt::format("use the weave-tracer{} installed or built with this weave {} (--runtime, "
+                                "or WEAVE_RUNTIME)",
+                                arch == host_arch() ? "" : "-" + arch, WEAVE_VERSION));
 
   fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
   TempDir tmp;

@@ -21,7 +21,8 @@ struct BuildOptions {
 
 // Throws UserError: [output-exists] (out_dir is something weave did not write), [clang-missing],
 // [clang-failed] (with clang's own message), [runtime-missing], [runtime-arch] (the runtime is not of
-// the architecture the target binary runs on), [write-failed].
+// the architecture the target binary runs on), [runtime-foreign] (it is not a weave-tracer runtime of
+// this version: its ELF note says so), [write-failed].
 // Marks the stages "write", "clang" and "assemble" on `timings` when given.
 void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
                   const BuildOptions &options, Timings *timings = nullptr);
@@ -32,6 +33,10 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
 // for the host's architecture, weave-tracer-arm64 (say) for another one. A 386 binary runs on amd64
 // and takes the amd64 runtime. When neither file exists it returns the one next to weave.
 std::string default_runtime_path(const std::string &go_arch = "");
+
+// Why the executable at `path` is not the weave-tracer runtime of this weave's version for `arch`
+// (amd64 or arm64): "" when it is. Read from its ELF note (runtime/payload.h: kRuntimeNoteOwner).
+std::string runtime_identity_problem(const std::string &path, const std::string &arch);
 
 // Runs argv (no shell) in `cwd`; returns the exit status (-1 when it could not start, with errno
 // text in `output`) and everything it wrote to stdout and stderr.

@@ -1,5 +1,6 @@
 #include "check/check.h"
 
+#include "build/build.h"
 #include "payload.h"
 
 #include <fmt/format.h>
@@ -507,7 +508,14 @@ CheckResult check_output(const std::vector<GeneratedFile> &generated, const std:
     result.compared.push_back("tracer");
     std::string error;
     std::optional<Payload> payload = read_payload(tracer.string(), error);
-    if (!payload) {
+    // The probes it carries are only half of it: the runtime they were appended to must be weave's
+    // own, of this version, for the architecture the probes are for.
+    json regenerated = json::parse(manifest->content, nullptr, false);
+    std::string arch = regenerated.is_discarded() ? "" : regenerated["target"].value("arch", "");
+    std::string problem = runtime_identity_problem(tracer.string(), arch == "arm64" ? "arm64" : "amd64");
+    if (!problem.empty()) {
+      result.drift.push_back({"tracer", false, {"  the tracer " + problem + "; rebuild it (weave build)"}});
+    } else if (!payload) {
       result.drift.push_back(
           {"tracer",
            false,

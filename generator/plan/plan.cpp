@@ -79,12 +79,27 @@ std::string recorded_target_path(const std::string &binary, const std::string &o
   fs::path path(binary);
   if (path.is_absolute())
     return path.lexically_normal().string();
-  // Lexically, from the working directory both are named from: "out/" and "out" are one directory.
-  auto absolute = [](const fs::path &p) {
-    fs::path a = fs::absolute(p).lexically_normal();
-    return a.has_filename() ? a : a.parent_path();
+  // From where both really are: the tracer resolves the path from the directory it runs from,
+  // which the kernel names with every symbolic link resolved (/proc/self/exe), so the path must
+  // lead there from that directory: `-o lnk/out` with lnk -> /elsewhere writes the tracer in
+  // /elsewhere/out, and a path made lexically ("../../bin") would lead nowhere from there. The
+  // directories on the way are resolved; the last name is kept as given (a binary that is a link
+  // is traced as the link names it, and the output directory does not exist yet). "out/" and
+  // "out" are one directory.
+  auto real = [](const fs::path &p) {
+    fs::path a = fs::absolute(p);
+    if (!a.has_filename())
+      a = a.parent_path();
+    std::error_code ec;
+    fs::path name = a.filename();
+    if (name == "." || name == "..") {
+      fs::path whole = fs::weakly_canonical(a, ec);
+      return ec ? a.lexically_normal() : whole;
+    }
+    fs::path parent = fs::weakly_canonical(a.parent_path(), ec);
+    return ec ? a.lexically_normal() : (parent / name).lexically_normal();
   };
-  return absolute(path).lexically_relative(absolute(out_dir)).string();
+  return real(path).lexically_relative(real(out_dir)).string();
 }
 
 Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, const Pclntab *pcln) {

@@ -186,3 +186,72 @@ TEST_CASE("errors that are not drift: usage is 2, a failed regeneration is 3, ne
   CHECK(not_go.status == 3);
   CHECK(contains(not_go.err, "error[not-go]"));
 }
+
+namespace {
+
+// `path` with the first `from` in it replaced by `to` (the same length: offsets stay as they are).
+void patch_file(const std::string &path, const std::string &from, const std::string &to) {
+  REQUIRE(from.size() == to.size());
+  std::string bytes = e2e::read_file(path);
+  size_t at = bytes.find(from);
+  REQUIRE(at != std::string::npos);
+  bytes.replace(at, from.size(), to);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+} // namespace
+
+TEST_CASE("a runtime that is not weave's own tracer runtime is refused, and check notices a foreign tracer") {
+  // WEAVE_RUNTIME=/bin/ls was accepted: the "tracer" written was ls with the probes appended, and
+  // weave check called that directory up to date.
+  std::string root = e2e::temp_dir("check-runtime");
+  std::string runtime = std::string(WEAVE_BINARY_DIR) + "/weave-tracer";
+  std::string note = "weave-tracer " WEAVE_VERSION " amd64";
+  // ls, by --runtime and by WEAVE_RUNTIME: nothing written.
+  for (bool by_env : {false, true}) {
+    CAPTURE(by_env);
+    std::vector<std::string> argv = {"env", "WEAVE_RUNTIME=/bin/ls", e2e::weave(), "build", e2e::source(kSpec),
+                                     "./svc", "-o", "weave-out"};
+    if (!by_env)
+      argv = {e2e::weave(), "build", e2e::source(kSpec), "./svc", "-o", "weave-out", "--runtime", "/bin/ls"};
+    fs::create_directories(root + "/ls");
+    fs::copy_file(e2e::fixture("check_v1"), root + "/ls/svc", fs::copy_options::overwrite_existing);
+    fs::current_path(root + "/ls");
+    auto r = e2e::run(argv);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(contains(r.err, "error[runtime-foreign]"));
+    CHECK(contains(r.err, "/bin/ls is not a weave tracer runtime"));
+    CHECK_FALSE(fs::exists(root + "/ls/weave-out"));
+  }
+  // A weave runtime of another version: refused, naming both.
+  fs::create_directories(root + "/old");
+  fs::copy_file(runtime, root + "/old/weave-tracer");
+  patch_file(root + "/old/weave-tracer", note, "weave-tracer 9.9.9 amd64");
+  auto old = weave_in(root + "/old", "check_v1",
+                      {"build", e2e::source(kSpec), "./svc", "-o", "weave-out", "--runtime", root + "/old/weave-tracer"});
+  INFO(old.err);
+  CHECK(old.status == 1);
+  CHECK(contains(old.err, "is weave-tracer 9.9.9 amd64, not " + note));
+
+  // A tree whose tracer carries the right probes on something that is not weave's runtime: drift.
+  build_in(root + "/tree", "check_v1");
+  auto clean = check_in(root + "/tree", "check_v1", "weave-out");
+  CHECK(clean.status == 0);
+  patch_file(root + "/tree/weave-out/tracer", note, "weave-tracer 9.9.9 amd64");
+  auto r = check_in(root + "/tree", "check_v1", "weave-out");
+  INFO(r.out);
+  CHECK(r.status == 1);
+  CHECK(contains(r.out, "the tracer is weave-tracer 9.9.9 amd64, not " + note));
+  // No note at all (as ls with the probes appended): its owner's name is the note's first bytes.
+  build_in(root + "/tree", "check_v1");
+  std::string bytes = e2e::read_file(root + "/tree/weave-out/tracer");
+  size_t at = bytes.find(note);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(bytes.compare(at - 8, 5, "weave") == 0);
+  bytes[at - 8] = 'x';
+  std::ofstream(root + "/tree/weave-out/tracer", std::ios::binary | std::ios::trunc) << bytes;
+  r = check_in(root + "/tree", "check_v1", "weave-out");
+  CHECK(r.status == 1);
+  CHECK(contains(r.out, "the tracer is not a weave tracer runtime (it has no weave note)"));
+}

@@ -99,6 +99,41 @@ TEST_CASE("a tracer built in one directory finds its binary from another, and a 
   CHECK(named.status == 0);
 }
 
+TEST_CASE("-o through a symbolic link to a directory: the tracer still finds its binary, and the hint runs") {
+  // The path was recorded lexically (lnk/out -> ../../svc), but the tracer resolves it from where
+  // it really is (elsewhere/out), so it looked for a file that is not there and exited 2.
+  e2e::require_bpf();
+  std::string root = e2e::temp_dir("usability-symlink");
+  fs::create_directories(root + "/app");
+  fs::create_directories(root + "/elsewhere/deeper");
+  fs::copy_file(e2e::fixture("fixture"), root + "/app/svc");
+  fs::create_directory_symlink(root + "/elsewhere/deeper", root + "/app/lnk");
+  fs::current_path(root + "/app");
+  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/fixture.yaml"), "svc", "-o", "lnk/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  json manifest = json::parse(e2e::read_file(root + "/elsewhere/deeper/out/probes.json"));
+  CHECK(manifest["target"]["path"] == "../../../app/svc");
+  // The hint names a command a shell runs as written: `-- svc` would look svc up in PATH.
+  CHECK(contains(built.err, "run: lnk/out/tracer -- ./svc\n"));
+  for (const std::string &from : {root + "/app", root, std::string("/")}) {
+    CAPTURE(from);
+    fs::current_path(from);
+    auto attached = e2e::run({root + "/app/lnk/out/tracer", "--exit-after-attach"});
+    INFO(attached.err);
+    CHECK(attached.status == 0);
+    auto version = e2e::run({root + "/app/lnk/out/tracer", "--version"});
+    CHECK(contains(version.out, "(from this tracer's directory: " + root + "/app/svc)"));
+  }
+  // The hint's own command, from where weave was run.
+  fs::current_path(root + "/app");
+  auto hinted = e2e::run({"lnk/out/tracer", "--format", "json", "--no-summary", "--", "./svc", "-rounds", "1",
+                          "-truth", root + "/truth.jsonl"});
+  INFO(hinted.err);
+  REQUIRE(hinted.status == 0);
+  check_ints(e2e::json_lines(hinted.out), 0, root + "/truth.jsonl");
+}
+
 TEST_CASE("-o FILE: the events go to the file, the traced program keeps stdout, both complete") {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("usability-output");
@@ -422,4 +457,57 @@ TEST_CASE("weave trace BIN FUNC -- ARGS: no spec file, every parameter and resul
                            "main.NoSuch", "--", "-rounds", "1"});
   CHECK(missing.status == 1);
   CHECK(contains(missing.err, "no function main.NoSuch"));
+}
+
+TEST_CASE("probes[].name: two probes on one function print apart in text and --graph, values the program's") {
+  // Text lines and --graph printed the function alone, so the two probes' lines were identical.
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("usability-names");
+  std::ofstream(dir + "/spec.yaml") << "probes:\n"
+                                       "  - function: main.(*Server).Handle\n"
+                                       "    name: first\n"
+                                       "    capture: [req.Path, deadline]\n"
+                                       "    when: 'deadline == 100'\n"
+                                       "  - function: main.(*Server).Handle\n"
+                                       "    name: later\n"
+                                       "    capture: [req.Path, deadline]\n"
+                                       "    when: 'deadline >= 200'\n"
+                                       "    return: true\n";
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("hello"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  // What hello says it passes, one line per call: hello: Handle(req.Path="/", ..., deadline=100, ...)
+  auto text = e2e::run({dir + "/out/tracer", "--no-summary", "--", e2e::fixture("hello")});
+  INFO(text.out << text.err);
+  REQUIRE(text.status == 0);
+  std::vector<std::string> calls, lines;
+  std::istringstream in(text.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("hello: Handle(", 0) == 0) {
+      size_t path = line.find("req.Path="), comma = line.find(", ", path);
+      size_t deadline = line.find("deadline="), end = line.find(", ", deadline);
+      calls.push_back(line.substr(path, comma - path) + ", " + line.substr(deadline, end - deadline));
+    } else if (line.find(" goid=") != std::string::npos) {
+      lines.push_back(line.substr(line.find(' ', line.find(" goid=") + 1) + 1));
+    }
+  }
+  REQUIRE(calls.size() == 3);
+  std::vector<std::string> want = {"first: main.(*Server).Handle(" + calls[0] + ")",
+                                   "later: main.(*Server).Handle(" + calls[1] + ")",
+                                   "\u2190 later: main.(*Server).Handle(~r0=true)",
+                                   "later: main.(*Server).Handle(" + calls[2] + ")",
+                                   "\u2190 later: main.(*Server).Handle(~r0=true)"};
+  REQUIRE(lines.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    std::string got = lines[i];
+    if (got.rfind("\u2190", 0) == 0)
+      got = got.substr(0, got.rfind("  ")); // the duration
+    CHECK(got == want[i]);
+  }
+  auto graph = e2e::run({dir + "/out/tracer", "--graph", "--no-summary", "--", e2e::fixture("hello")});
+  INFO(graph.out);
+  REQUIRE(graph.status == 0);
+  CHECK(contains(graph.out, "first: main.(*Server).Handle(" + calls[0] + ")\n"));
+  for (int i : {1, 2})
+    CHECK(contains(graph.out, "later: main.(*Server).Handle(" + calls[i] + ") = (~r0=true)  "));
 }

@@ -425,8 +425,9 @@ TEST_CASE("check_output: identical, changed, missing, and a stale tracer") {
   json old = m;
   old["target"]["build_id"] = "OLD/ID";
   write(dir / "probes.json", old.dump(2) + "\n");
-  // A tracer built from yet another manifest: the "runtime" part can be any bytes here.
-  write(dir / "runtime", "not really an ELF");
+  // A tracer built from yet another manifest, on the runtime of this build (check reads its ELF
+  // note: any other bytes are not a tracer).
+  fs::copy_file(fs::path(WEAVE_BINARY_DIR) / "weave-tracer", dir / "runtime", fs::copy_options::overwrite_existing);
   std::string error;
   json embedded = m;
   embedded["probes"][0]["attach"][0]["file_offset"] = "0x1";
@@ -506,6 +507,13 @@ TEST_CASE("the recorded binary path: absolute as given, else relative to the out
   // From another working directory, the same layout records the same text.
   fs::current_path(root / "sub");
   CHECK(weave::recorded_target_path("myapp", "weave-out") == "../myapp");
+  // Through a directory that is a symbolic link, the path leads from where the tracer really is:
+  // lnk/out is elsewhere/out, and the binary beside lnk is ../../sub/myapp from there.
+  fs::create_directories(root / "elsewhere");
+  fs::remove(root / "sub" / "lnk");
+  fs::create_directory_symlink(root / "elsewhere", root / "sub" / "lnk");
+  CHECK(weave::recorded_target_path("myapp", "lnk/out") == "../../sub/myapp");
+  CHECK(weave::recorded_target_path("lnk/../myapp", "out") == "../../myapp"); // lnk/.. is root
   fs::current_path(cwd);
 }
 

@@ -398,7 +398,7 @@ TEST_CASE("output: text line of a hand-built event") {
   Manifest m = parse_ok(example_manifest());
   Event e = example_event();
   CHECK(format(m, OutputFormat::Text, e) ==
-        "0.001234 pid=10 tid=11 goid=1 main.(*Server).Handle(a=-128, s=\"hello, w\"...(12 bytes), "
+        "0.001234 pid=10 tid=11 goid=1 handle: main.(*Server).Handle(a=-128, s=\"hello, w\"...(12 bytes), "
         "h={Port=8080, Inner={Host=\"a\\\"b\\n\", Ok=true}}, p=0xc000010000, "
         "u=18446744073709551615, i=-9223372036854775808, bad=\"ok\\xff\\xfe\", "
         "missing=<fault>)\n");
@@ -407,7 +407,7 @@ TEST_CASE("output: text line of a hand-built event") {
   e.header().faults = 0b100; // h faulted, missing now read
   e.header().ts_ns = kStart + 62'000'000'999;
   CHECK(format(m, OutputFormat::Text, e) ==
-        "62.000000 pid=10 tid=11 goid=1 \u2190 main.(*Server).Handle(a=-128, s=\"hello, w\"...(12 bytes), "
+        "62.000000 pid=10 tid=11 goid=1 \u2190 handle: main.(*Server).Handle(a=-128, s=\"hello, w\"...(12 bytes), "
         "h=<fault>, p=0xc000010000, u=18446744073709551615, i=-9223372036854775808, "
         "bad=\"ok\\xff\\xfe\", missing={Port=3735928559})\n");
 }
@@ -551,7 +551,7 @@ TEST_CASE("output: malformed events are counted and skipped") {
     written.append(buf, static_cast<size_t>(n));
   close(fds[0]);
   CHECK(std::count(written.begin(), written.end(), '\n') == 2);
-  CHECK(written.rfind("0.001234 pid=10 tid=11 goid=1 main.(*Server).Handle(a=-128", 0) == 0);
+  CHECK(written.rfind("0.001234 pid=10 tid=11 goid=1 handle: main.(*Server).Handle(a=-128", 0) == 0);
 
   // A closed reader turns into a write error, reported once, and counting goes on.
   REQUIRE(pipe(fds) == 0);

@@ -19,6 +19,7 @@
 
 #include "event.h"
 #include "manifest.h"
+#include "output.h"
 #include "views.h"
 
 #include "allocation_counter.h" // the hot-path tests below count allocations
@@ -558,4 +559,111 @@ TEST_CASE("durations read like the text output's") {
   CHECK(text(1'200'000'000) == "1.2s");
   CHECK(text(999'000'000'000) == "999s");
   CHECK(text(1'500'000'000'000) == "1500s");
+}
+
+TEST_CASE("perfetto: strings that are not UTF-8 keep every byte, in slices and instants alike") {
+  // The JSON lines write such bytes as \udcXX escapes, which a strict JSON parser refuses as lone
+  // surrogates: the trace once lost the arguments of such calls and dropped such instants.
+  json j = views_manifest();
+  json note = j["probes"][0];
+  note["id"] = 3;
+  note["name"] = note["function"] = "main.Note";
+  note["program"] = "p3";
+  note["attach"][0]["cookie"] = 3;
+  note["attach"][0]["file_offset"] = 4099;
+  j["probes"].push_back(note);
+  Manifest m = parse_ok(j);
+  char dir[] = "/tmp/weave-perfetto-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  std::string path = std::string(dir) + "/trace.json";
+  Views views(m, {.graph = false, .summary = false, .perfetto = path}, kStart, -1);
+  std::string error;
+  REQUIRE(views.open_files(error));
+  auto say = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 72);
+  put_string(say, 48, "a\xff" "b");
+  auto tick = record(2, WEAVE_EVENT_ENTRY, 5, 11 * us, 56);
+  put_u64(tick, 48, 7);
+  auto noted = record(3, WEAVE_EVENT_ENTRY, 5, 12 * us, 72);
+  put_string(noted, 48, "\xc3\xa9\xc3");
+  auto said = record(1, WEAVE_EVENT_RETURN, 5, 13 * us, 80);
+  put_u64(said, 48, 3 * us);
+  put_string(said, 56, "\xfe");
+  for (auto *r : {&say, &tick, &noted, &said})
+    views.on_event(r->data(), r->size());
+  views.finish();
+  CHECK(views.folded_error().empty());
+  std::string text;
+  {
+    FILE *f = std::fopen(path.c_str(), "r");
+    REQUIRE(f);
+    char buffer[4096];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;)
+      text.append(buffer, n);
+    std::fclose(f);
+  }
+  std::remove(path.c_str());
+  rmdir(dir);
+  INFO(text);
+  CHECK(text.find("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"main.Tick\",\"ts\":11.000,\"pid\":100,\"tid\":5,"
+                  "\"args\":{\"n\":7}}") != std::string::npos);
+  CHECK(text.find("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"main.Note\",\"ts\":12.000,\"pid\":100,\"tid\":5,"
+                  "\"args\":{\"s\":\"\xc3\xa9\\udcc3\"}}") != std::string::npos);
+  CHECK(text.find("{\"ph\":\"X\",\"name\":\"main.Say\",\"ts\":10.000,\"dur\":3.000,\"pid\":100,\"tid\":5,"
+                  "\"args\":{\"args\":{\"s\":\"a\\udcffb\"},\"results\":{\"~r0\":\"\\udcfe\"}}}") !=
+        std::string::npos);
+  // Valid JSON text once the escapes are read as the bytes they stand for.
+  std::string latin = text;
+  for (size_t at; (at = latin.find("\\udc")) != std::string::npos;)
+    latin.replace(at, 4, "\\u00");
+  json trace = json::parse(latin, nullptr, false);
+  REQUIRE_FALSE(trace.is_discarded());
+  CHECK(trace["traceEvents"].size() == 4); // the track's name, two instants, one slice
+}
+
+TEST_CASE("probes[].name: two probes on one function print apart, in text lines and in --graph") {
+  // Only JSON, --stats and the summary used the name: text and --graph printed the function alone,
+  // so two probes on one function (two `when:` conditions) gave identical lines.
+  json j = views_manifest();
+  for (int from : {0, 1}) {
+    json p = j["probes"][from];
+    int id = 3 + from;
+    p["id"] = id;
+    p["name"] = "slow";
+    p["program"] = "p" + std::to_string(id);
+    p["attach"][0]["cookie"] = (uint64_t{3} << 24) | static_cast<uint64_t>(id); // pairs with entry 3
+    p["attach"][0]["file_offset"] = 4096 + id;
+    j["probes"].push_back(p);
+  }
+  Manifest m = parse_ok(j);
+  auto say = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 72);
+  put_string(say, 48, "x");
+  auto slow = record(3, WEAVE_EVENT_ENTRY, 5, 11 * us, 72);
+  put_string(slow, 48, "x");
+  auto slow_ret = record(4, WEAVE_EVENT_RETURN, 5, 12 * us, 80);
+  put_u64(slow_ret, 48, 1 * us);
+  put_string(slow_ret, 56, "y");
+  auto said = record(1, WEAVE_EVENT_RETURN, 5, 13 * us, 80);
+  put_u64(said, 48, 3 * us);
+  put_string(said, 56, "y");
+
+  EventPrinter printer(m, OutputFormat::Text, kStart);
+  std::string text;
+  for (auto *r : {&say, &slow, &slow_ret, &said})
+    REQUIRE(printer.format(r->data(), r->size(), text));
+  CHECK(text == "0.000010 pid=100 tid=200 goid=5 main.Say(s=\"x\")\n"
+                "0.000011 pid=100 tid=200 goid=5 slow: main.Say(s=\"x\")\n"
+                "0.000012 pid=100 tid=200 goid=5 \u2190 slow: main.Say(~r0=\"y\")  1µs\n"
+                "0.000013 pid=100 tid=200 goid=5 \u2190 main.Say(~r0=\"y\")  3µs\n");
+
+  FILE *file = tmpfile();
+  REQUIRE(file);
+  GraphView view(m, kStart, fileno(file));
+  for (auto *r : {&say, &slow, &slow_ret, &said})
+    view.on_event(r->data(), r->size());
+  view.finish();
+  CHECK(read_all(fileno(file)) == "goroutine 5 (pid 100):\n"
+                                  "  0.000010 main.Say(s=\"x\") {\n"
+                                  "  0.000011   slow: main.Say(s=\"x\") = (~r0=\"y\")  1µs\n"
+                                  "  0.000013 } main.Say = (~r0=\"y\")  3µs\n");
+  fclose(file);
 }
