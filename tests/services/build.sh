@@ -61,9 +61,10 @@ for variant in "$@"; do
   start=$(date +%s)
   # shellcheck disable=SC2086 # mains is a list of package paths
   if ! (cd "$here" && "$go" build -trimpath -buildvcs=false ${flags:+"$flags"} -o "$out/" $mains) >"$log" 2>&1; then
-    if grep -Eq 'dial tcp|no such host|connection refused|i/o timeout|network is unreachable|proxyconnect|TLS handshake|server misbehaving|GOPROXY=off' "$log"; then
+    unreachable='dial tcp|no such host|connection refused|i/o timeout|network is unreachable|proxyconnect|TLS handshake|server misbehaving|GOPROXY=off'
+    if grep -Eq "$unreachable" "$log"; then
       echo "build.sh: SKIPPED: cannot reach the Go module proxy ($GOPROXY) to build the services:" >&2
-      head -5 "$log" >&2
+      grep -E "$unreachable" "$log" | head -3 >&2
       rm -f "$log"
       exit 77
     fi
