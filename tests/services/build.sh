@@ -7,7 +7,8 @@
 # variant is one `go build` of several mains:
 #   default   caddy etcd nats-server etcd-client nats-client, with DWARF
 #   stripped  caddy etcd nats-server, -ldflags='-s -w' (relinks the default's packages)
-#   pie       caddy etcd nats-server, -buildmode=pie (compiles every package again, position-independent)
+#   pie       caddy etcd nats-server, -buildmode=pie (compiles every package again, position-independent:
+#             as costly as the default build; $WEAVE_SERVICES_PIE names fewer, e.g. "nats-server")
 # Binaries land in $cache/bin/VARIANT/ and a stamp records what built them, so an unchanged tree
 # costs nothing the next time. $cache is $WEAVE_SERVICES_CACHE, else ~/.cache/weave/services; the
 # module cache and the Go build cache live there too.
@@ -20,6 +21,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${WEAVE_SERVICES_CACHE:-${HOME:-/root}/.cache/weave/services}
 go=${WEAVE_SERVICES_GO:-/usr/local/go/bin/go}
 [ $# -gt 0 ] || set -- default stripped pie
+pie_mains=""
+for name in ${WEAVE_SERVICES_PIE-caddy etcd nats-server}; do
+  case $name in
+    caddy|etcd|nats-server) pie_mains="$pie_mains ./$name" ;;
+    *) echo "build.sh: WEAVE_SERVICES_PIE names '$name' (caddy, etcd, nats-server)" >&2; exit 1 ;;
+  esac
+done
 
 if [ ! -x "$go" ]; then
   echo "build.sh: SKIPPED: no Go toolchain at $go (the services need Go 1.26)" >&2
@@ -47,16 +55,20 @@ for variant in "$@"; do
   case $variant in
     default)  flags=""; mains="./caddy ./etcd ./nats-server ./etcd-client ./nats-client" ;;
     stripped) flags="-ldflags=-s -w"; mains="./caddy ./etcd ./nats-server" ;;
-    pie)      flags="-buildmode=pie"; mains="./caddy ./etcd ./nats-server" ;;
+    pie)      flags="-buildmode=pie"; mains=$pie_mains ;;
     *) echo "build.sh: unknown variant '$variant' (default, stripped, pie)" >&2; exit 1 ;;
   esac
   out=$cache/bin/$variant
-  want=$(stamp_of "$variant")
+  want=$(stamp_of "$variant $mains")
   if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$want" ]; then
     continue
   fi
   rm -rf "$out"
   mkdir -p "$out"
+  if [ -z "$mains" ]; then
+    echo "$want" >"$out/.stamp"
+    continue
+  fi
   log=$cache/.build-$variant.$$.log
   start=$(date +%s)
   # shellcheck disable=SC2086 # mains is a list of package paths

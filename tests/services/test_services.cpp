@@ -69,7 +69,12 @@ int free_port() {
 // The server of `variant` copied into `dir` (its own inode: the tracer follows this file only).
 std::string own_copy(const std::string &variant, const std::string &name, const std::string &dir) {
   std::string copy = dir + "/" + name;
-  fs::copy_file(services_bin() + "/" + variant + "/" + name, copy, fs::copy_options::overwrite_existing);
+  std::string built = services_bin() + "/" + variant + "/" + name;
+  if (variant == "pie" && !fs::exists(built)) {
+    MESSAGE("skipped: no PIE build of " << name << " (WEAVE_SERVICES_PIE leaves it out)");
+    std::exit(77);
+  }
+  fs::copy_file(built, copy, fs::copy_options::overwrite_existing);
   return copy;
 }
 
