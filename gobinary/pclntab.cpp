@@ -1057,12 +1057,21 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
 std::optional<std::string> Pclntab::name_in_types(uint32_t nameoff) const {
   if (!types_ || nameoff == 0 || nameoff >= etypes_ - types_)
     return std::nullopt;
+  return name_at_address(types_ + nameoff);
+}
+
+const uint8_t *Pclntab::bytes_at(uint64_t vaddr, uint64_t size) const { return image_->at(vaddr, size); }
+
+std::optional<uint64_t> Pclntab::pointer_at(uint64_t vaddr) const { return image_->pointer(vaddr); }
+
+std::optional<std::string> Pclntab::name_at_address(uint64_t at, uint8_t *flags) const {
   // 0xfffffffa is both 1.16 and 1.17: only the build info's version tells the two encodings apart.
-  if (magic_ == kMagic116 && !version_known_)
+  if (!types_ || (magic_ == kMagic116 && !version_known_))
     return std::nullopt;
   const bool varint = !(version_.major == 1 && version_.minor <= 16);
-  uint64_t at = types_ + nameoff;
-  uint64_t room = std::min<uint64_t>(image_->available(at), etypes_ - at);
+  uint64_t room = image_->available(at);
+  if (at >= types_ && at < etypes_)
+    room = std::min<uint64_t>(room, etypes_ - at);
   const uint8_t *p = image_->at(at, room);
   if (!p || room < 3)
     return std::nullopt;
@@ -1086,6 +1095,8 @@ std::optional<std::string> Pclntab::name_in_types(uint32_t nameoff) const {
   for (unsigned char c : name)
     if (c < 0x20 || c == 0x7f)
       return std::nullopt;
+  if (flags)
+    *flags = p[0];
   return name;
 }
 
@@ -1168,6 +1179,9 @@ std::optional<std::string> Pclntab::type_name(uint64_t vaddr, int depth, uint8_t
       extra = 4 * ps;
     else if (kind == Func)
       extra = ps; // inCount, outCount (u16 each), padded to a word
+    else if (kind == Map) // key, elem, bucket/group, hasher; then u8, u8, u16, u32 (<= 1.23) or
+      // GroupSize, SlotSize, ElemOff words and u32 flags (swiss tables, 1.24+), padded to a word
+      extra = version_.major == 1 && version_.minor <= 23 ? 4 * ps + 8 : (7 * ps + 4 + ps - 1) / ps * ps;
     size_t dot = str->find('.');
     if ((tflag & kTflagUncommon) && extra && dot != std::string::npos && dot < str->find('[')) {
       if (const uint8_t *u = image_->at(vaddr + header + *extra, 4)) {
@@ -1176,6 +1190,9 @@ std::optional<std::string> Pclntab::type_name(uint64_t vaddr, int depth, uint8_t
           auto path = name_in_types(pkgpath);
           if (!path)
             return std::nullopt;
+          // Shapes of generic code are spelled with their whole package already: "go.shape.int64".
+          if (str->rfind(*path + ".", 0) == 0)
+            return str;
           return *path + str->substr(dot);
         }
       }

@@ -3,6 +3,7 @@
 // (captures.cpp), with wildcards expanded first (wildcards.cpp) and programs shared last
 // (sharing.cpp).
 #include "plan/plan.h"
+#include "debuginfo/descriptor_types.h"
 #include "plan/predicate.h"
 #include "plan/expr.h"
 
@@ -165,7 +166,11 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   }
   plan.slice_max = spec.options.slice_max;
 
-  SignatureSources sources{image, debug, pcln, types};
+  // Without DWARF, named types in declarations come from the runtime's type descriptors.
+  std::optional<DescriptorTypes> descriptors;
+  if (!debug && pcln)
+    descriptors.emplace(*pcln);
+  SignatureSources sources{image, debug, pcln, types, descriptors ? &*descriptors : nullptr};
   const std::vector<ElfSymbol> dictionaries = dictionary_symbols(image.path);
   CaptureContext captures{types, regs, image.ptr_size, spec.options.string_max, spec.options.slice_max,
                           runtime_layout};

@@ -5,6 +5,7 @@
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
 #include "debuginfo/dictionaries.h"
+#include "plan/stripped_types.h"
 #include "plan/types.h"
 #include "plan/wildcards.h"
 
@@ -176,10 +177,11 @@ ProbeSignature resolve_signature(const ProbeSpec &probe, const SignatureSources 
   std::vector<GoParam> params = fn_info.params;
   if (probe.has_params || probe.has_results) {
     std::vector<GoParam> declared;
+    NamedTypeResolver resolve = descriptor_resolver(sources);
     for (const auto &p : probe.params)
-      declared.push_back({p.name, build_declared_type(p.type, types, image.ptr_size), false});
+      declared.push_back({p.name, build_declared_type(p.type, types, image.ptr_size, resolve), false});
     for (const auto &r : probe.results)
-      declared.push_back({r.name, build_declared_type(r.type, types, image.ptr_size), true});
+      declared.push_back({r.name, build_declared_type(r.type, types, image.ptr_size, resolve), true});
     if (!fn_info.params.empty() || debug) {
       std::vector<GoParam> dwarf_side;
       for (const auto &p : fn_info.params)

@@ -36,12 +36,16 @@ struct ProbeSignature {
   bool results_unchecked = false;
 };
 
-// Where the types and functions come from; `debug` and `pcln` may be null.
+class DescriptorTypes;
+
+// Where the types and functions come from; `debug` and `pcln` may be null. Without DWARF, named
+// types in declarations come from `descriptors` (the runtime's type descriptors) when it is set.
 struct SignatureSources {
   const BinaryImage &image;
   DebugInfo *debug;
   const Pclntab *pcln;
   TypeTable &types;
+  DescriptorTypes *descriptors = nullptr;
 };
 
 // Throws UserError at the probe: [unknown-function], [params-mismatch], [no-dwarf-params].

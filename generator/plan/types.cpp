@@ -1,4 +1,5 @@
 #include "plan/types.h"
+#include "plan/stripped_types.h"
 
 #include <fmt/format.h>
 
@@ -31,8 +32,9 @@ uint64_t align_up(uint64_t v, uint64_t a) { return a <= 1 ? v : (v + a - 1) / a 
 // builtin names. It is the small part of Go's type grammar a parameter list needs.
 class TypeParser {
 public:
-  TypeParser(const std::string &text, TypeTable &table, int ptr_size, SourceLoc loc)
-      : text_(text), table_(table), ptr_(static_cast<uint64_t>(ptr_size)), loc_(std::move(loc)) {}
+  TypeParser(const std::string &text, TypeTable &table, int ptr_size, SourceLoc loc,
+             const NamedTypeResolver &resolve)
+      : text_(text), table_(table), ptr_(static_cast<uint64_t>(ptr_size)), loc_(std::move(loc)), resolve_(resolve) {}
 
   TypeId parse_all() {
     TypeId id = parse();
@@ -127,8 +129,10 @@ private:
     }
     size_t start = pos_;
     while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.' ||
-                                   text_[pos_] == '_'))
+                                   text_[pos_] == '_' || (resolve_ && (text_[pos_] == '/' || text_[pos_] == '-' || text_[pos_] == '%'))))
       ++pos_;
+    if (resolve_ && pos_ < text_.size() && pos_ > start && text_[pos_] == '[')
+      skip_type_arguments(); // an instantiation: "main.Pair[int,string]"
     std::string name = text_.substr(start, pos_ - start);
     if (name.empty())
       fail("expected a type");
@@ -150,6 +154,12 @@ private:
         {"error", {TypeKind::Interface, 0}},
     };
     auto it = builtins.find(name);
+    if (it == builtins.end() && resolve_) {
+      std::string why;
+      if (auto id = resolve_(name, why))
+        return *id;
+      fail(why);
+    }
     if (it == builtins.end())
       fail(fmt::format("{} is not a builtin type, and without DWARF weave cannot know its layout", name));
     Builtin b = it->second;
@@ -167,10 +177,25 @@ private:
     }
   }
 
+  // Past the balanced [...] after a generic type's name.
+  void skip_type_arguments() {
+    int depth = 0;
+    for (; pos_ < text_.size(); ++pos_) {
+      if (text_[pos_] == '[')
+        ++depth;
+      else if (text_[pos_] == ']' && --depth == 0) {
+        ++pos_;
+        return;
+      }
+    }
+    fail("unbalanced [ in the type arguments");
+  }
+
   const std::string &text_;
   TypeTable &table_;
   uint64_t ptr_;
   SourceLoc loc_;
+  const NamedTypeResolver &resolve_;
   size_t pos_ = 0;
   static constexpr int kMaxDepth = 100;
   int depth_ = 0;
@@ -178,15 +203,15 @@ private:
 
 } // namespace
 
-TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size) {
+TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size, const NamedTypeResolver &resolve) {
   uint64_t ptr = static_cast<uint64_t>(ptr_size);
   if (type.form.empty())
-    return TypeParser(type.expr, table, ptr_size, type.loc).parse_all();
+    return TypeParser(type.expr, table, ptr_size, type.loc, resolve).parse_all();
   if (type.form == "struct") {
     GoType t{TypeKind::Struct, "struct {", 0, 1};
     uint64_t offset = 0;
     for (const ParamSpec &field : type.fields) {
-      TypeId id = build_declared_type(field.type, table, ptr_size);
+      TypeId id = build_declared_type(field.type, table, ptr_size, resolve);
       const GoType &f = table.at(id);
       offset = align_up(offset, f.align);
       t.fields.push_back({field.name, offset, id, false});
@@ -202,9 +227,11 @@ TypeId build_declared_type(const TypeSpec &type, TypeTable &table, int ptr_size)
       offset += 1;
     t.size = align_up(offset, t.align);
     t.name += " }";
+    if (!type.name.empty() && resolve)
+      check_declared_layout(type, t, table, resolve);
     return table.add(t);
   }
-  TypeId elem = build_declared_type(type.elem.at(0), table, ptr_size);
+  TypeId elem = build_declared_type(type.elem.at(0), table, ptr_size, resolve);
   const GoType &e = table.at(elem);
   if (type.form == "pointer") {
     GoType t{TypeKind::Pointer, "*" + e.name, ptr, ptr};

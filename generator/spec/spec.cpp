@@ -443,7 +443,8 @@ TypeSpec parse_type(const YAML::Node &node, const std::string &path) {
   TypeSpec type;
   type.loc = location(node, path);
   const char *forms = "a type is a Go type expression such as []string, or one mapping: {struct: [{name: "
-                      "X, type: T}, ...]}, {pointer: T}, {slice: T} or {array: T, len: N}";
+                      "X, type: T}, ...]} (with name: pkg/path.T to check it against that type), {pointer: T}, "
+                      "{slice: T} or {array: T, len: N}";
   if (node.IsScalar()) {
     type.expr = node.Scalar();
     if (type.expr.empty())
@@ -454,7 +455,7 @@ TypeSpec parse_type(const YAML::Node &node, const std::string &path) {
     throw UserError("spec-schema", "a type must be a string or a mapping", type.loc, forms);
   for (const auto &entry : node) {
     std::string key = entry.first.Scalar();
-    if (key == "len")
+    if (key == "len" || key == "name")
       continue;
     if (!type.form.empty() || (key != "struct" && key != "pointer" && key != "slice" && key != "array"))
       throw UserError("spec-schema", "unexpected key " + quote(key) + " in a type", location(entry.first, path),
@@ -482,6 +483,12 @@ TypeSpec parse_type(const YAML::Node &node, const std::string &path) {
     type.len = static_cast<uint64_t>(*len);
   } else if (node["len"]) {
     throw UserError("spec-schema", "len belongs to array types only", location(node["len"], path), forms);
+  }
+  if (node["name"]) {
+    if (type.form != "struct" || !node["name"].IsScalar() || node["name"].Scalar().empty())
+      throw UserError("spec-schema", "name belongs to struct layouts only, and names a type: {name: pkg/path.T, struct: [...]}",
+                      location(node["name"], path), forms);
+    type.name = node["name"].Scalar();
   }
   return type;
 }

@@ -29,6 +29,9 @@ struct TypeSpec {
   std::vector<ParamSpec> fields; // struct
   std::vector<TypeSpec> elem;    // pointer, slice, array: exactly one
   uint64_t len = 0;              // array
+  // struct: the named type this layout spells ("net/url.URL"), when the spec says: the layout is
+  // then checked against the binary's own record of that type.
+  std::string name;
   SourceLoc loc;
 };
 

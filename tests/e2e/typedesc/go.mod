@@ -1,0 +1,3 @@
+module weave.test/typedesc
+
+go 1.19

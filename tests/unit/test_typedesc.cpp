@@ -1,0 +1,302 @@
+// Tests of the type descriptor reader (gobinary/typedesc.h, debuginfo/descriptor_types.h) against
+// DWARF: every struct type of net/http, net/url and the fixture's own package, read from the
+// descriptors of a stripped build, must have the layout the unstripped twin's DWARF gives it (field
+// names, offsets, embedding, the fields' types' kinds, sizes and names), on Go 1.19 (amd64, 386) and
+// the newer Go of the machine; and every descriptor DWARF points at must decode to DWARF's name,
+// kind and size (also over the Go compiler itself, amd64 and arm64).
+#include "gobinary/binary.h"
+#include "gobinary/pclntab.h"
+#include "gobinary/typedesc.h"
+#include "debuginfo/debuginfo.h"
+#include "debuginfo/descriptor_types.h"
+
+#include <doctest/doctest.h>
+
+#include "test_support.h"
+
+#include <cctype>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace weave;
+using namespace weave_test;
+
+namespace {
+
+// Names whose spelling DWARF and the runtime do not share: unnamed structs, funcs and interfaces
+// (the runtime writes package names, DWARF paths) are compared by kind and size alone.
+bool comparable_name(const std::string &name) {
+  return name.find("struct {") == std::string::npos && name.find("func(") == std::string::npos &&
+         name.find("interface {") == std::string::npos;
+}
+
+// DWARF's spelling of a runtime type's name, as the runtime spells it: no "noalg." prefix (types
+// the compiler made without equality functions: map buckets, closure records) and no "·N" suffix
+// (DWARF's disambiguation of types local to functions), dots in path elements as dots.
+std::string runtime_spelling(std::string name) {
+  for (size_t at; (at = name.find("noalg.")) != std::string::npos;)
+    name.erase(at, 6);
+  for (size_t at; (at = name.find("%2e")) != std::string::npos;) // the linker's "v1%2e0%2e0"
+    name.replace(at, 3, ".");
+  for (size_t at; (at = name.find("\xc2\xb7")) != std::string::npos;) {
+    size_t end = at + 2;
+    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end])))
+      ++end;
+    name.erase(at, end - at);
+  }
+  return name;
+}
+
+std::string describe(const GoType &t) { return t.name + " (" + kind_name(t.kind) + ", " + std::to_string(t.size) + " bytes)"; }
+
+// "" when the two agree, else the first difference in one line.
+std::string compare(const TypeTable &dwarf, TypeId a, const TypeTable &desc, TypeId b) {
+  const GoType &x = dwarf.at(a), &y = desc.at(b);
+  // A zero-size struct's alignment is the compiler's to choose (atomic.align64 is 8): DWARF does not
+  // record it, and the DWARF reader's widest-field rule says 1. Elsewhere they must agree.
+  if (x.kind != y.kind || x.size != y.size || (x.size && x.align != y.align))
+    return "DWARF " + describe(x) + " align " + std::to_string(x.align) + ", descriptor " + describe(y) + " align " +
+           std::to_string(y.align);
+  if (x.fields.size() != y.fields.size())
+    return x.name + ": DWARF has " + std::to_string(x.fields.size()) + " fields, the descriptor " +
+           std::to_string(y.fields.size());
+  for (size_t i = 0; i < x.fields.size(); ++i) {
+    const GoField &f = x.fields[i], &g = y.fields[i];
+    const GoType &ft = dwarf.at(f.type), &gt = desc.at(g.type);
+    if (f.name != g.name || f.offset != g.offset || f.embedded != g.embedded)
+      return x.name + " field " + std::to_string(i) + ": DWARF " + f.name + "@" + std::to_string(f.offset) +
+             (f.embedded ? " embedded" : "") + ", descriptor " + g.name + "@" + std::to_string(g.offset) +
+             (g.embedded ? " embedded" : "");
+    if (ft.kind != gt.kind || ft.size != gt.size || (ft.size && ft.align != gt.align) ||
+        (comparable_name(ft.name) && ft.name != gt.name))
+      return x.name + "." + f.name + ": DWARF " + describe(ft) + ", descriptor " + describe(gt);
+    if ((ft.kind == TypeKind::Pointer || ft.kind == TypeKind::Slice || ft.kind == TypeKind::Array) &&
+        (ft.elem == kNoType) != (gt.elem == kNoType))
+      return x.name + "." + f.name + ": the element is known on one side only";
+    if (ft.kind == TypeKind::Interface && ft.empty_interface != gt.empty_interface)
+      return x.name + "." + f.name + ": eface on one side, iface on the other";
+  }
+  return "";
+}
+
+bool wanted_package(const std::string &name, const std::vector<std::string> &prefixes) {
+  for (const std::string &p : prefixes)
+    if (name.rfind(p, 0) == 0 && comparable_name(name))
+      return true;
+  return false;
+}
+
+// Every struct of `prefixes` that DWARF of `with_dwarf` has, looked up by name in the descriptors
+// of `without_dwarf`, compared. Returns {compared, missing, mismatched}.
+struct Tally {
+  size_t compared = 0, missing = 0, mismatched = 0, dwarf_only = 0;
+};
+Tally compare_structs(const std::string &with_dwarf, const std::string &without_dwarf,
+                      const std::vector<std::string> &prefixes) {
+  BinaryImage image = load_binary(without_dwarf);
+  CHECK_FALSE(image.has_dwarf);
+  auto pcln = Pclntab::load(image);
+  REQUIRE(pcln);
+  DescriptorTypes descriptors(*pcln);
+  auto debug = DebugInfo::open(with_dwarf, image.ptr_size);
+  TypeTable desc_table;
+  Tally tally;
+  std::map<std::string, bool> seen;
+  for (const RuntimeType &t : debug->runtime_types()) {
+    if (t.kind != 25 || !wanted_package(t.name, prefixes) || seen[t.name])
+      continue;
+    // Names only DWARF writes (map buckets and closure records, "noalg."; types local to a
+    // function, "·1") are not names a spec can give.
+    if (runtime_spelling(t.name) != t.name) {
+      ++tally.dwarf_only;
+      continue;
+    }
+    seen[t.name] = true;
+    auto dwarf_id = debug->find_type(t.name);
+    REQUIRE_MESSAGE(dwarf_id, t.name);
+    std::string why;
+    auto desc_id = descriptors.find(t.name, desc_table, why);
+    if (!desc_id) {
+      ++tally.missing;
+      MESSAGE("no descriptor found for " << t.name << ": " << why);
+      continue;
+    }
+    ++tally.compared;
+    std::string diff = compare(debug->types(), *dwarf_id, desc_table, *desc_id);
+    if (!diff.empty()) {
+      ++tally.mismatched;
+      MESSAGE(diff);
+    }
+  }
+  MESSAGE(without_dwarf << ": " << tally.compared << " named structs compared with DWARF, " << tally.missing
+                        << " without a descriptor found, " << tally.mismatched << " mismatched ("
+                        << tally.dwarf_only << " with names only DWARF writes left out)");
+  return tally;
+}
+
+// Every descriptor DWARF points at (DW_AT_go_runtime_type) decoded at that address: name, kind and
+// size as DWARF says. Returns {decoded, failed, mismatched}; also what the walk from typelinks found.
+Tally decode_all(const std::string &path) {
+  BinaryImage image = load_binary(path);
+  auto pcln = Pclntab::load(image);
+  REQUIRE(pcln);
+  REQUIRE(image.types_base);
+  TypeDescriptors descriptors(*pcln);
+  auto debug = DebugInfo::open(path, image.ptr_size);
+  Tally tally;
+  size_t reached = 0, listed = 0;
+  std::vector<std::string> unreached;
+  const auto &walked = descriptors.all();
+  const auto census = descriptors.census();
+  for (const RuntimeType &t : debug->runtime_types()) {
+    uint64_t address = t.address >= *image.types_base ? t.address : *image.types_base + t.address;
+    ++listed;
+    reached += walked.count(address);
+    if (!walked.count(address))
+      unreached.push_back(t.name);
+    const TypeDescriptor *d = descriptors.at(address);
+    if (!d) {
+      ++tally.missing;
+      MESSAGE(t.name << ": " << descriptors.failure(address));
+      continue;
+    }
+    ++tally.compared;
+    // DWARF gives pointer types no byte size, and a few no kind.
+    if ((t.kind && static_cast<uint64_t>(d->kind) != t.kind) || (t.size && d->size != t.size) ||
+        // Map buckets ("noalg.map.bucket[...]") the runtime names with package names, not paths.
+        (comparable_name(t.name) && t.name.rfind("noalg.", 0) != 0 && d->name != runtime_spelling(t.name))) {
+      ++tally.mismatched;
+      MESSAGE("DWARF " << t.name << " kind " << t.kind << " size " << t.size << "; descriptor " << d->name << " kind "
+                       << int(d->kind) << " size " << d->size);
+    }
+  }
+  // Every type a spec can name (DWARF's spelling is the runtime's) is found by that name, at the
+  // address DWARF gives: through the walk, or the scan for what the walk does not reach.
+  size_t by_name = 0, unnamed = 0, ambiguous = 0;
+  for (const RuntimeType &t : debug->runtime_types()) {
+    uint64_t address = t.address >= *image.types_base ? t.address : *image.types_base + t.address;
+    if (runtime_spelling(t.name) != t.name || !comparable_name(t.name) || t.name.empty()) {
+      ++unnamed;
+      continue;
+    }
+    if (descriptors.ambiguous(t.name)) {
+      ++ambiguous;
+      continue;
+    }
+    const TypeDescriptor *d = descriptors.find(t.name);
+    if (!d || d->address != address) {
+      ++tally.mismatched;
+      std::string where = d ? " (found at another address)" : "";
+      MESSAGE(t.name << " not found by name at " << address << where);
+      continue;
+    }
+    ++by_name;
+  }
+  MESSAGE(path << ": " << by_name << " types found by name at DWARF's address (" << descriptors.census().scanned
+               << " of them and others found by the scan), " << ambiguous << " names shared by several descriptors, "
+               << unnamed << " spelled otherwise by DWARF");
+  MESSAGE(path << ": " << listed << " descriptors in DWARF, " << tally.compared << " decoded, " << tally.missing
+               << " not decodable, " << tally.mismatched << " mismatched; the walk from " << census.typelinks
+               << " typelinks and " << census.itabs << " itabs reached " << census.decoded << " (" << reached
+               << " of DWARF's), " << census.failed.size() << " undecodable");
+  for (const auto &[address, why] : census.failed)
+    MESSAGE("undecodable: " << why);
+  std::string names;
+  for (const std::string &n : unreached)
+    names += " " + n;
+  MESSAGE("not reached from typelinks and itabs:" << names);
+  return tally;
+}
+
+// Every named struct with a descriptor (most of them from the runtime, net, crypto, reflect).
+const std::vector<std::string> kPackages = {""};
+
+} // namespace
+
+TEST_CASE("descriptor layouts of net/http, net/url and main structs equal DWARF's (Go 1.19 amd64)") {
+  Tally t = compare_structs(kFixtures + "/typedesc", kFixtures + "/typedesc_stripped", kPackages);
+  CHECK(t.compared >= 300);
+  CHECK(t.missing == 0);
+  CHECK(t.mismatched == 0);
+}
+
+TEST_CASE("descriptor layouts equal DWARF's on 386 (4-byte pointers, int64 aligned to 4)") {
+  Tally t = compare_structs(kFixtures + "/typedesc_386", kFixtures + "/typedesc_386_stripped", kPackages);
+  CHECK(t.compared >= 300);
+  CHECK(t.missing == 0);
+  CHECK(t.mismatched == 0);
+}
+
+TEST_CASE("descriptor layouts equal DWARF's with the newer Go (internal/abi.Type, swiss maps)") {
+  if (!std::filesystem::exists(kFixtures + "/typedesc_newer")) {
+    MESSAGE("skipped: no newer Go on this machine (WEAVE_GO_NEWER)");
+    return;
+  }
+  Tally t = compare_structs(kFixtures + "/typedesc_newer", kFixtures + "/typedesc_newer_stripped", kPackages);
+  CHECK(t.compared >= 300);
+  CHECK(t.missing == 0);
+  CHECK(t.mismatched == 0);
+}
+
+TEST_CASE("every descriptor DWARF names decodes to DWARF's name, kind and size") {
+  std::vector<std::string> binaries = {kFixtures + "/typedesc", kFixtures + "/typedesc_386",
+                                       kFixtures + "/compile_amd64", kFixtures + "/compile_arm64"};
+  if (std::filesystem::exists(kFixtures + "/typedesc_newer"))
+    binaries.push_back(kFixtures + "/typedesc_newer");
+  for (const std::string &path : binaries) {
+    CAPTURE(path);
+    Tally t = decode_all(path);
+    CHECK(t.compared > 0);
+    CHECK(t.missing == 0);
+    CHECK(t.mismatched == 0);
+  }
+}
+
+TEST_CASE("types the walk from typelinks misses are found by scanning the types") {
+  // An anonymous interface a type assertion uses (net's `interface { Timeout() bool }`) has a
+  // descriptor only code refers to: no typelink, itab, field or element reaches it.
+  for (const char *binary : {"/typedesc_stripped", "/typedesc_386_stripped"}) {
+    CAPTURE(binary);
+    BinaryImage image = load_binary(kFixtures + binary);
+    auto pcln = Pclntab::load(image);
+    REQUIRE(pcln);
+    DescriptorTypes descriptors(*pcln);
+    TypeTable table;
+    std::string why;
+    // main.Receipt, converted to an interface by value only, is reached by the walk.
+    auto receipt = descriptors.find("main.Receipt", table, why);
+    INFO(why);
+    REQUIRE(receipt);
+    CHECK(descriptors.descriptors().census().scanned == 0);
+    const GoType &r = table.at(*receipt);
+    REQUIRE(r.fields.size() == 2);
+    CHECK(r.fields[1].name == "Paid");
+    CHECK(r.fields[1].offset == 8);
+    CHECK(r.size == (image.ptr_size == 8 ? 16u : 12u));
+    auto timeout = descriptors.find("interface { Timeout() bool }", table, why);
+    REQUIRE(timeout);
+    CHECK(descriptors.descriptors().census().scanned > 0);
+    CHECK(table.at(*timeout).kind == TypeKind::Interface);
+    CHECK_FALSE(table.at(*timeout).empty_interface);
+  }
+}
+
+TEST_CASE("a name with no descriptor is refused with the reason and a near miss") {
+  BinaryImage image = load_binary(kFixtures + "/typedesc_stripped");
+  auto pcln = Pclntab::load(image);
+  REQUIRE(pcln);
+  DescriptorTypes descriptors(*pcln);
+  TypeTable table;
+  std::string why;
+  CHECK_FALSE(descriptors.find("net/http.Requests", table, why));
+  CHECK(why.find("no type descriptor named net/http.Requests") != std::string::npos);
+  CHECK(why.find("did you mean net/http.Request") != std::string::npos);
+  // The package name alone (the runtime's own spelling) is not the type: paths are written in full.
+  CHECK_FALSE(descriptors.find("http.Request", table, why));
+  auto request = descriptors.find("*net/http.Request", table, why);
+  REQUIRE(request);
+  CHECK(table.at(*request).kind == TypeKind::Pointer);
+  CHECK(table.at(table.at(*request).elem).name == "net/http.Request");
+}
