@@ -173,23 +173,11 @@ std::string percent_decoded(const std::string &s) {
 bool variant_stripped(const std::string &variant) { return variant == "stripped"; }
 
 // Stripped binaries have no DWARF: the spec declares the signature by the binary's own type names,
-// which weave resolves from the runtime's type descriptors. Until it can, the build refuses the
-// names ([unknown-type]), and the case then checks what a probe that only times calls gives:
-// every call, each with its duration. Returns the spec that was built.
-std::string build_stripped(const std::string &dir, const std::string &binary, const std::string &typed,
-                           const std::string &timing, bool &values) {
-  auto built = build(dir, binary, typed);
-  values = built.status == 0;
-  if (values)
-    return typed;
-  INFO(built.err);
-  REQUIRE(built.err.find("[unknown-type]") != std::string::npos);
-  MESSAGE("stripped: declared types not resolved yet, counting calls only: "
-          << built.err.substr(0, built.err.find('\n')));
-  built = build(dir, binary, timing);
+// which weave resolves from the runtime's type descriptors.
+void build_or_fail(const std::string &dir, const std::string &binary, const std::string &spec) {
+  auto built = build(dir, binary, spec);
   INFO(built.err);
   REQUIRE(built.status == 0);
-  return timing;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -218,12 +206,6 @@ const char *kCaddyTypedSpec = R"Y(probes:
     inlined: false
 )Y";
 
-const char *kCaddyTimingSpec = R"Y(probes:
-  - function: github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).ServeHTTP
-    return: true
-    inlined: false
-)Y";
-
 struct HttpRequest {
   std::string version; // curl's option
   std::string proto;   // what the server sees
@@ -234,15 +216,7 @@ void trace_caddy(const std::string &variant) {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("services_caddy_" + variant);
   std::string caddy = own_copy(variant, "caddy", dir);
-  bool values = true;
-  std::string spec = variant_stripped(variant)
-                         ? build_stripped(dir, caddy, kCaddyTypedSpec, kCaddyTimingSpec, values)
-                         : kCaddySpec;
-  if (!variant_stripped(variant)) {
-    auto built = build(dir, caddy, spec);
-    INFO(built.err);
-    REQUIRE(built.status == 0);
-  }
+  build_or_fail(dir, caddy, variant_stripped(variant) ? kCaddyTypedSpec : kCaddySpec);
 
   int port = free_port();
   std::string access_log = dir + "/access.log";
@@ -308,7 +282,7 @@ void trace_caddy(const std::string &variant) {
   check_returns(events, kCaddyFunction, requests.size(), t);
   std::vector<json> logged = e2e::json_lines(e2e::read_file(access_log));
   REQUIRE(logged.size() == requests.size());
-  for (size_t i = 0; i < requests.size() && values; ++i) {
+  for (size_t i = 0; i < requests.size(); ++i) {
     const HttpRequest &r = requests[i];
     const json &a = entries[i]["args"];
     const json &log = logged[i]["request"];
@@ -333,8 +307,7 @@ void trace_caddy(const std::string &variant) {
            "content length, logged");
   }
   MESSAGE("caddy " << variant << ": " << requests.size() << " requests, " << entries.size() << " calls of "
-                   << std::string(kCaddyFunction) << ", " << t.values << " values compared"
-                   << std::string(values ? "" : " (counts and durations only)"));
+                   << std::string(kCaddyFunction) << ", " << t.values << " values compared");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -357,13 +330,10 @@ const char *kEtcdTypedSpec = R"Y(probes:
       - {name: s, type: "*go.etcd.io/etcd/server/v3/etcdserver.EtcdServer"}
       - {name: ctx, type: "context.Context"}
       - {name: r, type: "*go.etcd.io/etcd/api/v3/etcdserverpb.PutRequest"}
+    results:
+      - {name: ~r0, type: "*go.etcd.io/etcd/api/v3/etcdserverpb.PutResponse"}
+      - {name: ~r1, type: error}
     capture: [r.Key, r.Value, "len(r.Value)", r.Lease]
-    return: true
-    inlined: false
-)Y";
-
-const char *kEtcdTimingSpec = R"Y(probes:
-  - function: go.etcd.io/etcd/server/v3/etcdserver.(*EtcdServer).Put
     return: true
     inlined: false
 )Y";
@@ -372,14 +342,7 @@ void trace_etcd(const std::string &variant) {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("services_etcd_" + variant);
   std::string etcd = own_copy(variant, "etcd", dir);
-  bool values = true;
-  if (variant_stripped(variant)) {
-    build_stripped(dir, etcd, kEtcdTypedSpec, kEtcdTimingSpec, values);
-  } else {
-    auto built = build(dir, etcd, kEtcdSpec);
-    INFO(built.err);
-    REQUIRE(built.status == 0);
-  }
+  build_or_fail(dir, etcd, variant_stripped(variant) ? kEtcdTypedSpec : kEtcdSpec);
 
   std::string client_url = "http://127.0.0.1:" + std::to_string(free_port());
   std::string peer_url = "http://127.0.0.1:" + std::to_string(free_port());
@@ -405,7 +368,7 @@ void trace_etcd(const std::string &variant) {
   auto returns = events_of(events, kEtcdFunction, "return");
   REQUIRE(entries.size() == sent.size());
   check_returns(events, kEtcdFunction, sent.size(), t);
-  for (size_t i = 0; i < sent.size() && values; ++i) {
+  for (size_t i = 0; i < sent.size(); ++i) {
     const json &a = entries[i]["args"];
     INFO(entries[i].dump() << "\n" << returns[i].dump() << "\n" << sent[i].dump());
     CHECK(!entries[i].contains("faults"));
@@ -424,8 +387,8 @@ void trace_etcd(const std::string &variant) {
   // Each put is one revision more than the one before: the server applied them in the order traced.
   for (size_t i = 1; i < sent.size(); ++i)
     CHECK(sent[i]["revision"].get<int64_t>() == sent[i - 1]["revision"].get<int64_t>() + 1);
-  MESSAGE("etcd " << variant << ": " << puts << " puts, " << entries.size() << " calls of " << std::string(kEtcdFunction) << ", "
-                  << t.values << " values compared" << std::string(values ? "" : " (counts and durations only)"));
+  MESSAGE("etcd " << variant << ": " << puts << " puts, " << entries.size() << " calls of "
+                  << std::string(kEtcdFunction) << ", " << t.values << " values compared");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -465,26 +428,11 @@ const char *kNatsTypedSpec = R"Y(probes:
     return: true
 )Y";
 
-const char *kNatsTimingSpec = R"Y(probes:
-  - function: github.com/nats-io/nats-server/v2/server.(*client).processPub
-    return: true
-    stack: 1
-  - function: github.com/nats-io/nats-server/v2/server.(*client).processInboundClientMsg
-    return: true
-)Y";
-
 void trace_nats(const std::string &variant) {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("services_nats_" + variant);
   std::string nats = own_copy(variant, "nats-server", dir);
-  bool values = true;
-  if (variant_stripped(variant)) {
-    build_stripped(dir, nats, kNatsTypedSpec, kNatsTimingSpec, values);
-  } else {
-    auto built = build(dir, nats, kNatsSpec);
-    INFO(built.err);
-    REQUIRE(built.status == 0);
-  }
+  build_or_fail(dir, nats, variant_stripped(variant) ? kNatsTypedSpec : kNatsSpec);
 
   e2e::Background traced = start_tracer(dir);
   // -p -1: a port of the server's choosing, which it logs; -V: each protocol line it reads, logged.
@@ -519,15 +467,12 @@ void trace_nats(const std::string &variant) {
   std::vector<json> inbound;
   size_t others = 0;
   for (const json &e : events_of(events, kNatsMsg, "entry")) {
-    if (!values || str(e["args"], "c.parseState.pa.subject").rfind("weave.", 0) == 0)
+    if (str(e["args"], "c.parseState.pa.subject").rfind("weave.", 0) == 0)
       inbound.push_back(e);
     else
       ++others;
   }
-  if (values)
-    REQUIRE(inbound.size() == sent.size());
-  else
-    REQUIRE(inbound.size() >= sent.size());
+  REQUIRE(inbound.size() == sent.size());
   // The parser calls processPub once per PUB it reads, and again on its own copy of the arguments
   // when the payload did not arrive in the same read (clonePubArg): the caller tells them apart.
   size_t next = 0, clones = 0;
@@ -547,8 +492,6 @@ void trace_nats(const std::string &variant) {
       REQUIRE(next < sent.size());
       ++next;
     }
-    if (!values)
-      continue;
     std::string subject = sent[i]["subject"], reply = sent[i]["reply"];
     int size = sent[i]["size"];
     std::string arg = subject + (reply.empty() ? "" : " " + reply) + " " + std::to_string(size);
@@ -564,7 +507,7 @@ void trace_nats(const std::string &variant) {
     t.eq(r.value("~r0", json("absent")), json(nullptr), "no error: the server answered no -ERR");
   }
   t.eq(next, sent.size(), "PUBs read");
-  for (size_t i = 0; i < sent.size() && values; ++i) {
+  for (size_t i = 0; i < sent.size(); ++i) {
     std::string subject = sent[i]["subject"], reply = sent[i]["reply"];
     int size = sent[i]["size"];
     const json &in = inbound[i]["args"];
@@ -575,9 +518,10 @@ void trace_nats(const std::string &variant) {
     t.eq(in.value("c.parseState.pa.size", json()), json(size), "size delivered");
     t.eq(in.value("len(msg)", json()), json(size + 2), "len(msg): the payload and its CRLF");
   }
-  MESSAGE("nats " << variant << ": " << messages << " messages, " << entries.size() << " calls of " << std::string(kNatsPub)
-                  << " (" << clones << " on a copy of the arguments), " << inbound.size() << " of " << std::string(kNatsMsg) << " (and " << others << " of the server's own), "
-                  << t.values << " values compared" << std::string(values ? "" : " (counts and durations only)"));
+  MESSAGE("nats " << variant << ": " << messages << " messages, " << entries.size() << " calls of "
+                  << std::string(kNatsPub) << " (" << clones << " on a copy of the arguments), " << inbound.size()
+                  << " of " << std::string(kNatsMsg) << " (and " << others << " of the server's own), " << t.values
+                  << " values compared");
 }
 
 } // namespace
