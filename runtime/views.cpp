@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include "event.h"
+#include "common/safe_io.h"
+
+#include <sys/stat.h>
 
 namespace weave {
 
@@ -743,14 +746,9 @@ void FoldedView::on_event(const void *data, size_t size) {
 }
 
 bool FoldedView::write(std::string &error) const {
-  std::string tmp = path_ + ".tmp";
-  FILE *f = std::fopen(tmp.c_str(), "w");
-  std::string text = folded_.text();
-  bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = f && std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path_.c_str()) != 0) {
-    error = "--folded: cannot write " + path_ + ": " + std::strerror(errno);
-    std::remove(tmp.c_str());
+  // A fresh temporary beside the file, renamed over it: never a link planted at either name.
+  if (!write_file_replacing(path_, folded_.text(), 0644, error)) {
+    error = "--folded: cannot write " + path_ + ": " + error;
     return false;
   }
   return true;
@@ -782,14 +780,29 @@ PerfettoView::PerfettoView(const Manifest &manifest, uint64_t start_ns, std::str
 }
 
 PerfettoView::~PerfettoView() {
-  if (file_)
+  if (file_) {
     std::fclose(file_);
+    ::unlink(tmp_path_.c_str());
+  }
 }
 
 bool PerfettoView::open(std::string &error) {
-  file_ = std::fopen((path_ + ".tmp").c_str(), "w");
-  if (!file_) {
-    error = "--perfetto: cannot write " + path_ + ".tmp: " + std::strerror(errno);
+  // A fresh temporary (mkstemp, O_EXCL) beside the file, renamed over it at exit: a link planted
+  // at FILE or at any temporary name is never written through (README "Safety").
+  std::string why;
+  int fd = create_temp_beside(path_, tmp_path_, why);
+  if (fd >= 0 && fchmod(fd, 0644) != 0) {
+    why = std::strerror(errno);
+    ::close(fd);
+    ::unlink(tmp_path_.c_str());
+    fd = -1;
+  }
+  if (fd < 0 || !(file_ = fdopen(fd, "w"))) {
+    error = "--perfetto: cannot write " + path_ + ": " + (fd < 0 ? why : std::string(std::strerror(errno)));
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(tmp_path_.c_str());
+    }
     return false;
   }
   std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", file_);
@@ -888,9 +901,9 @@ bool PerfettoView::finish(std::string &error) {
   bool ok = std::ferror(file_) == 0;
   ok = std::fclose(file_) == 0 && ok;
   file_ = nullptr;
-  if (!ok || std::rename((path_ + ".tmp").c_str(), path_.c_str()) != 0) {
+  if (!ok || std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
     error = "--perfetto: cannot write " + path_ + ": " + std::strerror(errno);
-    std::remove((path_ + ".tmp").c_str());
+    ::unlink(tmp_path_.c_str());
     return false;
   }
   return true;

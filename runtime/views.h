@@ -292,6 +292,7 @@ private:
   uint64_t start_ns_;
   std::string path_;
   FILE *file_ = nullptr;
+  std::string tmp_path_; // where file_ is written, renamed to path_ at the end
   bool first_ = true;
   std::vector<bool> has_return_;   // per entry probe
   std::vector<uint32_t> pair_of_;  // per probe: its entry probe
