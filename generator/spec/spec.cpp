@@ -62,6 +62,8 @@ std::string unreadable_hint(int error, const std::string &path) {
                   unreadable_hint(error, path));
 }
 
+void refuse_non_text(const std::string &text, const std::string &path);
+
 std::string read_file(const std::string &path) {
   // A spec is a file a person wrote: a regular file of at most kMaxSpecBytes. A device, FIFO or
   // socket is refused before a byte is read (it could block, or never end).
@@ -76,6 +78,14 @@ std::string read_file(const std::string &path) {
     errno = EISDIR;
     unreadable("cannot read the spec file", path);
   case ReadStatus::TooLarge:
+    // A compiled program is the usual too-large "spec" (the arguments swapped): say that.
+    if (int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); fd >= 0) {
+      std::string head(4096, '\0');
+      ssize_t n = ::read(fd, head.data(), head.size());
+      ::close(fd);
+      head.resize(n > 0 ? static_cast<size_t>(n) : 0);
+      refuse_non_text(head, path);
+    }
     throw UserError("spec-too-large", "the spec file " + error, SourceLoc{path},
                     "a spec is at most 1 MiB; give fewer probes, or patterns (main.*) instead of lists");
   default:
