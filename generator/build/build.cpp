@@ -120,7 +120,7 @@ std::vector<std::string> not_weave_output(const fs::path &dir, const std::vector
 }
 
 // A build killed between creating its temporary directory and the final exchange leaves
-// ".OUT.weave-tmp-PID" (or, without RENAME_EXCHANGE, ".OUT.weave-old-PID") beside OUT: those of
+// ".OUT.weave-tmp-PID-XXXXXX" (or, without RENAME_EXCHANGE, ".OUT.weave-old-PID") beside OUT: those of
 // processes that are gone are removed. A live PID's are another build's, in progress.
 void remove_stale_temporaries(const fs::path &out) {
   std::error_code ec;
