@@ -74,7 +74,7 @@ TEST_CASE("--perfetto and --folded replace a link planted at the file or its old
     CHECK(e.path().filename().string().find(".XXXXXX") == std::string::npos);
 }
 
-TEST_CASE("tracer -o refuses a symbolic link; --metrics and --otlp refuse empty, CR/LF; :0's port is printed") {
+TEST_CASE("tracer -o refuses a symbolic link, --metrics and --otlp refuse empty values and CR/LF, and :0 prints its port") {
   std::string dir = e2e::temp_dir("safety-tracer-args");
   write(dir + "/spec.yaml", kSpec);
   auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
