@@ -36,6 +36,10 @@ spec)
 type_expr | capture_expr)
   dirs+=("$src/corpus/$target")
   opts+=(-max_len=512) ;;
+http)
+  # Responses (chunked, Content-Length, to the close, 1xx, hostile) and /metrics requests.
+  dirs+=("$src/corpus/http")
+  opts+=(-max_len=8192) ;;
 binary)
   # Stripped, 32-bit, PIE and inline-tree layouts of .gopclntab; ELF notes and both build-info forms.
   fixture_seeds pcln_inline_stripped fixture_386 fixture_pie_stripped

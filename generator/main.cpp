@@ -255,7 +255,9 @@ void add_tracer_options(CLI::App &cmd, weave::RunOptions &options) {
         ->type_name(type);
   };
   pass_on("--otlp", "URL", "tracer --otlp: send every paired call as a span to this OTLP/HTTP collector");
-  pass_on("--metrics", "ADDR:PORT", "tracer --metrics: serve Prometheus /metrics here");
+  pass_on("--metrics", "ADDR:PORT",
+          "tracer --metrics: serve Prometheus /metrics here (127.0.0.1:PORT: this host only; :PORT: every "
+          "interface)");
   pass_on("--service-name", "NAME", "tracer --service-name: the spans' service.name");
   pass_on("--perfetto", "FILE", "tracer --perfetto: a timeline of the paired calls");
   pass_on("--folded", "FILE", "tracer --folded: stacks for a flame graph");

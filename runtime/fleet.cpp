@@ -522,7 +522,7 @@ bool OtlpExporter::send(const std::string &body, bool exiting, std::string &erro
     }
     if (answered) {
       error = "the collector answered " + std::to_string(response.status) +
-              (response.body.empty() ? "" : ": " + response.body.substr(0, 200));
+              (response.body.empty() ? "" : ": " + printable_prefix(response.body, 200));
       // OTLP/HTTP: 429, 502, 503 and 504 are worth retrying; any other answer will not change.
       if (response.status != 429 && response.status != 502 && response.status != 503 && response.status != 504)
         return false;

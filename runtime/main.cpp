@@ -226,7 +226,10 @@ int parse_command_line(int argc, char **argv, Options &opt) {
   app.add_option("--metrics", opt.metrics,
                  "serve Prometheus metrics at http://ADDR:PORT/metrics while tracing: per probe hits, "
                  "events, lost, filtered, limited and BPF ns/run, per function calls and a latency "
-                 "histogram, weave_call_duration_seconds (e.g. 127.0.0.1:9464; refreshed every second)")
+                 "histogram, weave_call_duration_seconds (refreshed every second). ADDR is the interface: "
+                 "127.0.0.1:9464 for this host only; :PORT (or 0.0.0.0:PORT) listens on EVERY interface, "
+                 "so anyone who can reach the host can read the metrics; port 0 picks a free port, "
+                 "printed at start")
       ->type_name("ADDR:PORT");
   app.add_flag("--graph", opt.graph,
                "print a call tree per goroutine (text only), each when its outermost traced call "
@@ -287,6 +290,12 @@ int parse_command_line(int argc, char **argv, Options &opt) {
   // The export addresses, checked before anything is loaded or attached.
   HttpEndpoint endpoint;
   std::string address_error;
+  // Given but empty ("--metrics ''", an unset shell variable) is a mistake, not "off".
+  for (const char *name : {"--otlp", "--metrics", "--service-name", "--output", "--perfetto", "--folded"})
+    if (app.count(name) > 0 && app.get_option(name)->as<std::string>().empty()) {
+      say("{} was given an empty value", name);
+      return kExitSetup;
+    }
   if (!opt.otlp.empty() && !parse_http_url(opt.otlp, endpoint, address_error)) {
     say("--otlp {}", address_error);
     return kExitSetup;
@@ -748,9 +757,13 @@ int run(int argc, char **argv) {
   // before anything ran. The program keeps the tracer's stdout.
   int out_fd = STDOUT_FILENO;
   if (!opt.output.empty() && opt.output != "-") {
-    out_fd = open(opt.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // O_NOFOLLOW: a link planted at the name is refused, never written through (README "Safety").
+    out_fd = open(opt.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (out_fd < 0) {
-      say("-o {}: {}", opt.output, std::strerror(errno));
+      say("-o {}: {}", opt.output,
+          errno == ELOOP ? std::string("is a symbolic link; the tracer does not write through links (name the "
+                                       "file itself, or use shell redirection)")
+                         : std::string(std::strerror(errno)));
       abandon_child();
       return kExitSetup;
     }
@@ -802,8 +815,10 @@ int run(int argc, char **argv) {
       abandon_child();
       return kExitSetup;
     }
-    if (opt.verbosity)
-      say("metrics at http://{}:{}/metrics", opt.metrics.substr(0, opt.metrics.rfind(':')), metrics->port());
+    // Always said: with :0 it is the only way to learn the port.
+    std::string host = opt.metrics.substr(0, opt.metrics.rfind(':'));
+    say("metrics at http://{}:{}/metrics{}", host.empty() ? "0.0.0.0" : host, metrics->port(),
+        host.empty() || host == "0.0.0.0" || host == "[::]" ? " (every interface)" : "");
   }
   Sinks sinks{writer, views, otlp.get(), metrics.get()};
   // Stacks and func values are named from the target's own .gopclntab (stripped binaries too), and

@@ -14,6 +14,9 @@
 #include <unistd.h>
 
 #include "event.h"
+#include "common/safe_io.h"
+
+#include <sys/stat.h>
 
 namespace weave {
 
@@ -746,31 +749,50 @@ void FoldedView::on_event(const void *data, size_t size) {
 }
 
 FoldedView::~FoldedView() {
-  if (file_) {
-    std::fclose(file_);
-    std::remove((path_ + ".tmp").c_str());
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_path_.c_str());
   }
 }
 
 bool FoldedView::open(std::string &error) {
-  file_ = std::fopen((path_ + ".tmp").c_str(), "w");
-  if (!file_) {
-    error = "--folded: cannot write " + path_ + ".tmp: " + std::strerror(errno);
+  // The temporary is created now, beside the file (mkstemp: no link followed, nothing reused), so
+  // a path it cannot write stops the tracer before the program runs; write() fills and renames it.
+  std::string why;
+  fd_ = create_temp_beside(path_, tmp_path_, why);
+  if (fd_ < 0) {
+    error = "--folded: cannot write " + path_ + ": " + why;
     return false;
   }
   return true;
 }
 
 bool FoldedView::write(std::string &error) {
-  std::string tmp = path_ + ".tmp";
-  FILE *f = file_ ? file_ : std::fopen(tmp.c_str(), "w");
-  file_ = nullptr;
   std::string text = folded_.text();
-  bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = f && std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path_.c_str()) != 0) {
+  if (fd_ < 0) {
+    // Not opened up front: a fresh temporary beside the file, renamed over it.
+    if (!write_file_replacing(path_, text, 0644, error)) {
+      error = "--folded: cannot write " + path_ + ": " + error;
+      return false;
+    }
+    return true;
+  }
+  int fd = fd_;
+  fd_ = -1;
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  bool ok = done == text.size() && ::fchmod(fd, 0644) == 0;
+  ok = ::close(fd) == 0 && ok;
+  if (!ok || std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
     error = "--folded: cannot write " + path_ + ": " + std::strerror(errno);
-    std::remove(tmp.c_str());
+    ::unlink(tmp_path_.c_str());
     return false;
   }
   return true;
@@ -864,14 +886,29 @@ PerfettoView::PerfettoView(const Manifest &manifest, uint64_t start_ns, std::str
 }
 
 PerfettoView::~PerfettoView() {
-  if (file_)
+  if (file_) {
     std::fclose(file_);
+    ::unlink(tmp_path_.c_str());
+  }
 }
 
 bool PerfettoView::open(std::string &error) {
-  file_ = std::fopen((path_ + ".tmp").c_str(), "w");
-  if (!file_) {
-    error = "--perfetto: cannot write " + path_ + ".tmp: " + std::strerror(errno);
+  // A fresh temporary (mkstemp, O_EXCL) beside the file, renamed over it at exit: a link planted
+  // at FILE or at any temporary name is never written through (README "Safety").
+  std::string why;
+  int fd = create_temp_beside(path_, tmp_path_, why);
+  if (fd >= 0 && fchmod(fd, 0644) != 0) {
+    why = std::strerror(errno);
+    ::close(fd);
+    ::unlink(tmp_path_.c_str());
+    fd = -1;
+  }
+  if (fd < 0 || !(file_ = fdopen(fd, "w"))) {
+    error = "--perfetto: cannot write " + path_ + ": " + (fd < 0 ? why : std::string(std::strerror(errno)));
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(tmp_path_.c_str());
+    }
     return false;
   }
   std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", file_);
@@ -972,9 +1009,9 @@ bool PerfettoView::finish(std::string &error) {
   bool ok = std::ferror(file_) == 0;
   ok = std::fclose(file_) == 0 && ok;
   file_ = nullptr;
-  if (!ok || std::rename((path_ + ".tmp").c_str(), path_.c_str()) != 0) {
+  if (!ok || std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
     error = "--perfetto: cannot write " + path_ + ": " + std::strerror(errno);
-    std::remove((path_ + ".tmp").c_str());
+    ::unlink(tmp_path_.c_str());
     return false;
   }
   return true;

@@ -247,8 +247,8 @@ class FoldedView {
 public:
   FoldedView(const Manifest &manifest, uint64_t start_ns, std::string path, FoldedStacks::Weight weight);
   ~FoldedView();
-  // Opens the file it writes beside `path` (`path`.tmp) before tracing starts, so that a path it
-  // cannot write stops the tracer at once, as --perfetto and -o do, not after the program ran.
+  // Creates the temporary it writes beside `path` before tracing starts, so that a path it cannot
+  // write stops the tracer at once, as --perfetto and -o do, not after the program ran.
   bool open(std::string &error);
   void on_event(const void *data, size_t size);
   bool write(std::string &error); // the file, whole (written beside it, then renamed)
@@ -259,7 +259,8 @@ private:
   EventPrinter printer_;
   FoldedStacks folded_;
   std::string path_;
-  FILE *file_ = nullptr;
+  int fd_ = -1;           // the temporary beside path_, from open()
+  std::string tmp_path_;
   std::string line_;
 };
 
@@ -297,6 +298,7 @@ private:
   uint64_t start_ns_;
   std::string path_;
   FILE *file_ = nullptr;
+  std::string tmp_path_; // where file_ is written, renamed to path_ at the end
   bool first_ = true;
   std::vector<bool> has_return_;   // per entry probe
   std::vector<uint32_t> pair_of_;  // per probe: its entry probe

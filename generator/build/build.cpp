@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,11 +28,52 @@ namespace weave {
 
 namespace {
 
+// Creates `path` in weave's own fresh temporary directory: O_EXCL|O_NOFOLLOW all the same, so
+// nothing there is ever opened that weave did not just create.
 void write_file(const fs::path &path, const std::string &content) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(content.data(), static_cast<std::streamsize>(content.size()));
-  if (!out.good())
-    throw UserError("write-failed", fmt::format("cannot write {}: {}", path.string(), strerror(errno)));
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  for (size_t done = 0; ok && done < content.size();) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    ok = n > 0;
+    if (ok)
+      done += static_cast<size_t>(n);
+  }
+  int err = errno;
+  if (fd >= 0 && ::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok)
+    throw UserError("write-failed", fmt::format("cannot write {}: {}", path.string(), strerror(err)));
+}
+
+// Whether the file at `path` (not followed if a link) contains `needle`, read in pieces: memory
+// stays constant whatever its size, and at most kMaxScan bytes are read.
+bool file_contains(const fs::path &path, std::string_view needle) {
+  constexpr uint64_t kMaxScan = 64ull << 20;
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  struct stat st {};
+  bool found = false;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    std::string window;
+    char buffer[1 << 16];
+    uint64_t scanned = 0;
+    ssize_t n;
+    while (!found && scanned < kMaxScan && (n = ::read(fd, buffer, sizeof buffer)) > 0) {
+      scanned += static_cast<uint64_t>(n);
+      // Keep the last needle.size() - 1 bytes so a match across two reads is seen.
+      window.erase(0, window.size() > needle.size() ? window.size() - needle.size() : 0);
+      window.append(buffer, static_cast<size_t>(n));
+      found = window.find(needle) != std::string::npos;
+    }
+  }
+  ::close(fd);
+  return found;
 }
 
 std::string read_file(const fs::path &path) {
@@ -73,16 +115,13 @@ std::vector<std::string> not_weave_output(const fs::path &dir, const std::vector
   if (ec)
     return {fmt::format("its contents (cannot list them: {})", ec.message())};
   std::sort(foreign.begin(), foreign.end());
-  if (foreign.empty() && !empty) {
-    std::string manifest = read_file(dir / "probes.json");
-    if (manifest.find("\"weave_version\"") == std::string::npos)
-      foreign.push_back("probes.json (not a weave manifest)");
-  }
+  if (foreign.empty() && !empty && !file_contains(dir / "probes.json", "\"weave_version\""))
+    foreign.push_back("probes.json (not a weave manifest)");
   return foreign;
 }
 
 // A build killed between creating its temporary directory and the final exchange leaves
-// ".OUT.weave-tmp-PID" (or, without RENAME_EXCHANGE, ".OUT.weave-old-PID") beside OUT: those of
+// ".OUT.weave-tmp-PID-XXXXXX" (or, without RENAME_EXCHANGE, ".OUT.weave-old-PID") beside OUT: those of
 // processes that are gone are removed. A live PID's are another build's, in progress.
 void remove_stale_temporaries(const fs::path &out) {
   std::error_code ec;
@@ -97,6 +136,7 @@ void remove_stale_temporaries(const fs::path &out) {
     if (dash == std::string::npos || (rest.substr(0, dash) != "tmp" && rest.substr(0, dash) != "old"))
       continue;
     std::string pid = rest.substr(dash + 1);
+    pid = pid.substr(0, pid.find('-')); // ".OUT.weave-tmp-PID-XXXXXX" (mkdtemp's suffix)
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9)
       continue;
     if (kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno == EPERM)
@@ -239,11 +279,26 @@ std::string runtime_identity_problem(const std::string &path, const std::string 
 
 void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
                   const BuildOptions &options, Timings *timings) {
+  if (options.out_dir.empty())
+    throw UserError("bad-output", "-o was given an empty directory name", {},
+                    "name the output directory, e.g. -o weave-out");
   // "out/" names the directory out: lexically normal, a trailing slash leaves an empty file name.
   fs::path out = fs::absolute(options.out_dir).lexically_normal();
   if (out.filename().empty())
     out = out.parent_path();
   std::error_code ec;
+  // The output directory is replaced whole: never the one the user is in, nor one above it.
+  fs::path cwd = fs::current_path(ec);
+  if (!ec) {
+    fs::path here = fs::weakly_canonical(cwd, ec), there = fs::weakly_canonical(out, ec);
+    auto [mismatch, _] = std::mismatch(there.begin(), there.end(), here.begin(), here.end());
+    if (!ec && (mismatch == there.end() || out == out.root_path()))
+      throw UserError("bad-output",
+                      fmt::format("-o {} is {}: weave replaces its output directory whole, and will "
+                                  "not replace the directory you are in",
+                                  options.out_dir, there == here ? "the current directory" : "above the current directory"),
+                      {}, "name a directory of its own, e.g. -o weave-out");
+  }
   if (fs::exists(out, ec) || fs::is_symlink(out, ec)) {
     // Replace only what weave wrote before: never delete a user's file by accident.
     std::vector<std::string> foreign = not_weave_output(out, files);
@@ -305,10 +360,14 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
 
   fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
   TempDir tmp;
-  tmp.path = parent / fmt::format(".{}.weave-tmp-{}", out.filename().string(), getpid());
-  fs::remove_all(tmp.path, ec);
-  if (!fs::create_directories(tmp.path, ec))
-    throw UserError("write-failed", fmt::format("cannot create {}: {}", tmp.path.string(), ec.message()));
+  // mkdtemp: a new directory of weave's own (0700 while it is filled), never one planted at a
+  // predictable name; ".OUT.weave-tmp-PID-XXXXXX" so remove_stale_temporaries knows it.
+  std::string tmp_name = (parent / fmt::format(".{}.weave-tmp-{}-XXXXXX", out.filename().string(), getpid())).string();
+  if (!mkdtemp(tmp_name.data()))
+    throw UserError("write-failed", fmt::format("cannot create a directory in {}: {}", parent.string(), strerror(errno)));
+  tmp.path = tmp_name;
+  if (chmod(tmp.path.c_str(), 0755) != 0)
+    throw UserError("write-failed", fmt::format("cannot chmod {}: {}", tmp.path.string(), strerror(errno)));
   for (const auto &file : files)
     write_file(tmp.path / file.name, file.content);
   mark(timings, "write");

@@ -1,6 +1,8 @@
 #include "check/check.h"
 
 #include "build/build.h"
+#include "common/safe_io.h"
+
 #include "payload.h"
 
 #include <fmt/format.h>
@@ -334,17 +336,6 @@ private:
   }
 };
 
-std::optional<std::string> read_whole(const fs::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad())
-    return std::nullopt;
-  return text.str();
-}
-
 void add_diff_lines(FileDrift &drift, const std::string &diff) {
   std::istringstream in(diff);
   std::string line;
@@ -470,11 +461,24 @@ CheckResult check_output(const std::vector<GeneratedFile> &generated, const std:
     if (file.name == "probes.json")
       manifest = &file;
     fs::path path = fs::path(dir) / file.name;
-    std::optional<std::string> on_disk = read_whole(path);
+    // The checked-in tree is input from whoever wrote the pull request: a link is not followed (it
+    // could name /proc/self/environ), only a regular file is read (a FIFO would hang, a device
+    // never end), and at most twice what weave generates. Anything else is drift, said as such.
+    std::string text, why;
+    ReadStatus read = read_regular_file(path.string(), std::max<size_t>(1 << 20, 2 * file.content.size()),
+                                        false, text, why);
+    std::optional<std::string> on_disk;
+    if (read == ReadStatus::Ok)
+      on_disk = std::move(text);
     if (file.name == "probes.json")
       manifest_on_disk = on_disk;
-    if (!on_disk) {
+    if (read == ReadStatus::Missing) {
       result.drift.push_back({file.name, true, {"  missing: weave generates it"}});
+      continue;
+    }
+    if (!on_disk) {
+      result.drift.push_back({file.name, false, {"  the checked-in " + file.name + " " + why +
+                                                 ": not read; weave generates a regular file"}});
       continue;
     }
     if (*on_disk == file.content)
@@ -504,7 +508,11 @@ CheckResult check_output(const std::vector<GeneratedFile> &generated, const std:
   // A checked-in or left-over tracer must carry the manifest weave generates now.
   fs::path tracer = fs::path(dir) / "tracer";
   std::error_code ec;
-  if (manifest && fs::is_regular_file(tracer, ec)) {
+  fs::file_status tracer_status = fs::symlink_status(tracer, ec);
+  if (manifest && fs::is_symlink(tracer_status)) {
+    result.compared.push_back("tracer");
+    result.drift.push_back({"tracer", false, {"  the checked-in tracer is a symbolic link (not followed): not read"}});
+  } else if (manifest && fs::is_regular_file(tracer_status)) {
     result.compared.push_back("tracer");
     std::string error;
     std::optional<Payload> payload = read_payload(tracer.string(), error);
@@ -544,10 +552,10 @@ CheckResult check_output(const std::vector<GeneratedFile> &generated, const std:
 }
 
 std::optional<std::string> checked_in_target_path(const std::string &dir) {
-  std::optional<std::string> text = read_whole(fs::path(dir) / "probes.json");
-  if (!text)
+  std::string text, why;
+  if (read_regular_file((fs::path(dir) / "probes.json").string(), 64 << 20, false, text, why) != ReadStatus::Ok)
     return std::nullopt;
-  json manifest = json::parse(*text, nullptr, false);
+  json manifest = json::parse(text, nullptr, false);
   if (manifest.is_discarded() || !manifest.is_object() || !manifest.contains("target") ||
       !manifest["target"].is_object() || !manifest["target"].contains("path") ||
       !manifest["target"]["path"].is_string())

@@ -418,11 +418,12 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     const bool copies = wants_inlined(expanded.spec, expanded.from_wildcard) && copies_of.count(function);
     if (expanded.from_wildcard && !copies && !out_of_line.count(function))
       continue; // only inlined copies, which this wildcard does not ask for
+    bool only_copies = false;
     try {
       plan.probes.push_back(plan_probe(expanded.spec, plan.probes.size()));
     } catch (const UserError &e) {
       // No body of its own: then its inlined copies are all there is to probe.
-      const bool only_copies = copies && e.id == "inlined-function";
+      only_copies = copies && e.id == "inlined-function";
       if (!only_copies && !expanded.from_wildcard) {
         errors.push_back(e);
         continue;
@@ -436,6 +437,16 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     if (!copies)
       continue;
     try {
+      // A function named exactly that exists only as inlined copies cannot take min_duration (a
+      // copy has no RET to time a call by): an error of this probe, not a silent empty plan.
+      if (only_copies && !expanded.from_wildcard && expanded.spec.min_duration_ns)
+        throw UserError("inlined-min-duration",
+                        fmt::format("{} exists only as inlined copies, and min_duration needs each call's "
+                                    "duration: a copy has no RET to time it by",
+                                    function),
+                        expanded.spec.min_duration_loc,
+                        "drop min_duration (its calls are then traced at entry), or keep the compiler "
+                        "from inlining it (//go:noinline)");
       for (ProbePlan &probe : plan_inlined_probes(expanded.spec, function, copies_of.at(function), debug, image,
                                                   *pcln, captures, function_abi(target, true).name,
                                                   static_cast<int>(plan.probes.size()),
@@ -496,7 +507,12 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     }
   }
   if (plan.probes.empty())
-    throw UserError("no-probes", "every function the spec's wildcards matched was left out", SourceLoc{spec.path},
+    throw UserError("no-probes",
+                    std::any_of(spec.probes.begin(), spec.probes.end(),
+                                [](const ProbeSpec &p) { return is_function_glob(p.function); })
+                        ? "every function the spec's wildcards matched was left out"
+                        : "every probe of the spec was left out",
+                    SourceLoc{spec.path},
                     plan.warnings.empty() ? "" : plan.warnings.front());
   assign_event_ids(plan, SourceLoc{spec.path});
   share_programs(plan);

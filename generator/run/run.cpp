@@ -1,7 +1,9 @@
 #include "run/run.h"
 
 #include "common/diag.h"
+#include "common/safe_io.h"
 #include "gobinary/elf_notes.h"
+#include "spec/spec.h"
 
 #include <fmt/format.h>
 
@@ -13,6 +15,8 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -142,6 +146,104 @@ bool read_whole(const std::string &path, std::string &out) {
   return !in.bad();
 }
 
+[[noreturn]] void unsafe(const std::string &path, const std::string &why) {
+  throw UserError("cache-unsafe", fmt::format("{} {}: weave runs what it finds in its cache, so the cache "
+                                              "must be private to the user running weave",
+                                              path, why),
+                  {}, fmt::format("remove {} (weave run recreates it), or set XDG_CACHE_HOME to a "
+                                  "directory of your own",
+                                  path));
+}
+
+// Why `st` (of a directory or file in the cache) cannot be trusted, or "": owned by the user
+// running weave, and neither group nor others may write it.
+std::string untrusted(const struct stat &st) {
+  if (st.st_uid != geteuid())
+    return fmt::format("is owned by uid {}, not by uid {} running weave", st.st_uid, geteuid());
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return fmt::format("is writable by {} (mode {:04o})", st.st_mode & S_IWOTH ? "others" : "its group",
+                       st.st_mode & 07777);
+  return "";
+}
+
+// Creates `dir` (its parents as usual) mode 0700, or checks the one there: a real directory
+// (not a link), the user's own, and then made 0700 if it was more open (older weaves created it
+// with the umask's modes).
+void private_dir(const fs::path &dir) {
+  std::error_code ec;
+  if (dir.has_parent_path())
+    fs::create_directories(dir.parent_path(), ec);
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw UserError("write-failed", fmt::format("cannot create the cache directory {}: {}", dir.string(),
+                                                std::strerror(errno)));
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    unsafe(dir.string(), errno == ELOOP || errno == ENOTDIR ? "is not a directory (a symbolic link or a file)"
+                                                           : std::string("cannot be opened: ") + std::strerror(errno));
+  struct stat st {};
+  fstat(fd, &st);
+  if (st.st_uid != geteuid()) {
+    close(fd);
+    unsafe(dir.string(), untrusted(st));
+  }
+  if ((st.st_mode & 077) != 0 && fchmod(fd, 0700) != 0) {
+    int err = errno;
+    close(fd);
+    unsafe(dir.string(), fmt::format("is mode {:04o} and cannot be made 0700: {}", st.st_mode & 07777,
+                                     std::strerror(err)));
+  }
+  close(fd);
+}
+
+// The cache entry's tracer, opened and checked through the descriptor that will be executed: the
+// entry a real directory and the tracer a regular executable file, both the user's own and
+// writable by no one else. -1 when the entry is not complete (a miss); throws [cache-unsafe] when
+// it is there but cannot be trusted.
+int open_checked_tracer(const fs::path &dir) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0)
+    return -1;
+  if (!S_ISDIR(st.st_mode))
+    unsafe(dir.string(), "is " + file_kind(st.st_mode) + ", not a directory");
+  if (std::string why = untrusted(st); !why.empty())
+    unsafe(dir.string(), why);
+  struct stat manifest {};
+  if (lstat((dir / "probes.json").c_str(), &manifest) != 0)
+    return -1;
+  if (!S_ISREG(manifest.st_mode))
+    unsafe((dir / "probes.json").string(), "is " + file_kind(manifest.st_mode) + ", not a regular file");
+  fs::path tracer = dir / "tracer";
+  int fd = open(tracer.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return -1;
+    unsafe(tracer.string(), errno == ELOOP ? "is a symbolic link" : std::string("cannot be opened: ") + std::strerror(errno));
+  }
+  fstat(fd, &st);
+  std::string why = !S_ISREG(st.st_mode) ? "is " + file_kind(st.st_mode) + ", not a regular file"
+                    : !(st.st_mode & S_IXUSR) ? std::string("is not executable")
+                                              : untrusted(st);
+  if (!why.empty()) {
+    close(fd);
+    unsafe(tracer.string(), why);
+  }
+  return fd;
+}
+
+// The binary must be a regular file before anything reads it: a FIFO would block the read forever.
+void require_regular_binary(const std::string &path) {
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    throw UserError("binary-unreadable", fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  struct stat st {};
+  fstat(fd, &st);
+  close(fd);
+  if (!S_ISREG(st.st_mode))
+    throw UserError("binary-unreadable",
+                    fmt::format("{} is {}, not a regular file: give the path of a Go executable", path,
+                                file_kind(st.st_mode)));
+}
+
 bool is_key(const std::string &name) {
   return name.size() == 64 &&
          std::all_of(name.begin(), name.end(), [](char c) { return isxdigit(c) && !isupper(c); });
@@ -192,24 +294,18 @@ std::string quick_spec(const std::vector<std::string> &functions) {
 }
 
 std::string save_quick_spec(const std::string &text, const std::string &cache_root) {
-  fs::path dir = fs::path(cache_root.empty() ? default_cache_root() : cache_root) / "specs";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
+  fs::path root = cache_root.empty() ? default_cache_root() : cache_root;
+  private_dir(root);
+  fs::path dir = root / "specs";
+  private_dir(dir);
   fs::path path = dir / (Sha256::hex(text) + ".yaml");
-  std::string existing;
-  if (read_whole(path.string(), existing) && existing == text)
+  std::string existing, error;
+  if (read_regular_file(path.string(), kMaxSpecBytes, false, existing, error) == ReadStatus::Ok && existing == text)
     return path.string();
-  // Written whole under a temporary name, then renamed: a concurrent trace reads all or nothing.
-  fs::path tmp = dir / fmt::format(".{}.tmp", getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush())
-      throw UserError("write-failed", fmt::format("cannot write {}", tmp.string()));
-  }
-  fs::rename(tmp, path, ec);
-  if (ec)
-    throw UserError("write-failed", fmt::format("cannot write {}: {}", path.string(), ec.message()));
+  // Written whole under a fresh temporary name (mkstemp: no link followed), then renamed: a
+  // concurrent trace reads all or nothing.
+  if (!write_file_replacing(path.string(), text, 0600, error))
+    throw UserError("write-failed", fmt::format("cannot write {}: {}", path.string(), error));
   return path.string();
 }
 
@@ -225,12 +321,12 @@ std::string cache_key(std::string_view spec_bytes, std::string_view binary_id,
 }
 
 std::string cached_tracer(const RunOptions &options,
-                          const std::function<void(const std::string &out_dir)> &build) {
-  std::string spec;
-  if (!read_whole(options.spec_path, spec))
-    throw UserError("spec-unreadable",
-                    fmt::format("cannot read {}: {}", options.spec_path, std::strerror(errno)));
-  std::string error;
+                          const std::function<void(const std::string &out_dir)> &build, int *tracer_fd) {
+  std::string spec, error;
+  if (ReadStatus read = read_regular_file(options.spec_path, kMaxSpecBytes, true, spec, error); read != ReadStatus::Ok)
+    throw UserError(read == ReadStatus::TooLarge ? "spec-too-large" : "spec-unreadable",
+                    fmt::format("cannot read {}: the spec file {}", options.spec_path, error));
+  require_regular_binary(options.binary_path);
   std::string binary_id = read_build_id_file(options.binary_path, error);
   if (!error.empty())
     throw UserError("binary-unreadable", fmt::format("{}: {}", options.binary_path, error));
@@ -255,22 +351,28 @@ std::string cached_tracer(const RunOptions &options,
   fs::path dir = root / cache_key(spec, binary_id, WEAVE_VERSION, runtime_digest);
   fs::path tracer = dir / "tracer";
   std::error_code ec;
-  if (fs::is_regular_file(tracer, ec) && fs::is_regular_file(dir / "probes.json", ec) &&
-      access(tracer.c_str(), X_OK) == 0) {
+  private_dir(root);
+  auto give = [&](int fd) {
+    if (tracer_fd)
+      *tracer_fd = fd;
+    else
+      close(fd);
+    return tracer.string();
+  };
+  if (int fd = open_checked_tracer(dir); fd >= 0) {
     fs::last_write_time(dir, fs::file_time_type::clock::now(), ec); // most recently used
     std::cerr << "weave: using cached tracer " << dir.string() << "\n";
-    return tracer.string();
+    return give(fd);
   }
-  fs::create_directories(root, ec);
-  if (ec)
-    throw UserError("write-failed", fmt::format("cannot create the cache directory {}: {}",
-                                                root.string(), ec.message()));
   auto start = std::chrono::steady_clock::now();
   build(dir.string()); // atomic: the directory appears complete or not at all
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cerr << fmt::format("weave: built tracer into {} ({:.2f} s)\n", dir.string(), seconds);
   prune(root, dir);
-  return tracer.string();
+  int fd = open_checked_tracer(dir);
+  if (fd < 0)
+    throw UserError("write-failed", fmt::format("the tracer built into {} is not there", dir.string()));
+  return give(fd);
 }
 
 std::vector<std::string> tracer_argv(const std::string &tracer, const RunOptions &options) {
@@ -307,7 +409,8 @@ std::vector<std::string> tracer_argv(const std::string &tracer, const RunOptions
 
 void run_cached(const RunOptions &options,
                 const std::function<void(const std::string &out_dir)> &build) {
-  std::string tracer = cached_tracer(options, build);
+  int fd = -1;
+  std::string tracer = cached_tracer(options, build, &fd);
   std::vector<std::string> argv = tracer_argv(tracer, options);
   std::vector<char *> args;
   for (auto &arg : argv)
@@ -315,7 +418,9 @@ void run_cached(const RunOptions &options,
   args.push_back(nullptr);
   std::cout.flush();
   std::cerr.flush();
-  execv(tracer.c_str(), args.data());
+  // The descriptor that was checked is the file that runs: a tracer swapped in after the check is
+  // never executed.
+  fexecve(fd, args.data(), environ);
   throw UserError("exec-failed", fmt::format("cannot run {}: {}", tracer, std::strerror(errno)));
 }
 

@@ -78,8 +78,15 @@ std::string cache_key(std::string_view spec_bytes, std::string_view binary_id,
 // Finds or builds the cached output directory for these inputs and returns the tracer's path.
 // `build(out_dir)` runs the whole `weave build` pipeline into out_dir; it is called only on a miss.
 // Says on stderr which it was ("weave: using cached tracer DIR"). Throws UserError.
+//
+// The cache is private: its root is created 0700 (an existing one owned by the user is made 0700;
+// one owned by anyone else is refused, [cache-unsafe]). A tracer is used only when its entry is a
+// real directory and the tracer a regular executable file, both owned by the user running weave
+// and writable by no one else; a planted or tampered entry is refused ([cache-unsafe]), never
+// run. With tracer_fd, the checked tracer's descriptor (O_CLOEXEC) is returned there, for fexecve.
 std::string cached_tracer(const RunOptions &options,
-                          const std::function<void(const std::string &out_dir)> &build);
+                          const std::function<void(const std::string &out_dir)> &build,
+                          int *tracer_fd = nullptr);
 
 // The tracer's command line: `tracer [--format F] -- BINARY ARGS...`, `tracer --pid N`, or, with
 // neither, `tracer --binary ABSOLUTE-BINARY` (every process running it).

@@ -7,6 +7,8 @@
 // inside its own anchor); Linter catches those before the schema is checked.
 #include "spec/spec.h"
 
+#include "common/safe_io.h"
+
 #include "spec/schema.h"
 
 #include <yaml-cpp/eventhandler.h>
@@ -60,28 +62,43 @@ std::string unreadable_hint(int error, const std::string &path) {
                   unreadable_hint(error, path));
 }
 
+void refuse_non_text(const std::string &text, const std::string &path);
+
 std::string read_file(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    unreadable("cannot open the spec file", path);
-  std::string text;
-  char buffer[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      int error = errno;
+  // A spec is a file a person wrote: a regular file of at most kMaxSpecBytes. A device, FIFO or
+  // socket is refused before a byte is read (it could block, or never end).
+  std::string text, error;
+  switch (read_regular_file(path, kMaxSpecBytes, true, text, error)) {
+  case ReadStatus::Ok:
+    return text;
+  case ReadStatus::NotRegular:
+    if (error.find("directory") == std::string::npos)
+      throw UserError("spec-unreadable", "the spec file " + error, SourceLoc{path},
+                      "give the path of a spec file (YAML or JSON); weave reads regular files only");
+    errno = EISDIR;
+    unreadable("cannot read the spec file", path);
+  case ReadStatus::TooLarge:
+    // A compiled program is the usual too-large "spec" (the arguments swapped): say that.
+    if (int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); fd >= 0) {
+      std::string head(4096, '\0');
+      ssize_t n = ::read(fd, head.data(), head.size());
       ::close(fd);
-      errno = error;
-      unreadable("cannot read the spec file", path);
+      head.resize(n > 0 ? static_cast<size_t>(n) : 0);
+      refuse_non_text(head, path);
     }
-    if (n == 0)
-      break;
-    text.append(buffer, static_cast<size_t>(n));
+    throw UserError("spec-too-large", "the spec file " + error, SourceLoc{path},
+                    "a spec is at most 1 MiB; give fewer probes, or patterns (main.*) instead of lists");
+  default:
+    errno = 0;
+    {
+      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); // for errno and its hint
+      if (fd >= 0)
+        ::close(fd);
+    }
+    if (errno == 0)
+      throw UserError("spec-unreadable", "cannot read the spec file: " + error, SourceLoc{path});
+    unreadable("cannot open the spec file", path);
   }
-  ::close(fd);
-  return text;
 }
 
 SourceLoc loc_at(const std::string &text, size_t pos, const std::string &path) {
@@ -530,8 +547,11 @@ Spec build(const YAML::Node &root, const std::string &path) {
       if (auto ns = parse_duration(min.Scalar()))
         p.min_duration_ns = *ns;
       else
-        errors.emplace_back("spec-schema", "min_duration: " + quote(min.Scalar()) + " is not a duration",
-                            p.min_duration_loc, "a number and a unit: 500us, 5ms, 1.5s (ns, us, ms, s)");
+        errors.emplace_back("spec-schema",
+                            "min_duration: " + quote(min.Scalar()) +
+                                " is not a duration weave takes: more than 0 and at most 1h",
+                            p.min_duration_loc,
+                            "a number and a unit, ns, us, ms or s, from 1ns to 3600s: 500us, 5ms, 1.5s");
       if (!p.capture_return)
         errors.emplace_back("spec-schema", "min_duration needs return: true: a call's duration is known at its return",
                             p.min_duration_loc, "add return: true to the probe");

@@ -87,8 +87,13 @@ struct Spec {
 
 // Parses and validates a spec file. The format is chosen by content, not by name: JSON is parsed by
 // the same YAML parser (JSON is YAML's flow style), so both keep line:column for every node.
-// Throws UserError ([spec-syntax], [spec-schema], [duplicate-probe], [spec-unreadable]).
+// Throws UserError ([spec-syntax], [spec-schema], [duplicate-probe], [spec-unreadable],
+// [spec-too-large]).
 Spec parse_spec_file(const std::string &path);
+
+// The largest spec weave reads: 1 MiB is some ten thousand probes, far past any real spec, and
+// bounds what a mistaken path (/dev/zero, a log file) costs. Only regular files are read.
+inline constexpr size_t kMaxSpecBytes = 1 << 20;
 
 // The same from text already in memory; `path` is only used in locations.
 Spec parse_spec_text(const std::string &text, const std::string &path);
