@@ -23,6 +23,8 @@
 #include <map>
 #include <netinet/in.h>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -524,6 +526,53 @@ void trace_nats(const std::string &variant) {
 
 } // namespace
 
+// `weave funcs BIN '*'` lists every function of each server: each text symbol Go's own `go tool nm`
+// reports is among the names weave lists, whole-list compared (nm spells `.abi0` assembly functions
+// with their ABI suffix and a function-local type's `·N` as `.N`; runtime.text, runtime.etext and
+// go:textfipsstart/end mark section bounds, not functions, and have no .gopclntab entry).
+void funcs_lists_every_function(const std::string &variant, const std::string &name) {
+  std::string binary = services_bin() + "/" + variant + "/" + name;
+  auto listed = e2e::run({e2e::weave(), "funcs", binary, "*"}, 900000);
+  INFO(listed.err.substr(0, 2000));
+  REQUIRE(listed.status == 0);
+  CHECK(listed.err.find("error[") == std::string::npos);
+  std::set<std::string> names;
+  std::istringstream lines(listed.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == ' ')
+      continue;
+    std::string n = line.substr(0, line.find("  "));
+    for (size_t at; (at = n.find("\xc2\xb7")) != std::string::npos;) // U+00B7 '·', which nm spells '.'
+      n.replace(at, 2, ".");
+    names.insert(n);
+  }
+  auto nm = e2e::run({"/usr/local/go/bin/go", "tool", "nm", binary}, 900000);
+  INFO(nm.err.substr(0, 2000));
+  REQUIRE(nm.status == 0);
+  size_t symbols = 0;
+  std::vector<std::string> missing;
+  std::istringstream nm_lines(nm.out);
+  for (std::string line; std::getline(nm_lines, line);) {
+    std::istringstream fields(line);
+    std::string addr, kind, sym;
+    if (!(fields >> addr >> kind) || (kind != "T" && kind != "t"))
+      continue;
+    std::getline(fields >> std::ws, sym);
+    if (sym == "runtime.text" || sym == "runtime.etext" || sym == "go:textfipsstart" || sym == "go:textfipsend")
+      continue;
+    if (sym.size() > 5 && sym.compare(sym.size() - 5, 5, ".abi0") == 0)
+      sym.resize(sym.size() - 5);
+    ++symbols;
+    if (!names.count(sym))
+      missing.push_back(sym);
+  }
+  CHECK(symbols > 1000);
+  INFO("first missing: " << (missing.empty() ? std::string() : missing.front()));
+  CHECK(missing.size() == 0);
+  MESSAGE(name << " " << variant << ": weave funcs listed " << names.size() << " names; all " << symbols
+                << " text symbols of go tool nm among them");
+}
+
 TEST_CASE("caddy with DWARF: curl's requests, as sent and as logged") { trace_caddy("default"); }
 TEST_CASE("caddy stripped") { trace_caddy("stripped"); }
 TEST_CASE("caddy PIE") { trace_caddy("pie"); }
@@ -533,3 +582,7 @@ TEST_CASE("etcd PIE") { trace_etcd("pie"); }
 TEST_CASE("nats-server with DWARF: the Go client's messages, as sent and as logged") { trace_nats("default"); }
 TEST_CASE("nats-server stripped") { trace_nats("stripped"); }
 TEST_CASE("nats-server PIE") { trace_nats("pie"); }
+
+TEST_CASE("weave funcs lists every function of caddy") { funcs_lists_every_function("default", "caddy"); }
+TEST_CASE("weave funcs lists every function of etcd") { funcs_lists_every_function("default", "etcd"); }
+TEST_CASE("weave funcs lists every function of nats-server") { funcs_lists_every_function("default", "nats-server"); }
