@@ -209,13 +209,15 @@ TEST_CASE("Delve sees the arguments the tracer printed, at every call of every f
 namespace {
 // What Delve 1.27 cannot read in any build of Go 1.26, and what weave leaves out by design.
 const std::set<std::string> accepted_debug = {
-    // A func value in a register (Callback's fn, Apply's f): Delve follows the closure pointer
-    // within the register's bytes instead of the program's memory. Debian's Delve 1.20 too.
+    // A func value in a register (Callback's fn, Apply's f): Delve's readFunctionPtr reads the
+    // funcval through the variable's own memory, which for a register is the register's bytes alone
+    // (compositeMemory.ReadMemory: "read out of bounds" past them). Debian's Delve 1.20 too.
     "Delve cannot read it: read out of bounds",
     // An interface in registers whose dynamic type is string (Check's and Callback's v, and in the
     // optimized generics build Describe's v): Delve fails to load the dynamic type. The same
     // parameters holding an int or a float64 are read and compared, as is Describe's string in the
-    // generics debug build; weave's strings ("text", "v0") equal what the fixture recorded.
+    // generics debug build; weave's strings ("text", "v0") equal what the fixture recorded. The
+    // inner "read out of bounds" is the same register-bytes reader's error as above.
     "Delve cannot read it: error loading module data: error loading module data: read out of bounds",
     "weave leaves it out by design: [float-in-register]",
     "a non-nil pointer's address (addresses differ between the two runs)",
