@@ -358,6 +358,8 @@ void compare_value(Ctx &ctx, const json &w, const json &d, const std::string &pa
     return;
   }
   if (!unreadable.empty()) {
+    if (getenv("WEAVE_DELVE_LOG"))
+      fprintf(stderr, "unreadable: %s %s: %s\n", path.c_str(), d.value("type", "").c_str(), unreadable.c_str());
     skip(ctx, "Delve cannot read it: " + reason_text(unreadable));
     return;
   }
