@@ -359,6 +359,10 @@ void build_output(const Plan &plan, const std::vector<GeneratedFile> &files,
                                 arch == host_arch() ? "" : "-" + arch, WEAVE_VERSION));
 
   fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  // `-o a/b/out` makes a and b as mkdir -p would (they are the user's path; only the directory
+  // weave fills is created with mkdtemp below).
+  if (!fs::is_directory(parent, ec) && !fs::create_directories(parent, ec) && ec)
+    throw UserError("write-failed", fmt::format("cannot create {}: {}", parent.string(), ec.message()));
   TempDir tmp;
   // mkdtemp: a new directory of weave's own (0700 while it is filled), never one planted at a
   // predictable name; ".OUT.weave-tmp-PID-XXXXXX" so remove_stale_temporaries knows it.
