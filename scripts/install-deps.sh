@@ -18,6 +18,7 @@ packages=(
   file dpkg-dev                                       # cpack -G DEB: dpkg-shlibdeps finds the package's Depends
   debootstrap                                         # the package test installs the .deb into a fresh Debian root
   bash-completion zsh fish man-db groff-base          # the completion and man page tests run them
+  curl                                                # the real-services test drives Caddy with it (tests/services)
   chromium                                            # headless, opens --perfetto/--folded in speedscope (e2e_test_viewers)
 )
 

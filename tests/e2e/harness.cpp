@@ -1,5 +1,9 @@
 #include "harness.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 
 #include <chrono>
@@ -247,6 +251,18 @@ std::vector<nlohmann::json> json_lines(const std::string &text) {
     lines.push_back(nlohmann::json::parse(std::regex_replace(line, surrogate, "<0x$1>")));
   }
   return lines;
+}
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
 }
 
 } // namespace e2e

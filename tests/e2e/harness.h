@@ -66,4 +66,8 @@ std::vector<nlohmann::json> json_lines(const std::string &text);
 // objects) are in memory order, a Go program's in random order, so compare maps through this.
 nlohmann::json map_pairs_sorted(nlohmann::json value);
 
+// A loopback port nothing listens on now (bound to 0, read back, closed), for servers that cannot
+// bind 0 and say which port they got.
+int free_port();
+
 } // namespace e2e

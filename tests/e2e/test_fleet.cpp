@@ -34,19 +34,6 @@ using nlohmann::json;
 
 namespace {
 
-// A port nothing listens on now (bound to 0, read back, closed): the servers get it next.
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 std::string collector_binary() {
   auto built = e2e::run({"bash", e2e::source("tests/fleet/collector.sh")}, 900000);
   if (built.status == 77) {
@@ -234,7 +221,7 @@ TEST_CASE("--otlp: every paired call is a span in a real collector, values, dura
   std::string collector_path = collector_binary();
   std::string dir = e2e::temp_dir("fleet_otlp");
   std::string tracer = build_tracer(dir, kSpec);
-  int port = free_port();
+  int port = e2e::free_port();
   e2e::Background collector = start_collector(collector_path, dir, port);
 
   auto t0 = std::chrono::steady_clock::now();
@@ -376,13 +363,13 @@ TEST_CASE("--metrics: Prometheus scrapes the tracer, counts and a quantile agree
                                          "  - function: main.(*Server).Handle\n"
                                          "    capture: [s.Name]\n"
                                          "    return: true\n");
-  int metrics_port = free_port();
+  int metrics_port = e2e::free_port();
   e2e::Background traced = e2e::spawn({tracer, "--format", "json", "-o", dir + "/events.jsonl", "--stats",
                                        "--metrics", "127.0.0.1:" + std::to_string(metrics_port)},
                                       dir);
   REQUIRE(traced.wait_for_err("Ctrl-C to stop"));
 
-  int prom_port = free_port();
+  int prom_port = e2e::free_port();
   std::ofstream(dir + "/prometheus.yml") << "global:\n"
                                             "  scrape_interval: 500ms\n"
                                             "scrape_configs:\n"
@@ -516,7 +503,7 @@ TEST_CASE("--otlp: the collector killed mid-run: output unchanged, exit 0, drops
   std::string collector_path = collector_binary();
   std::string dir = e2e::temp_dir("fleet_kill");
   std::string tracer = build_tracer(dir, kSpec);
-  int port = free_port();
+  int port = e2e::free_port();
   e2e::Background collector = start_collector(collector_path, dir, port);
 
   // The program's output untraced, to compare with.

@@ -54,20 +54,6 @@ std::string services_bin() {
   return bin;
 }
 
-// A port nothing listens on now (bound to 0, read back, closed), for servers that cannot bind 0
-// and say which port they got.
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // The server of `variant` copied into `dir` (its own inode: the tracer follows this file only).
 std::string own_copy(const std::string &variant, const std::string &name, const std::string &dir) {
   std::string copy = dir + "/" + name;
@@ -218,7 +204,7 @@ void trace_caddy(const std::string &variant) {
   std::string caddy = own_copy(variant, "caddy", dir);
   build_or_fail(dir, caddy, variant_stripped(variant) ? kCaddyTypedSpec : kCaddySpec);
 
-  int port = free_port();
+  int port = e2e::free_port();
   std::string access_log = dir + "/access.log";
   std::ofstream(dir + "/Caddyfile") << "{\n"
                                        "\tadmin off\n"
@@ -343,8 +329,8 @@ void trace_etcd(const std::string &variant) {
   std::string etcd = own_copy(variant, "etcd", dir);
   build_or_fail(dir, etcd, variant_stripped(variant) ? kEtcdTypedSpec : kEtcdSpec);
 
-  std::string client_url = "http://127.0.0.1:" + std::to_string(free_port());
-  std::string peer_url = "http://127.0.0.1:" + std::to_string(free_port());
+  std::string client_url = "http://127.0.0.1:" + std::to_string(e2e::free_port());
+  std::string peer_url = "http://127.0.0.1:" + std::to_string(e2e::free_port());
   e2e::Background traced = start_tracer(dir);
   e2e::Background server = e2e::spawn({etcd, "--name", "weave", "--data-dir", dir + "/data", "--listen-client-urls",
                                        client_url, "--advertise-client-urls", client_url, "--listen-peer-urls",
