@@ -9,6 +9,7 @@
 
 #include "abi/abi.h"
 #include "gobinary/binary.h"
+#include "gobinary/debugfile.h"
 #include "gobinary/pclntab.h"
 #include "debuginfo/debuginfo.h"
 #include "debuginfo/dictionaries.h"
@@ -186,7 +187,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   if (!debug && pcln)
     descriptors.emplace(*pcln);
   SignatureSources sources{image, debug, pcln, types, descriptors ? &*descriptors : nullptr};
-  const std::vector<ElfSymbol> dictionaries = dictionary_symbols(image.path);
+  const std::vector<ElfSymbol> dictionaries = dictionary_symbols(dwarf_path(image));
   CaptureContext captures{types, regs, image.ptr_size, spec.options.string_max, spec.options.slice_max,
                           runtime_layout};
   auto plan_probe = [&](const ProbeSpec &probe_spec, size_t index) -> ProbePlan {
@@ -402,7 +403,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
           "first instruction, shown as called from {}",
           where.first, n, where.second, where.second));
     if (debug)
-      dwarf_copies = read_inlined_locations(image.path, wanted);
+      dwarf_copies = read_inlined_locations(dwarf_path(image), wanted);
     std::map<std::tuple<std::string, std::string, uint64_t>, const InlinedCopyLocations *> by_place;
     for (const InlinedCopyLocations &d : dwarf_copies)
       by_place.emplace(std::make_tuple(d.function, d.physical, d.low_pc), &d);
