@@ -272,7 +272,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     if (!probe_spec.when.empty()) {
       filter = parse_predicate(probe_spec.when, probe_spec.when_loc);
       for (const PredicateOperand &value : predicate_values(*filter))
-        entry_captures.push_back({value.text, advance(probe_spec.when_loc, value.column)});
+        entry_captures.push_back({value.text, advance(probe_spec.when_loc, value.column), value.nil_compared});
     }
     // "when_return:": its values rooted at a result are captured at the return, the others (the
     // parameters) at the entry, and the condition reads each where it is.
@@ -302,7 +302,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
                           advance(at, parsed.root_column),
                           "when_return reads results and parameters: " + (all.empty() ? "(none)" : all));
         }
-        (is_result ? return_captures : entry_captures).push_back({value.text, at});
+        (is_result ? return_captures : entry_captures).push_back({value.text, at, value.nil_compared});
       }
     }
     probe.entry = make_event("entry", probe.id, entry_captures, all_args, inputs, fn->name,

@@ -238,14 +238,21 @@ private:
 void collect(const PredicateNode &node, std::vector<PredicateOperand> &out) {
   for (const PredicateNode &child : node.children)
     collect(child, out);
+  const bool with_nil = node.kind == PredicateNode::Kind::Compare &&
+                        (node.lhs.kind == PredicateOperand::Kind::Nil || node.rhs.kind == PredicateOperand::Kind::Nil);
   for (const PredicateOperand *operand : {&node.lhs, &node.rhs}) {
     if (operand->kind != PredicateOperand::Kind::Value || operand->text.empty())
       continue;
     bool seen = false;
-    for (const PredicateOperand &o : out)
-      seen = seen || o.text == operand->text;
-    if (!seen)
+    for (PredicateOperand &o : out)
+      if (o.text == operand->text) {
+        seen = true;
+        o.nil_compared = o.nil_compared || with_nil;
+      }
+    if (!seen) {
       out.push_back(*operand);
+      out.back().nil_compared = with_nil;
+    }
   }
 }
 
@@ -274,13 +281,15 @@ struct Resolver {
   [[noreturn]] void fail(size_t at, const std::string &what) {
     throw UserError("bad-predicate", what + " in " + key + ": \"" + text + "\"", advance(loc, at),
                     "conditions compare integers, bools and strings (strings with literals, by == != "
-                    "and startsWith), and pointers, funcs and interfaces with nil; what BPF cannot "
+                    "and startsWith), and pointers, funcs, interfaces, maps, slices and chans with nil; "
+                    "what BPF cannot "
                     "evaluate exactly is refused rather than approximated");
   }
 
   // The field a comparison with nil reads: a pointer or func value itself (0 when nil: a func's
-  // code pointer is loaded only through a non-nil funcval), or an interface's type word (0 exactly
-  // when the interface is nil, whatever its data word holds).
+  // code pointer is loaded only through a non-nil funcval), an interface's type word (0 exactly
+  // when the interface is nil, whatever its data word holds), or the hidden header word of a map,
+  // chan or slice (CaptureSpec::nil_word).
   const EventField &nil_field(PredicateOperand &operand) {
     const std::vector<CapturePlan> *lists[] = {&captures, entry_captures};
     for (const std::vector<CapturePlan> *list : lists) {
@@ -298,11 +307,14 @@ struct Resolver {
         } else if (capture.fields.size() == 1 &&
                    (capture.fields[0].kind == "pointer" || capture.fields[0].kind == "func")) {
           chosen = 0;
+        } else {
+          for (size_t f = 0; f < capture.fields.size(); ++f)
+            if (capture.fields[f].name == "#nil") // a map's, chan's or slice's header word
+              chosen = static_cast<int>(f);
         }
         if (chosen < 0)
           fail(operand.column, operand.text + " is a " + capture.go_type +
-                                   ": nil compares pointers, funcs and interfaces here (for a map, slice or "
-                                   "chan compare len(" + operand.text + ") == 0)");
+                                   ": nil compares pointers, funcs, interfaces, maps, slices and chans");
         operand.capture = static_cast<int>(c);
         operand.field = chosen;
         operand.at_entry = list == entry_captures;

@@ -40,6 +40,8 @@ struct PredicateOperand {
   int field = -1;
   // when_return: the value is one of the entry's captures, read from the held entry record.
   bool at_entry = false;
+  // predicate_values: the value is compared with nil somewhere in the condition.
+  bool nil_compared = false;
 };
 
 struct PredicateNode {

@@ -44,6 +44,9 @@ struct ParamSpec {
 struct CaptureSpec {
   std::string expr; // exactly as written, e.g. "req.Header.Port"; also the output key
   SourceLoc loc;
+  // Set by the plan for a map, slice or chan a condition compares with nil: its header word is
+  // read too, as a hidden field "#nil" (a nil map and an empty one both have len 0).
+  bool nil_word = false;
 };
 
 struct ProbeSpec {

@@ -316,6 +316,59 @@ TEST_CASE("when_return with min_duration: both must hold") {
   CHECK(shown.size() <= want_qty.size());
 }
 
+TEST_CASE("nil: maps, slices, chans, funcs and interfaces, told apart from empty ones") {
+  e2e::require_bpf();
+  for (const char *fixture : {"failing", "failing_386"}) {
+    CAPTURE(fixture);
+    std::string dir = e2e::temp_dir(std::string("when-nil-") + fixture);
+    std::string tracer = build(dir,
+                               "probes:\n"
+                               "  - {name: m, function: main.Inspect, capture: [k], when: 'm == nil'}\n"
+                               "  - {name: s, function: main.Inspect, capture: [k], when: 's == nil'}\n"
+                               "  - {name: c, function: main.Inspect, capture: [k], when: 'c != nil'}\n"
+                               "  - {name: f, function: main.Inspect, capture: [k], when: 'nil == f'}\n"
+                               "  - {name: e, function: main.Inspect, capture: [k], when: 'e != nil'}\n"
+                               "  - {name: ms, function: main.Inspect, capture: [k, m, s], when: '!(m != nil || s != nil)'}\n",
+                               fixture);
+    auto traced = e2e::run({tracer, "--format", "json", "-o", dir + "/events.jsonl", "--", e2e::fixture(fixture),
+                            "-rounds", "0", "-inspect", "30"},
+                           120000);
+    INFO(traced.err);
+    REQUIRE(traced.status == 0);
+    std::vector<json> truth = e2e::json_lines(traced.out);
+    REQUIRE(truth.size() == 30);
+    std::map<std::string, std::vector<int64_t>> got, want;
+    for (const json &e : e2e::json_lines(e2e::read_file(dir + "/events.jsonl"))) {
+      CAPTURE(e.dump());
+      CHECK(!e.contains("faults"));
+      got[e["probe"].get<std::string>()].push_back(e["args"]["k"].get<int64_t>());
+      if (e["probe"] == "ms") { // the hidden header word is not shown: the values are
+        CHECK(e["args"]["m"]["len"] == 0);
+        CHECK(e["args"]["s"]["len"] == 0);
+      }
+    }
+    for (const json &t : truth) {
+      int64_t k = t["k"].get<int64_t>();
+      auto add = [&](const char *probe, bool yes) {
+        if (yes)
+          want[probe].push_back(k);
+      };
+      add("m", t["m_nil"] == true);
+      add("s", t["s_nil"] == true);
+      add("c", t["c_nil"] == false);
+      add("f", t["f_nil"] == true);
+      add("e", t["e_nil"] == false);
+      add("ms", t["m_nil"] == true && t["s_nil"] == true);
+    }
+    REQUIRE(want.size() == 6);
+    for (const auto &[probe, ks] : want) {
+      CAPTURE(probe);
+      CHECK(ks.size() < 30);
+      CHECK(got[probe] == ks);
+    }
+  }
+}
+
 TEST_CASE("when_return and nil: mistakes are refused where they are written") {
   std::string dir = e2e::temp_dir("when-refused");
   struct Case {
@@ -328,7 +381,7 @@ TEST_CASE("when_return and nil: mistakes are refused where they are written") {
                 "spec.yaml:5:19: error[unknown-parameter]: main.Process has no parameter or result missing (in "
                 "when_return)"},
            Case{"    return: true\n    when_return: 'v == nil'\n",
-                "spec.yaml:5:19: error[bad-predicate]: v is a int: nil compares pointers, funcs and interfaces"},
+                "spec.yaml:5:19: error[bad-predicate]: v is a int: nil compares pointers, funcs, interfaces, maps, slices and chans"},
            Case{"    return: true\n    when_return: 'err < nil'\n",
                 "error[bad-predicate]: only == and != compare with nil in when_return: \"err < nil\""},
            Case{"    when_return: 'err != nil'\n",

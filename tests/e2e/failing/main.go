@@ -82,11 +82,49 @@ func CheckAndFirst(p *Order, flag bool) bool { return p != nil && p.Qty == 1 && 
 //go:noinline
 func CheckNot(p *Order, flag bool) bool { return !(p != nil && p.Qty == 1) && flag }
 
+// Inspect takes one value of each kind nil applies to; the empty but non-nil ones (an empty map,
+// a zero-length slice) have len 0 like nil ones, and must not compare equal to nil.
+//
+//go:noinline
+func Inspect(k int, m map[string]int, s []int, c chan int, f func() int, e error) int {
+	return len(m) + len(s) + cap(c)
+}
+
+func inspectAll(out *json.Encoder, calls int) {
+	for k := 0; k < calls; k++ {
+		var m map[string]int
+		if k%2 == 1 {
+			m = map[string]int{} // empty, not nil
+		}
+		var s []int
+		if k%3 != 0 {
+			s = []int{} // empty, not nil
+		}
+		var c chan int
+		if k%5 != 0 {
+			c = make(chan int, k)
+		}
+		var f func() int
+		if k%2 == 0 {
+			f = func() int { return k }
+		}
+		var e error
+		if k%4 == 1 {
+			e = errors.New("e")
+		}
+		Inspect(k, m, s, c, f, e)
+		out.Encode(map[string]any{"fn": "Inspect", "k": k, "m_nil": m == nil, "s_nil": s == nil, "c_nil": c == nil,
+			"f_nil": f == nil, "e_nil": e == nil})
+	}
+}
+
 func main() {
 	rounds := flag.Int("rounds", 2, "rounds over the orders")
+	inspect := flag.Int("inspect", 0, "calls of Inspect, after the orders")
 	sleepMs := flag.Int("sleep-ms", 0, "Process sleeps this long for an odd quantity")
 	flag.Parse()
 	out := json.NewEncoder(os.Stdout)
+	defer inspectAll(out, *inspect)
 	names := []string{"x", "y", "x", "z"}
 	// nil orders, good ones, negative and large quantities
 	qtys := []int{1, 2, -3, 150, 7, 1, 240, -1}
