@@ -316,6 +316,63 @@ TEST_CASE("when_return with min_duration: both must hold") {
   CHECK(shown.size() <= want_qty.size());
 }
 
+TEST_CASE("when_return over the entry's values too: read from the held entry, faults decided past") {
+  e2e::require_bpf();
+  for (const char *fixture : {"failing", "failing_386"}) {
+    CAPTURE(fixture);
+    std::string dir = e2e::temp_dir(std::string("when-entry-") + fixture);
+    // o.Qty faults for a nil order: `err != nil && o.Qty > 100` cannot rule those calls out (they
+    // fail), so they go through marked; with `o != nil` first, false decides and they do not.
+    std::string tracer = build(dir,
+                               "probes:\n"
+                               "  - name: large\n"
+                               "    function: main.Process\n"
+                               "    return: true\n"
+                               "    when_return: 'err != nil && o.Qty > 100'\n"
+                               "  - name: guarded\n"
+                               "    function: main.Process\n"
+                               "    return: true\n"
+                               "    when_return: 'err != nil && o != nil && o.Qty > 100'\n",
+                               fixture);
+    auto traced = e2e::run({tracer, "--format", "json", "-o", dir + "/events.jsonl", "--", e2e::fixture(fixture),
+                            "-rounds", "3"},
+                           120000);
+    INFO(traced.err);
+    REQUIRE(traced.status == 0);
+    std::vector<std::string> want_large, want_guarded;
+    for (const json &t : e2e::json_lines(traced.out)) {
+      if (t["fn"] != "Process")
+        continue;
+      if (t["nil"] == true) {
+        want_large.push_back("<fault>");
+      } else if (t["failed"] == true && t["qty"].get<int64_t>() > 100) {
+        want_large.push_back(std::to_string(t["qty"].get<int64_t>()));
+        want_guarded.push_back(std::to_string(t["qty"].get<int64_t>()));
+      }
+    }
+    std::map<std::string, std::vector<std::string>> got;
+    std::vector<json> events = e2e::json_lines(e2e::read_file(dir + "/events.jsonl"));
+    for (size_t i = 0; i < events.size(); ++i) {
+      const json &e = events[i];
+      CAPTURE(e.dump());
+      if (e["kind"] != "entry")
+        continue;
+      REQUIRE(i + 1 < events.size());
+      const json &r = events[i + 1]; // the return follows its held entry at once
+      CHECK(r["kind"] == "return");
+      CHECK(r["probe"] == e["probe"]);
+      CHECK(!r["results"]["err"].is_null());
+      const json &qty = e["args"]["o.Qty"];
+      CHECK(qty.is_null() == faulted(e, "o.Qty"));
+      got[e["probe"].get<std::string>()].push_back(qty.is_null() ? "<fault>" : std::to_string(qty.get<int64_t>()));
+    }
+    CHECK(std::count(want_large.begin(), want_large.end(), "<fault>") > 0);
+    CHECK(want_guarded.size() > 0);
+    CHECK(got["large"] == want_large);
+    CHECK(got["guarded"] == want_guarded);
+  }
+}
+
 TEST_CASE("nil: maps, slices, chans, funcs and interfaces, told apart from empty ones") {
   e2e::require_bpf();
   for (const char *fixture : {"failing", "failing_386"}) {
