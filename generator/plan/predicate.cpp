@@ -412,7 +412,7 @@ struct Resolver {
       if (node.lhs.kind == K::Nil)
         std::swap(node.lhs, node.rhs);
       if (node.lhs.kind != K::Value)
-        fail(node.lhs.column, "nil compares with a pointer, func or interface value");
+        fail(node.lhs.column, "nil compares with a value: a pointer, func, interface, map, slice or chan");
       if (node.op != "==" && node.op != "!=")
         fail(node.lhs.column, "only == and != compare with nil");
       nil_field(node.lhs);
