@@ -977,9 +977,8 @@ int run(int argc, char **argv) {
     if (dropped)
       say("limits: dropped {} (per probe: --stats)", count(dropped, "call"));
   }
-  // min_duration and when_return: entries their maps could not keep are calls that went unseen, and
-  // calls still in flight at exit were never decided; both are said, or the calls shown would look
-  // complete.
+  // min_duration: entries its maps could not keep are calls that went unseen, and calls still in
+  // flight at exit were never decided; both are said, or the slow calls shown would look complete.
   {
     std::vector<uint64_t> evicted, held;
     uint64_t evicted_total = 0, held_total = 0;
@@ -989,19 +988,11 @@ int run(int argc, char **argv) {
     if (loader.held_per_probe(held, error))
       for (uint64_t n : held)
         held_total += n;
-    // Named by what holds the calls: min_duration, when_return (a probe without min_duration that
-    // holds its entries), or both.
-    bool by_min = false, by_when = false;
-    for (const auto &probe : manifest.probes) {
-      by_min = by_min || probe.min_duration_ns > 0;
-      by_when = by_when || (probe.holds_entry && probe.min_duration_ns == 0);
-    }
-    const char *holder = by_min && by_when ? "min_duration, when_return" : by_when ? "when_return" : "min_duration";
     if (evicted_total)
-      say("{}: {} evicted from the map of calls in flight, not shown (per probe: --stats)", holder,
+      say("min_duration: {} evicted from the map of calls in flight, not shown (per probe: --stats)",
           count(evicted_total, "call"));
     if (held_total)
-      say("{}: {} still in flight at exit, not shown", holder, count(held_total, "call"));
+      say("min_duration: {} still in flight at exit, not shown", count(held_total, "call"));
   }
   for (const std::string &line : views.summary_lines())
     say("{}", line);
