@@ -249,7 +249,7 @@ void check_failing_calls(const std::string &fixture) {
   CHECK(traced.err.find("still in flight") == std::string::npos);
 }
 
-TEST_CASE("when_return: exactly the failing calls with their entry values; the nil guard; && || past faults") {
+TEST_CASE("when_return: exactly the failing calls with their entry values, the nil guard, and && || past faults") {
   check_failing_calls("failing");
 }
 

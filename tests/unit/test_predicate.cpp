@@ -64,7 +64,7 @@ TEST_CASE("nil is a literal, and the values compared with it are marked for thei
   CHECK(values[2].nil_compared);
 }
 
-TEST_CASE("when_return: results first, then the entry's values; nil against an interface reads its type word") {
+TEST_CASE("when_return: results first, then the entry's values, and nil against an interface reads its type word") {
   std::vector<CapturePlan> ret = {scalar("v", "int", "int", 0), interface_value("err", 1)};
   std::vector<CapturePlan> entry = {scalar("o", "pointer", "*main.Order", 0), scalar("o.Qty", "int", "int", 1)};
   const std::string text = "err != nil && o != nil && o.Qty > 100 || v < 0";
