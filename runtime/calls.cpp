@@ -1,6 +1,7 @@
 #include "calls.h"
 
 #include <cstring>
+#include <iterator>
 
 #include "event.h"
 
@@ -103,10 +104,15 @@ void Calls::pair(CallEvent &e) {
     if (!e.returns)
       return;
     if (it == open_.end()) {
-      // Goroutines of processes that exited with calls open keep their entries: bounded, the
-      // oldest process's go first.
-      if (open_.size() >= kMaxTracks)
-        open_.erase(open_.begin());
+      // A goroutine's stack is kept when it empties (reused by its next call, no allocation per
+      // call); goroutines that went idle are forgotten when there are many, and past that the
+      // oldest process's goroutines go first, with their open calls (it exited with them open).
+      if (open_.size() >= kMaxTracks) {
+        for (auto i = open_.begin(); i != open_.end();)
+          i = i->second.empty() ? open_.erase(i) : std::next(i);
+        if (open_.size() >= kMaxTracks)
+          open_.erase(open_.begin());
+      }
       it = open_.try_emplace(key).first;
     }
     auto &stack = it->second;
@@ -168,8 +174,6 @@ void Calls::pair(CallEvent &e) {
   e.root = entry.root;
   e.depth = entry.depth;
   e.entry_ts_ns = e.duration_ns && e.duration_ns <= e.ts_ns ? e.ts_ns - e.duration_ns : entry.ts_ns;
-  if (stack.empty())
-    open_.erase(it);
 }
 
 const std::string &Calls::text(const CallEvent &event) {
