@@ -9,6 +9,15 @@
 // raw-record -> values function, in the format each sink writes (text, JSON); an event's text and
 // JSON lines are rendered at most once per event, on the first sink that asks (Calls::text,
 // Calls::json).
+//
+// Where later changes plug in:
+//   - record layout: Calls::decode is the one place that checks a record against its probe (size,
+//     kind) and reads the header; capture values are read from CallEvent::record by
+//     EventPrinter::format(const CallEvent &), the raw-record -> values function.
+//   - entries held in BPF (min_duration, and any condition decided at the return) reach the tracer
+//     just before their return: pairing in arrival order joins them; --graph reorders by timestamp
+//     for nesting only (GraphView), never for pairing.
+//   - a fact about a call (who made its goroutine, say) belongs in CallEvent, set in pair().
 #pragma once
 
 #include <cstddef>
