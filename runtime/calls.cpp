@@ -1,5 +1,6 @@
 #include "calls.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 
@@ -110,14 +111,21 @@ void Calls::pair(CallEvent &e) {
       if (open_.size() >= kMaxTracks) {
         for (auto i = open_.begin(); i != open_.end();)
           i = i->second.empty() ? open_.erase(i) : std::next(i);
-        if (open_.size() >= kMaxTracks)
+        if (open_.size() >= kMaxTracks) {
+          drop_outer_half(open_.begin()->second, open_.begin()->second.size());
           open_.erase(open_.begin());
+        }
       }
       it = open_.try_emplace(key).first;
     }
     auto &stack = it->second;
-    if (stack.size() >= kMaxOpenPerTrack) // a goroutine whose calls never return
-      stack.erase(stack.begin());
+    // A goroutine whose calls never return (a loop of panics, a body without RET) loses its
+    // outermost calls, half at a time; past the bound on all goroutines, every one does.
+    if (stack.size() >= kMaxOpenPerTrack)
+      drop_outer_half(stack, stack.size() / 2);
+    if (open_total_ >= kMaxOpenTotal)
+      for (auto &[track, other] : open_)
+        drop_outer_half(other, (other.size() + 1) / 2);
     std::unique_ptr<Open> open;
     if (!free_.empty()) {
       open = std::move(free_.back());
@@ -132,6 +140,7 @@ void Calls::pair(CallEvent &e) {
     open->event.unwound = std::move(keep);
     open->event.record = open->bytes;
     stack.push_back(std::move(open));
+    ++open_total_;
     return;
   }
   size_t match = SIZE_MAX;
@@ -158,6 +167,7 @@ void Calls::pair(CallEvent &e) {
     return;
   }
   auto &stack = it->second;
+  open_total_ -= stack.size() - match;
   // The calls above the match never returned: this return closes them, innermost first.
   while (stack.size() > match + 1) {
     closed_.push_back(std::move(stack.back()));
@@ -192,6 +202,13 @@ const std::string &Calls::json(const CallEvent &event) {
     json_ready_ = &event == current_;
   }
   return json_;
+}
+
+void Calls::drop_outer_half(std::vector<std::unique_ptr<Open>> &stack, size_t n) {
+  n = std::min(n, stack.size());
+  stack.erase(stack.begin(), stack.begin() + static_cast<std::ptrdiff_t>(n));
+  open_total_ -= n;
+  dropped_ += n;
 }
 
 size_t Calls::open_calls() const {

@@ -113,10 +113,13 @@ public:
         visit(open->event);
   }
 
-  // Bounds: goroutines with calls open (the oldest process's dropped first past this), and calls
-  // open on one goroutine (the outermost dropped first: a loop that never returns).
+  // Bounds: goroutines with calls open (the oldest process's dropped first past this), calls open
+  // on one goroutine (the outer half dropped: a loop that never returns), and calls open in all.
+  // Each open call holds a copy of its entry record until its return.
   static constexpr size_t kMaxTracks = 65536;
   static constexpr size_t kMaxOpenPerTrack = 4096;
+  static constexpr size_t kMaxOpenTotal = 262144;
+  uint64_t dropped() const { return dropped_; } // open calls forgotten by these bounds
 
 private:
   struct Open {
@@ -126,6 +129,8 @@ private:
   using Track = std::tuple<uint32_t, uint64_t, bool>; // pid, goid or tid, is-goroutine
 
   void pair(CallEvent &event);
+  // Forgets the n outermost calls of `stack`: their returns will show their entries not seen.
+  void drop_outer_half(std::vector<std::unique_ptr<Open>> &stack, size_t n);
 
   const Manifest &manifest_;
   std::vector<uint32_t> entry_probe_;  // per probe
@@ -136,6 +141,8 @@ private:
   std::vector<std::unique_ptr<Open>> closed_; // the entries a return closed, kept while it is handed out
   std::vector<std::unique_ptr<Open>> free_;   // closed entries for reuse: no allocation per call
   uint64_t malformed_ = 0;
+  size_t open_total_ = 0;
+  uint64_t dropped_ = 0;
   const CallEvent *current_ = nullptr;            // the event being handed out (text/json cache key)
   bool text_ready_ = false, json_ready_ = false;
   EventPrinter text_printer_, json_printer_;

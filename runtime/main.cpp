@@ -954,6 +954,10 @@ void report_at_exit(const Traced &t, const std::vector<uint64_t> &lost, bool los
     if (held_total)
       say("min_duration: {} still in flight at exit, not shown", count(held_total, "call"));
   }
+  // Calls that never return (a body without RET, a loop of panics) are held only so far.
+  if (uint64_t forgotten = sinks.calls.dropped())
+    say("{} forgotten: at most {} per goroutine and {} in all are held for their returns",
+        count(forgotten, "open call"), Calls::kMaxOpenPerTrack, Calls::kMaxOpenTotal);
   for (const std::string &line : sinks.views.summary_lines())
     say("{}", line);
   if (sinks.otlp) {

@@ -682,3 +682,49 @@ TEST_CASE("probes[].name: two probes on one function print apart, in text lines 
                                   "  0.000013 } main.Say = (~r0=\"y\")  3µs  #1\n");
   fclose(file);
 }
+
+TEST_CASE("calls: ids pair by entry time, and a goroutine whose calls never return is held only so far") {
+  Manifest m = parse_ok(views_manifest());
+  Calls calls(m, kStart);
+  struct Seen final : EventSink {
+    std::vector<CallEvent> events;
+    void on_event(const CallEvent &e) override {
+      events.push_back(e);
+      events.back().entry = nullptr; // points into the stage only while it is handed out
+      events.back().unwound.clear();
+    }
+  } seen;
+  calls.add_sink(&seen);
+  // 5000 entries on goroutine 5, none returning: at most kMaxOpenPerTrack are held.
+  const uint64_t n = 5000;
+  for (uint64_t i = 0; i < n; ++i) {
+    auto entry = record(0, WEAVE_EVENT_ENTRY, 5, i * 10, 72);
+    REQUIRE(calls.on_record(entry.data(), entry.size()));
+  }
+  CHECK(calls.open_calls() <= Calls::kMaxOpenPerTrack);
+  CHECK(calls.open_calls() + calls.dropped() == n);
+  // The last call's return pairs with it by its entry time; the first call's was forgotten.
+  auto last = record(1, WEAVE_EVENT_RETURN, 5, (n - 1) * 10 + 7, 80);
+  put_u64(last, 48, 7);
+  REQUIRE(calls.on_record(last.data(), last.size()));
+  const CallEvent &r = seen.events.back();
+  CHECK(r.entry_seen);
+  CHECK(r.call == n); // ids count up from 1 in the order calls are first seen
+  CHECK(r.parent == n - 1);
+  CHECK(r.entry_ts_ns == kStart + (n - 1) * 10);
+  auto first = record(1, WEAVE_EVENT_RETURN, 5, 1'000'000, 80);
+  put_u64(first, 48, 1'000'000);
+  REQUIRE(calls.on_record(first.data(), first.size()));
+  CHECK_FALSE(seen.events.back().entry_seen);
+  CHECK(seen.events.back().call == n + 1); // an id of its own
+  // A return in the middle closes the calls opened after it as unwound.
+  uint64_t open_before = calls.open_calls();
+  auto middle = record(1, WEAVE_EVENT_RETURN, 5, (n - 10) * 10 + 3, 80);
+  put_u64(middle, 48, 3);
+  REQUIRE(calls.on_record(middle.data(), middle.size()));
+  CHECK(seen.events.back().call == n - 9);
+  CHECK(calls.open_calls() == open_before - 9); // itself and the 8 opened after it
+  std::vector<uint8_t> short_record(20, 0);
+  CHECK_FALSE(calls.on_record(short_record.data(), short_record.size()));
+  CHECK(calls.malformed() == 1);
+}
