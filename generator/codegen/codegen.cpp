@@ -842,6 +842,8 @@ std::string render_manifest(const Plan &plan) {
   // so the tracer drains the ring buffer on a short timer instead of sleeping in epoll.
   manifest["options"] = {
       {"string_max", plan.string_max}, {"slice_max", plan.slice_max}, {"ringbuf_wakeup", "none"}};
+  if (plan.ring_size) // else the tracer's default
+    manifest["options"]["ring_size"] = plan.ring_size;
   manifest["event_header_size"] = plan.header_size;
   manifest["goid"] = {{"offset", plan.goid_offset}, {"source", plan.goid_source}};
   json probes = json::array();
