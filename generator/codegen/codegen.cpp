@@ -176,7 +176,7 @@ RegionPlan plan_regions(const std::vector<const ValueRead *> &reads, int64_t sta
       std::string key = key_of(*read, i);
       Want &w = wants[key];
       if (i == 0)
-        w.base_comment = read->base_comment;
+        w.base_comment = comment(read->base_comment);
       else {
         w.parent_key = parent;
         w.parent_offset = read->loads[i - 1].offset;
