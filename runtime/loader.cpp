@@ -249,6 +249,10 @@ bool Loader::load(std::string_view object, std::string &error, AttachMethod meth
       return false;
     }
   }
+  if (int err = bpf_map__set_max_entries(events_, static_cast<__u32>(ring_size())); err) {
+    error = "the events ring buffer cannot be " + std::to_string(ring_size()) + " bytes: " + errno_text(err);
+    return false;
+  }
   if (bpf_map__max_entries(lost_) < manifest_.probes.size()) {
     error = "BPF object: map 'weave_lost' has " + std::to_string(bpf_map__max_entries(lost_)) +
             " slots for " + std::to_string(manifest_.probes.size()) + " probes";

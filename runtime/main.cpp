@@ -109,6 +109,26 @@ void install_signal_handlers() {
 }
 
 // ---- Command line -----------------------------------------------------------------------------
+// "64M" -> 67108864: a power of two from 4 KiB to 1 GiB, with an optional K, M or G; 0 when it is not.
+uint64_t ring_size_bytes(const std::string &text) {
+  size_t digits = 0;
+  while (digits < text.size() && digits < 12 && text[digits] >= '0' && text[digits] <= '9')
+    ++digits;
+  if (digits == 0 || text.size() - digits > 1)
+    return 0;
+  uint64_t n = std::stoull(text.substr(0, digits));
+  if (digits < text.size()) {
+    char unit = text.back();
+    int shift = unit == 'K' || unit == 'k' ? 10 : unit == 'M' || unit == 'm' ? 20 : unit == 'G' || unit == 'g' ? 30 : -1;
+    if (shift < 0 || n > (uint64_t{1} << 30))
+      return 0;
+    n <<= shift;
+  }
+  if (n < 4096 || n > (uint64_t{1} << 30) || (n & (n - 1)))
+    return 0;
+  return n;
+}
+
 struct Options {
   std::string format = "text";
   std::string output;             // events (or --graph's trees) go here instead of stdout
@@ -117,6 +137,7 @@ struct Options {
   std::string binary;
   std::string attach = "auto";
   int stats = -1;                 // -1: off; 0: at exit; N: also every N seconds
+  std::string ring_size;          // --ring-size BYTES[K|M|G]: "" for the manifest's or the default
   bool exit_after_attach = false; // attach, detach, exit: measures attaching
   bool graph = false;             // per-goroutine call trees instead of a line per event
   std::string folded;             // --folded FILE
@@ -193,6 +214,12 @@ int parse_command_line(int argc, char **argv, Options &opt) {
                  "link per attach point, or auto: uprobe_multi when the kernel has it")
       ->check(CLI::IsMember({"auto", "multi", "perf"}))
       ->capture_default_str();
+  app.add_option("--ring-size", opt.ring_size,
+                 "bytes of the ring buffer the probes write events into, a power of two with an "
+                 "optional K, M or G (e.g. 64M): larger loses fewer events under load (default: the "
+                 "spec's options.ring_size, else 16M)")
+      ->check([](const std::string &text) { return ring_size_bytes(text) ? std::string() : std::string("expected a power of two from 4K to 1G, e.g. 16M or 67108864"); })
+      ->type_name("BYTES");
   app.add_option("--stats", opt.stats,
                  "print per-probe hits, events, lost events and BPF run time to stderr at exit, "
                  "and every SECONDS seconds with --stats=SECONDS")
@@ -605,7 +632,7 @@ std::string inlined_label(const ManifestProbe &probe) {
 // The exit summary: a line per probe (with many probes, only those that lost events), the total,
 // and the lost and malformed counts.
 void print_summary(const Manifest &m, const EventWriter &writer, uint64_t malformed,
-                   const std::vector<uint64_t> &lost, bool lost_known) {
+                   const std::vector<uint64_t> &lost, bool lost_known, uint64_t ring_size) {
   constexpr size_t kListedProbes = 20;
   uint64_t total_events = 0, total_lost = 0;
   for (size_t i = 0; i < m.probes.size(); ++i) {
@@ -620,8 +647,18 @@ void print_summary(const Manifest &m, const EventWriter &writer, uint64_t malfor
   if (m.probes.size() > 1)
     say("total: {}, {} lost{}", count(total_events, "event"), total_lost,
         m.probes.size() > kListedProbes ? " (each probe's: --stats)" : "");
-  if (total_lost > 0)
+  if (total_lost > 0) {
     say("{} lost (ring buffer full)", count(total_lost, "event"));
+    // What holds more of them: the knobs, with their values now.
+    uint32_t largest = 0;
+    for (size_t i = 0; i < m.probes.size(); ++i)
+      if (lost[i] > 0)
+        largest = std::max(largest, m.probes[i].event_size);
+    say("to lose fewer: a larger ring buffer (now {} KiB: --ring-size or options.ring_size), smaller records "
+        "(the largest losing probe's is {} bytes; options.string_max is {}), options.limits or when: "
+        "conditions to emit fewer events, or fewer probes",
+        ring_size >> 10, largest, m.string_max);
+  }
   if (!lost_known)
     say("the number of lost events is unknown");
   if (malformed > 0)
@@ -721,11 +758,12 @@ int resolve_binary(const Options &opt, const Manifest &manifest, Mode mode, std:
 
 // Loads the object, filters on `tgid` (0: every process) and attaches. False after saying why.
 bool attach_probes(Loader &loader, const Options &opt, std::string &object, const std::string &binary,
-                   uint32_t tgid) {
+                   uint32_t tgid, uint64_t manifest_ring_size) {
   std::string error;
   AttachMethod method = opt.attach == "multi"  ? AttachMethod::Multi
                         : opt.attach == "perf" ? AttachMethod::Perf
                                                : AttachMethod::Auto;
+  loader.set_ring_size(!opt.ring_size.empty() ? ring_size_bytes(opt.ring_size) : manifest_ring_size);
   if (!loader.load(object, error, method) || !loader.set_target_tgid(tgid, error)) {
     say("{}", error);
     show_libbpf_backlog();
@@ -928,7 +966,7 @@ void report_at_exit(const Traced &t, const std::vector<uint64_t> &lost, bool los
     if (sinks.otlp)
       say("  {}", otlp_line(*sinks.otlp));
   }
-  print_summary(t.manifest, sinks.writer, sinks.calls.malformed(), lost, lost_known);
+  print_summary(t.manifest, sinks.writer, sinks.calls.malformed(), lost, lost_known, t.loader.ring_size());
   // What limits: dropped is part of the summary: the events above are not all the calls there were.
   if (std::vector<uint64_t> limited; t.loader.limited_per_probe(limited, error)) {
     uint64_t dropped = 0;
@@ -1017,7 +1055,7 @@ int run(int argc, char **argv) {
   uint32_t tgid = mode == Mode::Command ? uint32_t(child.pid)
                   : mode == Mode::Pid   ? uint32_t(opt.pid)
                                         : 0;
-  if (!attach_probes(loader, opt, object, binary, tgid)) {
+  if (!attach_probes(loader, opt, object, binary, tgid, manifest.ring_size)) {
     abandon_child();
     return kExitSetup;
   }
@@ -1028,6 +1066,8 @@ int run(int argc, char **argv) {
         count(loader.link_count(),
               loader.method() == AttachMethod::Multi ? "uprobe_multi link" : "perf-event link"),
         loader.attach_seconds(), loader.method_reason());
+  if (opt.verbosity)
+    say("ring buffer: {} KiB", loader.ring_size() >> 10);
   if (opt.exit_after_attach) {
     loader.detach();
     say("detached {} in {:.3f} s", count(points, "point"), loader.detach_seconds());

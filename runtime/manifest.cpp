@@ -469,6 +469,11 @@ Manifest parse(const json &root) {
     const json &options = object_at(root, "", "options");
     if (options.contains("string_max"))
       m.string_max = u32_at(options, "options", "string_max", kMaxEventSize);
+    if (options.contains("ring_size")) {
+      m.ring_size = u32_at(options, "options", "ring_size", 1u << 30);
+      if (m.ring_size < 4096 || (m.ring_size & (m.ring_size - 1)))
+        fail("options.ring_size", "expected a power of two from 4096 up, found " + std::to_string(m.ring_size));
+    }
     std::string wakeup = optional_string(options, "options", "ringbuf_wakeup");
     if (wakeup == "none")
       m.ringbuf_wakeup = false;

@@ -8,7 +8,7 @@
 //   probes[].attach[].{kind ("entry"|"return"), file_offset, cookie},
 //   probes[].captures[].{expr, fault_bit, fields},
 //   probes[].captures[].fields[].{name, kind, offset} and max_len for kind "string".
-// Read when present: weave_version, target.pointer_size, options.string_max,
+// Read when present: weave_version, target.pointer_size, options.string_max, options.ring_size,
 //   options.ringbuf_wakeup ("always" | "none"), attach[].vaddr, goid.{offset, source}, and
 //   abi, type, go_type, size (only shown, never needed to decode).
 // Addresses and offsets are hex strings ("0xa0580"); plain JSON integers are accepted as well.
@@ -131,6 +131,7 @@ struct Manifest {
     uint32_t pointer_size = 0;
   } target;
   uint32_t string_max = 0;
+  uint64_t ring_size = 0; // options.ring_size: bytes of the events ring buffer, 0 for the default
   // false when the BPF side submits with BPF_RB_NO_WAKEUP: nothing wakes a poller then, so the
   // tracer must drain with ring_buffer__consume on a timer (DESIGN.md, "Measured on this machine").
   bool ringbuf_wakeup = true;

@@ -263,6 +263,32 @@ static __always_inline long weave_load(__u64 *value, __u64 addr, __u32 size)
 	return err;
 }
 
+/* weave_pick: the `size`-byte little-endian value at byte `at` of a region read into `buf` (see
+ * templates/region.bpf.c.mustache), zero-extended like weave_load. `at` and `size` are constants
+ * and `at` is a multiple of `size` (Go aligns fields naturally; a region starts on an 8-byte
+ * boundary), so this is one aligned load from the stack, which is what the verifier accepts. */
+static __always_inline __u64 weave_pick(const __u64 *buf, __u32 at, __u32 size)
+{
+	const char *p = (const char *)buf + at;
+	switch (size) {
+	case 1:
+		return *(const __u8 *)p;
+	case 2:
+		return *(const __u16 *)p;
+	case 4:
+		return *(const __u32 *)p;
+	default:
+		return *(const __u64 *)p;
+	}
+}
+
+/* weave_fault_bit: bit `bit` set when `err` (a helper's 0 or negative errno) is an error;
+ * branch-free, as weave_load explains. */
+static __always_inline __u64 weave_fault_bit(long err, __u32 bit)
+{
+	return ((__u64)err >> 63) << bit;
+}
+
 /* weave_read_string: copy min(len, max) bytes of a Go string's data into dst. Returns nonzero on a
  * fault. `max` is a compile-time constant at every call site, which bounds the copy for the verifier. */
 static __always_inline long weave_read_string(char *dst, __u32 max, __u64 data, __u64 len)

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -95,9 +96,214 @@ std::string conversion(const EventField &f, const std::string &var) {
   return f.size == 8 ? var : fmt::format("({}){}", ubits[f.size], var);
 }
 
-// `field_member` names the record member of a capture's field, for reads that start from one.
+// One read per region: the loads a program makes from one base (a register, or a value an earlier
+// load gave: the fields of one struct through a pointer, a string's pointer and length, adjacent
+// fields) are read with one bpf_probe_read_user over their span and picked apart on the stack
+// (templates/region.bpf.c.mustache). On this kernel each helper call costs 60-190 ns before it
+// copies a byte (bench/run.sh, step 6), the bytes themselves next to nothing. A region that faults
+// is read again value by value, so a fault marks exactly the captures it affects.
+struct RegionLoad {
+  int64_t offset = 0;
+  uint32_t size = 8;
+  std::string comment;
+  std::string var; // the local the value is picked into
+};
+
+struct Region {
+  int id = 0;
+  std::string base_expr, base_comment;
+  int64_t start = 0, end = 0; // bytes [start, end) from the base
+  std::vector<RegionLoad> loads;
+};
+
+// A load step of a read that a region serves: the local holding its value, and its fault bit.
+struct Picked {
+  std::string var, fault;
+  int region = 0;
+};
+
+struct RegionPlan {
+  std::vector<Region> regions;
+  std::map<std::pair<const ValueRead *, size_t>, Picked> picked; // (read, load step) -> where
+};
+
+// The BPF stack is 512 bytes: the record when it is built there, one local per picked value (BPF
+// has four callee-saved registers, so clang spills most of them), kStackOther for the rest, and one
+// region's buffer at a time (each is scoped to its own block) gets what is left, up to kRegionMax
+// bytes (beyond that a span is split: two reads cost ~100 ns more than one). Measured on Caddy's
+// 11-value request entry: 8 bytes a picked value, the register copy scalarized (only the registers
+// read are loaded from ctx), 272 bytes in all with a 96-byte buffer.
+constexpr int64_t kRegionMax = 256;
+constexpr int64_t kStackOther = 96;
+
+bool region_eligible(const EventField &field) {
+  return field.kind != "empty" && !field.by_walk && !field.map_walk && field.guard_field < 0;
+}
+
+bool read_eligible(const ValueRead &read) {
+  if (read.saved >= 0 || read.base_field >= 0 || read.base_reg.empty() || read.loads.empty())
+    return false;
+  for (const LoadStep &step : read.loads)
+    if (step.skip_if_null || (step.size != 1 && step.size != 2 && step.size != 4 && step.size != 8) ||
+        step.offset % step.size != 0)
+      return false;
+  return true;
+}
+
+// `first_id`: the first region's number in the program (a program has two groups of captures, those
+// its when: condition reads and the rest, each with its own regions).
+RegionPlan plan_regions(const std::vector<const ValueRead *> &reads, int64_t stack_left, int first_id) {
+  RegionPlan plan;
+  // A chain prefix is where a load step's base comes from: the register and the steps before it.
+  auto key_of = [](const ValueRead &read, size_t step) {
+    std::string key = read.base_reg;
+    for (size_t i = 0; i < step; ++i)
+      key += fmt::format("|{}:{}", read.loads[i].offset, read.loads[i].size);
+    return key;
+  };
+  struct Want {
+    std::string base_comment;
+    std::string parent_key; // "" for a register
+    int64_t parent_offset = 0;
+    uint32_t parent_size = 0;
+    std::map<std::pair<int64_t, uint32_t>, std::string> loads; // (offset, size) -> comment
+  };
+  std::map<std::string, Want> wants; // ordered: deterministic
+  size_t load_count = 0;
+  for (const ValueRead *read : reads) {
+    std::string parent;
+    for (size_t i = 0; i < read->loads.size(); ++i) {
+      std::string key = key_of(*read, i);
+      Want &w = wants[key];
+      if (i == 0)
+        w.base_comment = comment(read->base_comment);
+      else {
+        w.parent_key = parent;
+        w.parent_offset = read->loads[i - 1].offset;
+        w.parent_size = read->loads[i - 1].size;
+        w.base_comment = comment(read->loads[i - 1].comment);
+      }
+      if (w.loads.emplace(std::make_pair(read->loads[i].offset, read->loads[i].size), comment(read->loads[i].comment))
+              .second)
+        ++load_count;
+      parent = key;
+    }
+  }
+  int64_t limit = std::min<int64_t>(kRegionMax, (stack_left - 8 * int64_t(load_count)) / 8 * 8);
+  if (limit < 16)
+    return plan;
+  // Split each base's loads into spans of at most `limit` bytes, 64 values.
+  struct Span {
+    std::string key;
+    int64_t start, end;
+    std::vector<std::pair<std::pair<int64_t, uint32_t>, std::string>> loads;
+  };
+  std::map<std::string, std::vector<Span>> spans;
+  for (auto &[key, w] : wants) {
+    std::vector<Span> &list = spans[key];
+    for (const auto &[at, text] : w.loads) {
+      int64_t start = at.first >= 0 ? at.first / 8 * 8 : -((-at.first + 7) / 8 * 8);
+      int64_t end = at.first + at.second;
+      if (list.empty() || end - list.back().start > limit || list.back().loads.size() == 64)
+        list.push_back({key, start, end, {}});
+      Span &s = list.back();
+      s.end = std::max(s.end, end);
+      s.loads.push_back({at, text});
+    }
+  }
+  // A span of one value saves nothing, unless a wider span's base is that value: then it is read
+  // here too, so the regions below it have their base. Deepest bases first.
+  std::set<std::pair<std::string, std::pair<int64_t, uint32_t>>> needed; // (key, load) some region's base
+  std::set<const Span *> kept;
+  std::vector<std::string> keys;
+  for (const auto &[key, list] : spans)
+    keys.push_back(key);
+  std::stable_sort(keys.begin(), keys.end(), [](const std::string &a, const std::string &b) {
+    return std::count(a.begin(), a.end(), '|') > std::count(b.begin(), b.end(), '|');
+  });
+  for (const std::string &key : keys)
+    for (const Span &s : spans[key]) {
+      bool keep = s.loads.size() >= 2;
+      for (const auto &l : s.loads)
+        keep = keep || needed.count({key, l.first});
+      if (!keep)
+        continue;
+      kept.insert(&s);
+      const Want &w = wants[key];
+      if (!w.parent_key.empty())
+        needed.insert({w.parent_key, {w.parent_offset, w.parent_size}});
+    }
+  // Emitted shallowest first (a region's base is a value of the one above it), in key order.
+  std::stable_sort(keys.begin(), keys.end(), [](const std::string &a, const std::string &b) {
+    return std::count(a.begin(), a.end(), '|') < std::count(b.begin(), b.end(), '|');
+  });
+  std::map<std::pair<std::string, std::pair<int64_t, uint32_t>>, Picked> where;
+  for (const std::string &key : keys)
+    for (const Span &s : spans[key]) {
+      if (!kept.count(&s))
+        continue;
+      const Want &w = wants[key];
+      Region r;
+      r.id = first_id + int(plan.regions.size());
+      r.start = s.start;
+      r.end = s.end;
+      r.base_comment = w.base_comment;
+      if (w.parent_key.empty())
+        r.base_expr = "regs." + key;
+      else
+        r.base_expr = where.at({w.parent_key, {w.parent_offset, w.parent_size}}).var;
+      for (size_t j = 0; j < s.loads.size(); ++j) {
+        RegionLoad l;
+        l.offset = s.loads[j].first.first;
+        l.size = s.loads[j].first.second;
+        l.comment = s.loads[j].second;
+        l.var = fmt::format("w{}_{}", r.id, j);
+        where[{key, s.loads[j].first}] = {l.var, fmt::format("(w{}_faults >> {} & 1)", r.id, j), r.id};
+        r.loads.push_back(l);
+      }
+      plan.regions.push_back(r);
+    }
+  for (const ValueRead *read : reads)
+    for (size_t i = 0; i < read->loads.size(); ++i) {
+      auto it = where.find({key_of(*read, i), {read->loads[i].offset, read->loads[i].size}});
+      if (it == where.end())
+        break; // the rest of the chain is loaded where the capture is read
+      plan.picked[{read, i}] = it->second;
+    }
+  return plan;
+}
+
+Data region_view(const Region &r) {
+  Data view;
+  view.set("id", std::to_string(r.id));
+  view.set("count", std::to_string(r.loads.size()));
+  view.set("base_comment", r.base_comment);
+  view.set("base_expr", r.base_expr);
+  view.set("start", std::to_string(r.start));
+  view.set("end", std::to_string(r.end));
+  view.set("span", std::to_string(r.end - r.start));
+  view.set("words", std::to_string((r.end - r.start + 7) / 8));
+  view.set("mask", fmt::format("w{}_faults", r.id));
+  Data loads{Data::type::list};
+  for (size_t j = 0; j < r.loads.size(); ++j) {
+    const RegionLoad &l = r.loads[j];
+    Data d;
+    d.set("var", l.var);
+    d.set("offset", std::to_string(l.offset));
+    d.set("at", std::to_string(l.offset - r.start));
+    d.set("size", std::to_string(l.size));
+    d.set("bit", std::to_string(j));
+    d.set("comment", l.comment);
+    loads.push_back(d);
+  }
+  view.set("loads", loads);
+  return view;
+}
+
+// `field_member` names the record member of a capture's field, for reads that start from one;
+// `regions`, where the regions read some of its loads.
 Data read_view(const ValueRead &read, bool optional = false,
-               const std::function<std::string(int)> &field_member = nullptr) {
+               const std::function<std::string(int)> &field_member = nullptr, const RegionPlan *regions = nullptr) {
   Data view;
   // Speculative reads fault into `discard`, which marks nothing.
   view.set("fault_var", optional ? "discard" : "fault");
@@ -109,14 +315,32 @@ Data read_view(const ValueRead &read, bool optional = false,
                                                                : "regs." + read.base_reg);
   view.set("base_comment", comment(read.base_comment));
   Data loads{Data::type::list};
-  for (const LoadStep &step : read.loads) {
+  std::set<int> through;
+  for (size_t i = 0; i < read.loads.size(); ++i) {
+    const LoadStep &step = read.loads[i];
     Data load;
+    const Picked *picked = nullptr;
+    if (regions) {
+      auto it = regions->picked.find({&read, i});
+      if (it != regions->picked.end())
+        picked = &it->second;
+    }
+    load.set("picked", picked != nullptr);
+    if (picked) { // the value is the region's local: the capture only takes its fault bit
+      load.set("picked_fault", picked->fault);
+      load.set("region", std::to_string(picked->region));
+      view.set("base_expr", picked->var);
+      through.insert(picked->region);
+    }
     load.set("offset", std::to_string(step.offset));
     load.set("size", std::to_string(step.size));
     load.set("comment", comment(step.comment));
     load.set("skip_if_null", step.skip_if_null);
     loads.push_back(load);
   }
+  if (!through.empty())
+    view.set("base_comment", fmt::format("{}; loaded by region{} {}", comment(read.base_comment),
+                                         through.size() > 1 ? "s" : "", fmt::join(through, ", ")));
   view.set("loads", loads);
   return view;
 }
@@ -450,8 +674,43 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
                            ? fmt::format("weave_walk_frames(e->stack, {}, regs.regs[30], regs.regs[29])",
                                          event->stack_depth)
                            : fmt::format("weave_stack_x86_64(e->stack, {}, regs.sp, regs.bp)", event->stack_depth));
+  // Each group of captures (those the when: condition reads, read before it; the rest, after) has
+  // regions of its own, so a call the condition drops reads nothing it does not need.
+  auto late_group = [&](const CapturePlan &capture) {
+    return defer_reads && !(event->filter_faults & (uint64_t{1} << capture.fault_bit));
+  };
+  RegionPlan group_regions[2];
+  {
+    int64_t stack_left = 512 - (on_stack ? event->event_size : 0) -
+                         (holds && is_entry && !min ? 8 + 8 * int64_t(event->saved.size()) : 0) - kStackOther;
+    int first_id = 0;
+    for (int late = 0; late < 2; ++late) {
+      std::vector<const ValueRead *> reads;
+      for (const CapturePlan &capture : event->captures) {
+        if (late_group(capture) != bool(late))
+          continue;
+        for (const EventField &field : capture.fields) {
+          if (!region_eligible(field))
+            continue;
+          if (read_eligible(field.value))
+            reads.push_back(&field.value);
+          if (field.kind == "string" && read_eligible(field.length))
+            reads.push_back(&field.length);
+        }
+      }
+      group_regions[late] = plan_regions(reads, stack_left, first_id);
+      first_id += int(group_regions[late].regions.size());
+    }
+  }
+  for (int late = 0; late < 2; ++late) {
+    Data list{Data::type::list};
+    for (const Region &r : group_regions[late].regions)
+      list.push_back(region_view(r));
+    ev.set(late ? "late_regions" : "regions", list);
+  }
   for (size_t c = 0; c < event->captures.size(); ++c) {
     const CapturePlan &capture = event->captures[c];
+    const RegionPlan *regions = &group_regions[late_group(capture) ? 1 : 0];
     Data cv;
     cv.set("fault_bit", std::to_string(capture.fault_bit));
     cv.set("expr", comment(capture.expr));
@@ -490,7 +749,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
       }
       Data fv;
       fv.set("label", label);
-      fv.set("value", read_view(field.value, field.optional, field_member));
+      fv.set("value", read_view(field.value, field.optional, field_member, regions));
       fv.set("is_map_walk", field.map_walk.has_value());
       if (field.map_walk) {
         const MapWalk &w = *field.map_walk;
@@ -533,7 +792,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
       fv.set("is_string", is_string);
       fv.set("is_scalar", !is_string && !field.map_walk);
       if (is_string) {
-        fv.set("length", read_view(field.length, field.optional, field_member));
+        fv.set("length", read_view(field.length, field.optional, field_member, regions));
         fv.set("fault_var", field.optional ? "discard" : "fault");
         fv.set("len_member", member + "_len");
         fv.set("data_member", member + "_data");
@@ -562,8 +821,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
       fields.push_back(fv);
     }
     cv.set("fields", fields);
-    bool condition_reads = event->filter_faults & (uint64_t{1} << capture.fault_bit);
-    (defer_reads && !condition_reads ? late_captures : captures).push_back(cv);
+    (late_group(capture) ? late_captures : captures).push_back(cv);
   }
   ev.set("captures", captures);
   ev.set("late_captures", late_captures);
@@ -599,6 +857,7 @@ Data plan_view(const Plan &plan) {
   view.set("bpf_cflags", flags);
   // The pieces a program renders in one of two places (before or after its when: condition).
   view.set("capture", Data{kainjow::mustache::partial([] { return resource("templates/capture.bpf.c.mustache"); })});
+  view.set("region", Data{kainjow::mustache::partial([] { return resource("templates/region.bpf.c.mustache"); })});
   view.set("goid", Data{kainjow::mustache::partial([] { return resource("templates/goid.bpf.c.mustache"); })});
   return view;
 }
@@ -647,6 +906,8 @@ std::string render_manifest(const Plan &plan) {
   // so the tracer drains the ring buffer on a short timer instead of sleeping in epoll.
   manifest["options"] = {
       {"string_max", plan.string_max}, {"slice_max", plan.slice_max}, {"ringbuf_wakeup", "none"}};
+  if (plan.ring_size) // else the tracer's default
+    manifest["options"]["ring_size"] = plan.ring_size;
   manifest["event_header_size"] = plan.header_size;
   manifest["goid"] = {{"offset", plan.goid_offset}, {"source", plan.goid_source}};
   json probes = json::array();

@@ -111,6 +111,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   plan.target.arch = arch_name(image.arch);
   plan.target.ptr_size = image.ptr_size;
   plan.string_max = spec.options.string_max;
+  plan.ring_size = spec.options.ring_size;
   plan.header_size = kEventHeaderSize;
   plan.total_events_per_second = spec.options.events_per_second;
 

@@ -244,6 +244,7 @@ struct TargetInfo {
 struct Plan {
   TargetInfo target;
   int string_max = 64;
+  uint64_t ring_size = 0; // options.ring_size: 0 leaves it to the tracer
   int slice_max = 8;
   uint64_t goid_offset = 0;     // of goid inside runtime.g
   std::string goid_source;      // "DWARF runtime.g.goid" / "Go version table"

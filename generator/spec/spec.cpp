@@ -605,6 +605,16 @@ Spec build(const YAML::Node &root, const std::string &path) {
       spec.options.events_per_second =
           static_cast<uint64_t>(*spec_schema::parse_integer(limits["events_per_second"].Scalar()));
   if (YAML::Node options = root["options"])
+    if (YAML::Node ring_size = options["ring_size"]) {
+      uint64_t bytes = static_cast<uint64_t>(*spec_schema::parse_integer(ring_size.Scalar()));
+      // The kernel takes a power of two of whole pages; the schema bounds the range.
+      if (bytes & (bytes - 1))
+        throw UserError("spec-schema", "options.ring_size: " + std::to_string(bytes) + " is not a power of two",
+                        SourceLoc{path, ring_size.Mark().line + 1, ring_size.Mark().column + 1},
+                        "use e.g. 16777216 (16 MiB) or 67108864 (64 MiB)");
+      spec.options.ring_size = bytes;
+    }
+  if (YAML::Node options = root["options"])
     if (YAML::Node slice_max = options["slice_max"])
       spec.options.slice_max = static_cast<int>(*spec_schema::parse_integer(slice_max.Scalar()));
   return spec;

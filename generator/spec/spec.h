@@ -84,6 +84,7 @@ struct SpecOptions {
   int slice_max = 8;   // elements copied from each slice or array (1..64)
   int max_functions = 1000; // most functions one wildcard may match
   uint64_t events_per_second = 0; // "limits:" over all probes together: 0 for none
+  uint64_t ring_size = 0; // bytes of the events ring buffer (a power of two); 0: the tracer's default
 };
 
 struct Spec {

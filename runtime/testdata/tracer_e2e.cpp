@@ -317,7 +317,8 @@ TEST_CASE("events the ring buffer had no room for are counted and reported") {
   json m = ints_manifest();
   m["probes"][0]["event_size"] = 1 << 20;
   std::string tracer = make_tracer("tracer-big", m, "probe_ints_big.bpf.o");
-  Proc p = spawn({tracer, "--format", "json", "--binary", kFixture});
+  // 4 MiB of ring: three of the padded 1 MiB records fit (the default is larger).
+  Proc p = spawn({tracer, "--format", "json", "--ring-size", "4M", "--binary", kFixture});
   await_stderr(p, "Ctrl-C to stop");
   kill(p.pid, SIGSTOP);
   Result fixture = run({kFixture, "-rounds", "20", "-truth", "/dev/null"});

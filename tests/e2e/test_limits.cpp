@@ -76,3 +76,47 @@ TEST_CASE("limits: a rate must be a positive integer, said where the spec says i
   CHECK(r.err.find("spec.yaml:3:") != std::string::npos);
   CHECK(r.err.find("internal error") == std::string::npos);
 }
+
+TEST_CASE("ring_size: the spec's size, --ring-size over it, and the knobs named when events are lost") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("ring-size");
+  std::ofstream(dir + "/spec.yaml") << "probes:\n"
+                                       "  - function: main.Strings\n"
+                                       "    capture: [s, long]\n"
+                                       "options: {string_max: 1000, ring_size: 131072}\n";
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto spec_size = e2e::run({dir + "/out/tracer", "-v", "-o", "/dev/null", "--", e2e::fixture("fixture"), "-truth",
+                             "/dev/null", "-rounds", "1"});
+  INFO(spec_size.err);
+  REQUIRE(spec_size.status == 0);
+  CHECK(spec_size.err.find("ring buffer: 128 KiB") != std::string::npos);
+  // 4 KiB holds one of these 2 KiB records: hundreds of calls between two drains (every 5 ms) lose some, on
+  // any machine but one where the tracer drains faster than the calls come; either way the
+  // summary adds up, and names the knobs exactly when something was lost.
+  const int rounds = 300;
+  auto tiny = e2e::run({dir + "/out/tracer", "-v", "--ring-size", "4K", "--stats", "-o", "/dev/null", "--",
+                        e2e::fixture("fixture"), "-truth", "/dev/null", "-rounds", std::to_string(rounds)});
+  INFO(tiny.err);
+  REQUIRE(tiny.status == 0);
+  CHECK(tiny.err.find("ring buffer: 4 KiB") != std::string::npos);
+  CHECK(tiny.err.find("stats do not add up") == std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(tiny.err, m, std::regex(R"(main\.Strings \(entry\): (\d+) events?, (\d+) lost)")));
+  uint64_t events = std::stoull(m[1]), lost = std::stoull(m[2]);
+  CHECK(events + lost == 2 * rounds);
+  bool hinted = tiny.err.find("to lose fewer: a larger ring buffer (now 4 KiB: --ring-size or options.ring_size), "
+                              "smaller records (the largest losing probe's is") != std::string::npos;
+  CHECK(hinted == (lost > 0));
+  // Refused: a size the kernel cannot have, in the spec and on the command line.
+  std::ofstream(dir + "/bad.yaml") << "probes:\n  - function: main.Strings\noptions: {ring_size: 100000}\n";
+  auto bad = e2e::run({e2e::weave(), dir + "/bad.yaml", e2e::fixture("fixture"), "-o", dir + "/bad"});
+  CHECK(bad.status == 1);
+  CHECK(bad.err.find("error[spec-schema]") != std::string::npos);
+  CHECK(bad.err.find("bad.yaml:3:22") != std::string::npos);
+  CHECK(bad.err.find("not a power of two") != std::string::npos);
+  auto flag = e2e::run({dir + "/out/tracer", "--ring-size", "3M", "--", "/bin/true"});
+  CHECK(flag.status != 0);
+  CHECK(flag.err.find("power of two") != std::string::npos);
+}

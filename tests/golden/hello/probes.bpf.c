@@ -57,14 +57,42 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	__u64 g = regs.r14;
 	weave_load(&e->hdr.goid, g + 152, 8);
 
+	/* region 0: 2 values from s: *main.Server in RAX, bytes +0..+16 in one read */
+	__u64 w0_0, w0_1, w0_faults = 0;
+	{
+		__u64 base = regs.ax, buf[2];
+		if (bpf_probe_read_user(buf, 16, (const void *)(base + 0))) {
+			/* some of the span is not mapped: value by value */
+			w0_faults |= weave_fault_bit(weave_load(&w0_0, base + 0, 8), 0); /* s.Name.ptr: *uint8 at +0 */
+			w0_faults |= weave_fault_bit(weave_load(&w0_1, base + 8, 8), 1); /* s.Name.len: int at +8 */
+		} else {
+			w0_0 = weave_pick(buf, 0, 8); /* s.Name.ptr: *uint8 at +0 */
+			w0_1 = weave_pick(buf, 8, 8); /* s.Name.len: int at +8 */
+		}
+	}
+
+	/* region 1: 2 values from req: *main.Request in RBX, bytes +0..+16 in one read */
+	__u64 w1_0, w1_1, w1_faults = 0;
+	{
+		__u64 base = regs.bx, buf[2];
+		if (bpf_probe_read_user(buf, 16, (const void *)(base + 0))) {
+			/* some of the span is not mapped: value by value */
+			w1_faults |= weave_fault_bit(weave_load(&w1_0, base + 0, 8), 0); /* req.Path.ptr: *uint8 at +0 */
+			w1_faults |= weave_fault_bit(weave_load(&w1_1, base + 8, 8), 1); /* req.Path.len: int at +8 */
+		} else {
+			w1_0 = weave_pick(buf, 0, 8); /* req.Path.ptr: *uint8 at +0 */
+			w1_1 = weave_pick(buf, 8, 8); /* req.Path.len: int at +8 */
+		}
+	}
+
 	{ /* capture 0: req.Path (string) */
 		long fault = 0, discard = 0; /* errors ORed together; discard: speculative reads, which mark nothing */
 		(void)discard;
 		{ /* req.Path */
-			__u64 data = regs.bx; /* req: *main.Request in RBX */
-			fault |= weave_load(&data, data + 0, 8); /* req.Path.ptr: *uint8 at +0 */
-			__u64 len = regs.bx; /* req: *main.Request in RBX */
-			fault |= weave_load(&len, len + 8, 8); /* req.Path.len: int at +8 */
+			__u64 data = w1_0; /* req: *main.Request in RBX; loaded by region 1 */
+			fault |= (w1_faults >> 0 & 1); /* req.Path.ptr: *uint8 at +0: region 1 */
+			__u64 len = w1_1; /* req: *main.Request in RBX; loaded by region 1 */
+			fault |= (w1_faults >> 1 & 1); /* req.Path.len: int at +8: region 1 */
 			e->c0_len = len;
 			fault |= weave_read_string(e->c0_data, 64, data, len);
 		}
@@ -83,10 +111,10 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 		long fault = 0, discard = 0; /* errors ORed together; discard: speculative reads, which mark nothing */
 		(void)discard;
 		{ /* s.Name */
-			__u64 data = regs.ax; /* s: *main.Server in RAX */
-			fault |= weave_load(&data, data + 0, 8); /* s.Name.ptr: *uint8 at +0 */
-			__u64 len = regs.ax; /* s: *main.Server in RAX */
-			fault |= weave_load(&len, len + 8, 8); /* s.Name.len: int at +8 */
+			__u64 data = w0_0; /* s: *main.Server in RAX; loaded by region 0 */
+			fault |= (w0_faults >> 0 & 1); /* s.Name.ptr: *uint8 at +0: region 0 */
+			__u64 len = w0_1; /* s: *main.Server in RAX; loaded by region 0 */
+			fault |= (w0_faults >> 1 & 1); /* s.Name.len: int at +8: region 0 */
 			e->c3_len = len;
 			fault |= weave_read_string(e->c3_data, 64, data, len);
 		}

@@ -1,0 +1,3 @@
+module pagefault
+
+go 1.19
