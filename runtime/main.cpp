@@ -823,25 +823,24 @@ int run(int argc, char **argv) {
   Sinks sinks{writer, views, otlp.get(), metrics.get()};
   // Stacks and func values are named from the target's own .gopclntab (stripped binaries too), and
   // interfaces' dynamic types need a PIE's load bias, which the symbolizer finds.
+  // Interfaces alone need no function table: their types are read from the file as they appear.
   std::unique_ptr<Symbolizer> symbolizer;
-  auto needs_symbolizer = [](const ManifestProbe &p) {
+  bool needs_types = false, needs_functions = false;
+  for (const ManifestProbe &p : manifest.probes) {
+    needs_functions = needs_functions || p.stack_depth > 0;
     for (const auto &c : p.captures) {
-      if (!c.interfaces.empty())
-        return true;
+      needs_types = needs_types || !c.interfaces.empty();
       for (const auto &f : c.fields)
-        if (f.kind == FieldKind::Func)
-          return true;
+        needs_functions = needs_functions || f.kind == FieldKind::Func;
     }
-    return p.stack_depth > 0;
-  };
-  for (const ManifestProbe &p : manifest.probes)
-    if (needs_symbolizer(p) && !symbolizer) {
-      symbolizer = std::make_unique<Symbolizer>(binary);
-      if (!symbolizer->error().empty())
-        say("stacks and func values will show addresses: {}", symbolizer->error());
-      writer.set_symbolizer(symbolizer.get());
-      views.set_symbolizer(symbolizer.get());
-    }
+  }
+  if (needs_types || needs_functions) {
+    symbolizer = std::make_unique<Symbolizer>(binary, manifest);
+    if (needs_functions && !symbolizer->load_functions())
+      say("stacks and func values will show addresses: {}", symbolizer->error());
+    writer.set_symbolizer(symbolizer.get());
+    views.set_symbolizer(symbolizer.get());
+  }
   ring_buffer *rb = ring_buffer__new(loader.events_fd(), on_sample, &sinks, nullptr);
   if (!rb) {
     say("map 'weave_events': cannot open the ring buffer: {}", std::strerror(errno));
