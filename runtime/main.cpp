@@ -20,6 +20,7 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include "binary_watch.h"
@@ -648,6 +649,10 @@ int run(int argc, char **argv) {
     say("manifest: {}", error);
     return kExitSetup;
   }
+  // The manifest's text and its parse tree (megabytes with thousands of probes) are not needed
+  // again: hand their memory back instead of keeping it resident for the whole trace.
+  std::string().swap(manifest_text);
+  malloc_trim(0);
   const Manifest &manifest = *parsed;
   if (opt.version) {
     print_version(&manifest);
