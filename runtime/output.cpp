@@ -690,7 +690,7 @@ void EventPrinter::append_interface(std::string &out, uint64_t bias, const Displ
     return;
   }
   const std::string &name = t->name;
-  const std::string kind = kind_name(t->kind);
+  const std::string_view kind = kind_name(t->kind);
   const uint64_t size = t->size;
   auto open = [&](const char *key) {
     if (json) {
