@@ -1153,185 +1153,53 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
   return t;
 }
 
-// A name (runtime/type.go name; internal/abi.Name): a flag byte, then the length — two bytes
-// big-endian up to Go 1.16, a varint since 1.17 — then the bytes. `nameoff` is from moduledata.types.
-std::optional<std::string> Pclntab::name_in_types(uint32_t nameoff) const {
-  if (!types_ || nameoff == 0 || nameoff >= etypes_ - types_)
-    return std::nullopt;
-  return name_at_address(types_ + nameoff);
-}
+namespace {
+
+// The loaded image seen as a DescriptorSpace: every segment in memory, the function table exact.
+class ImageSpace : public DescriptorSpace {
+public:
+  ImageSpace(const Image &image, const Pclntab &pcln) : image_(image), pcln_(pcln) {}
+  const uint8_t *bytes(uint64_t vaddr, uint64_t size) override { return image_.at(vaddr, size); }
+  uint64_t room(uint64_t vaddr) override { return image_.available(vaddr); }
+  std::optional<uint64_t> pointer(uint64_t vaddr) override { return image_.pointer(vaddr); }
+  bool mapped(uint64_t vaddr) override { return image_.segment_of(vaddr) != nullptr; }
+  bool code_entry(uint64_t pc) override {
+    const PclnFunction *fn = pcln_.at_pc(pc);
+    return fn && fn->entry == pc;
+  }
+
+private:
+  const Image &image_;
+  const Pclntab &pcln_;
+};
+
+} // namespace
+
+DescriptorLayout Pclntab::descriptor_layout() const { return {types_, etypes_, ptr_size_, version_}; }
+
+// 0xfffffffa is both 1.16 and 1.17: only the build info's version tells the two name encodings
+// apart, so without it no name is read.
+bool Pclntab::names_readable() const { return types_ && !(magic_ == kMagic116 && !version_known_); }
 
 const uint8_t *Pclntab::bytes_at(uint64_t vaddr, uint64_t size) const { return image_->at(vaddr, size); }
 
 std::optional<uint64_t> Pclntab::pointer_at(uint64_t vaddr) const { return image_->pointer(vaddr); }
 
 std::optional<std::string> Pclntab::name_at_address(uint64_t at, uint8_t *flags) const {
-  // 0xfffffffa is both 1.16 and 1.17: only the build info's version tells the two encodings apart.
-  if (!types_ || (magic_ == kMagic116 && !version_known_))
+  if (!names_readable())
     return std::nullopt;
-  const bool varint = !(version_.major == 1 && version_.minor <= 16);
-  uint64_t room = image_->available(at);
-  if (at >= types_ && at < etypes_)
-    room = std::min<uint64_t>(room, etypes_ - at);
-  const uint8_t *p = image_->at(at, room);
-  if (!p || room < 3)
-    return std::nullopt;
-  uint64_t length = 0, pos = 1;
-  if (varint) {
-    for (int shift = 0;; shift += 7) {
-      if (pos >= room || shift > 28)
-        return std::nullopt;
-      uint8_t b = p[pos++];
-      length |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80))
-        break;
-    }
-  } else {
-    length = static_cast<uint64_t>(p[1]) << 8 | p[2];
-    pos = 3;
-  }
-  if (length == 0 || length > room - pos || length > 4096)
-    return std::nullopt;
-  std::string name(reinterpret_cast<const char *>(p + pos), static_cast<size_t>(length));
-  for (unsigned char c : name)
-    if (c < 0x20 || c == 0x7f)
-      return std::nullopt;
-  if (flags)
-    *flags = p[0];
-  return name;
+  ImageSpace space(*image_, *this);
+  return read_runtime_name(space, descriptor_layout(), at, flags);
 }
 
 std::optional<Pclntab::RuntimeType> Pclntab::type_at(uint64_t vaddr) const {
-  RuntimeType t;
-  auto name = type_name(vaddr, 0, &t.kind, &t.size);
-  if (!name)
+  if (!names_readable())
     return std::nullopt;
-  t.name = std::move(*name);
-  return t;
-}
-
-std::optional<std::string> Pclntab::type_name(uint64_t vaddr, int depth, uint8_t *kind_out,
-                                              uint64_t *size_out) const {
-  // _type: size, ptrdata (words); hash u32; tflag, align, fieldAlign, kind (bytes); equal, gcdata
-  // (words); str nameOff, ptrToThis typeOff (i32). 48 bytes on 64-bit, 32 on 32-bit.
-  const uint64_t ps = static_cast<uint64_t>(ptr_size_);
-  const uint64_t header = 4 * ps + 16;
-  if (!types_ || vaddr < types_ || vaddr % ps || vaddr >= etypes_ || etypes_ - vaddr < header)
+  ImageSpace space(*image_, *this);
+  auto named = name_descriptor(space, descriptor_layout(), vaddr);
+  if (!named)
     return std::nullopt;
-  const uint8_t *p = image_->at(vaddr, header);
-  if (!p)
-    return std::nullopt;
-  constexpr uint8_t kTflagUncommon = 1, kTflagExtraStar = 2, kTflagNamed = 4;
-  const uint8_t tflag = p[2 * ps + 4];
-  const uint8_t kind = p[2 * ps + 7] & 0x1f;
-  const uint64_t size = le(p, ptr_size_);
-  if (kind == 0 || kind > 26)
-    return std::nullopt;
-  // Every field must hold what a descriptor holds: pointer bytes within the size, power-of-two
-  // alignments, `equal` nil or a func value (a funcval whose first word is a function's entry),
-  // gcdata nil or inside the image (bss too: Go 1.24+ builds large masks on demand), ptrToThis
-  // inside the types. An address where no descriptor starts fails these long before the name.
-  const uint64_t ptrdata = le(p + ps, ptr_size_);
-  const uint8_t align = p[2 * ps + 5], field_align = p[2 * ps + 6];
-  const uint64_t equal = le(p + 2 * ps + 8, ptr_size_), gcdata = le(p + 3 * ps + 8, ptr_size_);
-  const uint32_t ptr_to_this = le32(p + 4 * ps + 12);
-  auto power_of_two = [](uint8_t v) { return v != 0 && v <= 64 && (v & (v - 1)) == 0; };
-  if (ptrdata > size || !power_of_two(align) || !power_of_two(field_align) ||
-      (ptr_to_this && ptr_to_this >= etypes_ - types_) || (gcdata && !image_->segment_of(gcdata)))
-    return std::nullopt;
-  if (equal) {
-    auto code = image_->pointer(equal);
-    const PclnFunction *fn = code ? at_pc(*code) : nullptr;
-    if (!fn || fn->entry != *code)
-      return std::nullopt;
-  }
-  auto str = name_in_types(le32(p + 4 * ps + 8));
-  if (!str)
-    return std::nullopt;
-  if (tflag & kTflagExtraStar) {
-    if ((*str)[0] != '*')
-      return std::nullopt;
-    str->erase(0, 1);
-  }
-  if (kind_out)
-    *kind_out = kind;
-  if (size_out)
-    *size_out = size;
-  enum : uint8_t { Array = 17, Chan = 18, Func = 19, Interface = 20, Map = 21, Ptr = 22, Slice = 23, Struct = 25 };
-  auto element = [&](uint64_t word) -> std::optional<std::string> {
-    auto elem = image_->pointer(vaddr + header + word * ps);
-    if (!elem || depth >= 8)
-      return std::nullopt;
-    return type_name(*elem, depth + 1, nullptr, nullptr);
-  };
-  if (tflag & kTflagNamed) {
-    // The runtime writes "pkgname.Name"; DWARF writes the package path: take it from the uncommon
-    // type, which follows the kind's own fields.
-    std::optional<uint64_t> extra;
-    if (kind <= 16 || kind == 24 || kind == 26)
-      extra = 0;
-    else if (kind == Ptr || kind == Slice)
-      extra = ps;
-    else if (kind == Chan)
-      extra = 2 * ps;
-    else if (kind == Array)
-      extra = 3 * ps;
-    else if (kind == Struct || kind == Interface)
-      extra = 4 * ps;
-    else if (kind == Func)
-      extra = ps; // inCount, outCount (u16 each), padded to a word
-    else if (kind == Map) // key, elem, bucket/group, hasher; then u8, u8, u16, u32 (<= 1.23) or
-      // GroupSize, SlotSize, ElemOff words and u32 flags (swiss tables, 1.24+), padded to a word
-      extra = version_.major == 1 && version_.minor <= 23 ? 4 * ps + 8 : (7 * ps + 4 + ps - 1) / ps * ps;
-    size_t dot = str->find('.');
-    if ((tflag & kTflagUncommon) && extra && dot != std::string::npos && dot < str->find('[')) {
-      if (const uint8_t *u = image_->at(vaddr + header + *extra, 4)) {
-        uint32_t pkgpath = le32(u);
-        if (pkgpath) {
-          auto path = name_in_types(pkgpath);
-          if (!path)
-            return std::nullopt;
-          // Shapes of generic code are spelled with their whole package already: "go.shape.int64".
-          if (str->rfind(*path + ".", 0) == 0)
-            return str;
-          return *path + str->substr(dot);
-        }
-      }
-    }
-    return str;
-  }
-  std::optional<std::string> elem;
-  switch (kind) {
-  case Ptr:
-    if ((elem = element(0)))
-      return "*" + *elem;
-    break;
-  case Slice:
-    if ((elem = element(0)))
-      return "[]" + *elem;
-    break;
-  case Array:
-    if (auto count = image_->pointer(vaddr + header + 2 * ps); count && (elem = element(0)))
-      return "[" + std::to_string(*count) + "]" + *elem;
-    break;
-  case Chan:
-    if (auto dir = image_->pointer(vaddr + header + ps); dir && (elem = element(0))) {
-      if (*dir == 1)
-        return "<-chan " + *elem;
-      if (*dir == 2)
-        return "chan<- " + *elem;
-      if (*dir == 3)
-        return elem->rfind("<-chan", 0) == 0 ? "chan (" + *elem + ")" : "chan " + *elem;
-    }
-    break;
-  case Map:
-    if (auto key = element(0); key && (elem = element(1)))
-      return "map[" + *key + "]" + *elem;
-    break;
-  default:
-    break;
-  }
-  return str;
+  return RuntimeType{std::move(named->name), named->kind, named->size};
 }
 
 } // namespace weave

@@ -23,6 +23,7 @@
 #pragma once
 
 #include "gobinary/binary.h"
+#include "gobinary/descriptor_names.h"
 
 #include <cstdint>
 #include <functional>
@@ -163,6 +164,9 @@ public:
   // the uncommon type; pointers, slices, arrays, channels and maps are named from their elements;
   // other unnamed types (structs, funcs, interfaces) as the runtime spells them.
   std::optional<RuntimeType> type_at(uint64_t vaddr) const;
+  // Where the descriptors are and how their names are encoded (for name_descriptor and for a
+  // manifest, so the tracer can name descriptors from the file without loading this table).
+  DescriptorLayout descriptor_layout() const;
 
   // Raw reads for the type descriptor reader (gobinary/typedesc.h): `size` file-backed bytes at a
   // link-time address inside one segment (nullptr otherwise); a pointer-sized word there (a PIE's
@@ -224,8 +228,7 @@ private:
   GoVersion version_;
   bool version_known_ = false; // from the build info, not guessed from the magic
   uint64_t types_ = 0, etypes_ = 0;
-  std::optional<std::string> type_name(uint64_t vaddr, int depth, uint8_t *kind, uint64_t *size) const;
-  std::optional<std::string> name_in_types(uint32_t nameoff) const;
+  bool names_readable() const;
   std::string found_by_;
   std::string path_;
   std::vector<PclnFunction> functions_;

@@ -329,7 +329,7 @@ std::string OtlpExporter::encode(const std::vector<Span> &batch) {
   if (!printer_) {
     printer_ = std::make_unique<EventPrinter>(manifest_, OutputFormat::Json, 0);
     if (!resource_.binary.empty()) {
-      symbolizer_ = std::make_unique<Symbolizer>(resource_.binary);
+      symbolizer_ = std::make_unique<Symbolizer>(resource_.binary, manifest_);
       printer_->set_symbolizer(symbolizer_.get());
     }
   }

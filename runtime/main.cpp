@@ -21,6 +21,7 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include "binary_watch.h"
@@ -835,24 +836,23 @@ std::unique_ptr<Sinks> open_sinks(const Manifest &manifest, const Options &opt, 
   }
   // Stacks and func values are named from the target's own .gopclntab (stripped binaries too), and
   // interfaces' dynamic types need a PIE's load bias, which the symbolizer finds.
-  auto needs_symbolizer = [](const ManifestProbe &p) {
+  // Interfaces alone need no function table: their types are read from the file as they appear.
+  bool needs_types = false, needs_functions = false;
+  for (const ManifestProbe &p : manifest.probes) {
+    needs_functions = needs_functions || p.stack_depth > 0;
     for (const auto &c : p.captures) {
-      if (!c.interfaces.empty())
-        return true;
+      needs_types = needs_types || !c.interfaces.empty();
       for (const auto &f : c.fields)
-        if (f.kind == FieldKind::Func)
-          return true;
+        needs_functions = needs_functions || f.kind == FieldKind::Func;
     }
-    return p.stack_depth > 0;
-  };
-  for (const ManifestProbe &p : manifest.probes)
-    if (needs_symbolizer(p) && !sinks->symbolizer) {
-      sinks->symbolizer = std::make_unique<Symbolizer>(binary);
-      if (!sinks->symbolizer->error().empty())
-        say("stacks and func values will show addresses: {}", sinks->symbolizer->error());
-      sinks->writer.set_symbolizer(sinks->symbolizer.get());
-      sinks->calls.set_symbolizer(sinks->symbolizer.get());
-    }
+  }
+  if (needs_types || needs_functions) {
+    sinks->symbolizer = std::make_unique<Symbolizer>(binary, manifest);
+    if (needs_functions && !sinks->symbolizer->load_functions())
+      say("stacks and func values will show addresses: {}", sinks->symbolizer->error());
+    sinks->writer.set_symbolizer(sinks->symbolizer.get());
+    sinks->calls.set_symbolizer(sinks->symbolizer.get());
+  }
   return sinks;
 }
 
@@ -1021,6 +1021,9 @@ int run(int argc, char **argv) {
   std::optional<Manifest> parsed;
   if (int code = load_probes(opt, object, parsed); code >= 0)
     return code;
+  // The manifest's text and its parse tree (megabytes with thousands of probes) were freed with
+  // load_probes: hand that memory back instead of keeping it resident for the whole trace.
+  malloc_trim(0);
   const Manifest &manifest = *parsed;
   setup_libbpf_logging(opt.verbosity);
 

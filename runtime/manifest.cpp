@@ -494,20 +494,14 @@ Manifest parse(const json &root) {
     m.goid_source = optional_string(goid, "goid", "source");
   }
 
-  if (root.contains("types")) {
-    const json &types = object_at(root, "", "types");
-    for (auto it = types.begin(); it != types.end(); ++it) {
-      std::string tpath = "types." + it.key();
-      char *end = nullptr;
-      uint64_t address = std::strtoull(it.key().c_str(), &end, 0);
-      if (!end || *end)
-        fail(tpath, "the key must be an address");
-      Manifest::RuntimeType t;
-      t.name = string_at(it.value(), tpath, "name");
-      t.kind = optional_string(it.value(), tpath, "kind");
-      t.size = it.value().contains("size") ? it.value()["size"].get<uint64_t>() : 0;
-      m.types[address] = std::move(t);
-    }
+  if (root.contains("type_descriptors")) {
+    const json &range = object_at(root, "", "type_descriptors");
+    Manifest::DescriptorRange r;
+    r.start = u64_at(range, "type_descriptors", "start");
+    r.end = u64_at(range, "type_descriptors", "end");
+    if (r.start == 0 || r.end <= r.start)
+      fail("type_descriptors", "expected 0 < start < end");
+    m.type_descriptors = r;
   }
 
   const json &probes = array_at(root, "", "probes");

@@ -9,7 +9,8 @@
 //   probes[].captures[].{expr, fault_bit, fields},
 //   probes[].captures[].fields[].{name, kind, offset} and max_len for kind "string".
 // Read when present: weave_version, target.pointer_size, options.string_max, options.ring_size,
-//   options.ringbuf_wakeup ("always" | "none"), attach[].vaddr, goid.{offset, source}, and
+//   options.ringbuf_wakeup ("always" | "none"), attach[].vaddr, goid.{offset, source},
+//   type_descriptors.{start, end}, and
 //   abi, type, go_type, size (only shown, never needed to decode).
 // Addresses and offsets are hex strings ("0xa0580"); plain JSON integers are accepted as well.
 #pragma once
@@ -139,13 +140,13 @@ struct Manifest {
   std::optional<uint32_t> goid_offset;
   std::string goid_source;
   std::vector<ManifestProbe> probes;
-  // Type descriptors by address, to name the dynamic type of a captured interface.
-  struct RuntimeType {
-    std::string name;
-    std::string kind;
-    uint64_t size = 0;
+  // Where the target's type descriptors lie (link-time addresses [start, end)): the dynamic type
+  // of a captured interface is named from there, read from the binary (runtime/typenames.h).
+  // Absent when no capture holds an interface.
+  struct DescriptorRange {
+    uint64_t start = 0, end = 0;
   };
-  std::map<uint64_t, RuntimeType> types;
+  std::optional<DescriptorRange> type_descriptors;
 
   size_t attach_count() const;
 };

@@ -690,26 +690,11 @@ void EventPrinter::append_interface(std::string &out, uint64_t bias, const Displ
     out += json ? "null" : "nil";
     return;
   }
-  // The manifest has link-time addresses; a PIE's descriptors sit at those plus its load bias.
-  // Without DWARF (a stripped binary), or for a type DWARF does not list, the binary's own
-  // descriptors name it.
-  auto it = manifest_.types.find(type_addr - bias);
-  std::string name, kind;
-  uint64_t size = 0;
-  if (it != manifest_.types.end()) {
-    name = it->second.name;
-    kind = it->second.kind;
-    size = it->second.size;
-    // DWARF gives the linker's own pointer types (*bool, *uintptr) no go_kind: the descriptor has it.
-    if (kind == "invalid" && symbolizer_)
-      if (const Pclntab::RuntimeType *t = symbolizer_->type_at(bias, type_addr))
-        kind = kind_name(t->kind);
-  } else if (const Pclntab::RuntimeType *t = symbolizer_ ? symbolizer_->type_at(bias, type_addr) : nullptr) {
-    name = t->name;
-    kind = kind_name(t->kind);
-    size = t->size;
-  } else {
-    // Not a type descriptor of this binary: marked, never named by a guess.
+  // Descriptors are named by their link-time addresses; a PIE's sit at those plus its load bias.
+  const TypeName *t = symbolizer_ ? symbolizer_->type_at(bias, type_addr) : nullptr;
+  if (!t) {
+    // Not a type descriptor of this binary (or the binary cannot be read): marked, never named
+    // by a guess.
     if (json) {
       out += "{\"type\":null,\"type_addr\":\"";
       append_hex(out, type_addr);
@@ -725,6 +710,9 @@ void EventPrinter::append_interface(std::string &out, uint64_t bias, const Displ
     }
     return;
   }
+  const std::string &name = t->name;
+  const std::string_view kind = kind_name(t->kind);
+  const uint64_t size = t->size;
   auto open = [&](const char *key) {
     if (json) {
       out += "{\"type\":";

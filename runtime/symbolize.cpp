@@ -7,21 +7,32 @@
 
 namespace weave {
 
-Symbolizer::Symbolizer(const std::string &binary_path) : path_(binary_path) {
+Symbolizer::Symbolizer(const std::string &binary_path, const Manifest &manifest)
+    : path_(binary_path),
+      types_(binary_path, manifest.target.build_id, manifest.target.go_version,
+             static_cast<int>(manifest.target.pointer_size ? manifest.target.pointer_size : 8),
+             manifest.type_descriptors ? manifest.type_descriptors->start : 0,
+             manifest.type_descriptors ? manifest.type_descriptors->end : 0) {}
+
+bool Symbolizer::load_functions() {
+  if (loaded_)
+    return pcln_.has_value();
+  loaded_ = true;
   try {
-    image_ = load_binary(binary_path);
+    image_ = load_binary(path_);
     pcln_ = Pclntab::load(*image_);
     if (!pcln_)
-      error_ = binary_path + " has no .gopclntab";
+      error_ = path_ + " has no .gopclntab";
   } catch (const UserError &e) {
     error_ = e.what();
   } catch (const std::exception &e) {
     error_ = e.what();
   }
+  return pcln_.has_value();
 }
 
 const std::vector<Pclntab::Frame> &Symbolizer::frames(uint64_t bias, uint64_t return_address) {
-  if (!pcln_ || return_address == 0)
+  if (return_address == 0 || !load_functions())
     return none_;
   // A return address points after the call; the call itself, and so its line and inline tree, is
   // at the byte before (as runtime.CallersFrames does).
@@ -33,20 +44,10 @@ const std::vector<Pclntab::Frame> &Symbolizer::frames(uint64_t bias, uint64_t re
 }
 
 std::string Symbolizer::function_at(uint64_t bias, uint64_t pc) {
-  if (!pcln_ || pc == 0)
+  if (pc == 0 || !load_functions())
     return {};
   const PclnFunction *fn = pcln_->at_pc(pc - bias);
   return fn ? fn->name : std::string();
-}
-
-const Pclntab::RuntimeType *Symbolizer::type_at(uint64_t bias, uint64_t address) {
-  if (!pcln_ || address < bias)
-    return nullptr;
-  uint64_t vaddr = address - bias;
-  auto it = types_.find(vaddr);
-  if (it == types_.end())
-    it = types_.emplace(vaddr, pcln_->type_at(vaddr)).first;
-  return it->second ? &*it->second : nullptr;
 }
 
 } // namespace weave

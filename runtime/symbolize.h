@@ -5,6 +5,8 @@
 
 #include "gobinary/binary.h"
 #include "gobinary/pclntab.h"
+#include "manifest.h"
+#include "typenames.h"
 
 #include <cstdint>
 #include <optional>
@@ -16,9 +18,14 @@ namespace weave {
 
 class Symbolizer {
 public:
-  // Loads the binary's pclntab; when that fails, frames() returns nothing and the tracer prints
-  // bare addresses (error() says why).
-  explicit Symbolizer(const std::string &binary_path);
+  // Reads nothing yet. The binary's pclntab is loaded by load_functions() or the first frames() or
+  // function_at(); when that fails, they return nothing and the tracer prints bare addresses
+  // (error() says why). Type names come from TypeNames (the manifest's build id and descriptor
+  // range), which reads only the descriptors asked for: naming interfaces' dynamic types never
+  // loads the whole table.
+  Symbolizer(const std::string &binary_path, const Manifest &manifest);
+  // Loads the pclntab now (for stacks and func values); false when it cannot (see error()).
+  bool load_functions();
 
   // The frames of the call that will return to `return_address`, innermost first, in a process that
   // loaded the binary `bias` bytes from its link addresses (a PIE's load bias, else 0: see
@@ -29,21 +36,21 @@ public:
   std::string function_at(uint64_t bias, uint64_t pc);
 
   // The runtime type descriptor at `address` (an interface's dynamic type, as the process sees it),
-  // read from the binary's own moduledata.types: names dynamic types without DWARF. nullptr when
-  // the address is not a descriptor of this binary (a type built at run time by reflect, a
-  // damaged value). Cached per address.
-  const Pclntab::RuntimeType *type_at(uint64_t bias, uint64_t address);
+  // read from the binary's own moduledata.types: see TypeNames::at. Cached per address.
+  const TypeName *type_at(uint64_t bias, uint64_t address) { return types_.at(bias, address); }
+  const TypeNames &types() const { return types_; }
 
   const std::string &error() const { return error_; }
 
 private:
   std::string path_;
+  bool loaded_ = false;
   std::optional<BinaryImage> image_;
   std::optional<Pclntab> pcln_;
   std::string error_;
   std::unordered_map<uint64_t, std::vector<Pclntab::Frame>> cache_;
   std::vector<Pclntab::Frame> none_;
-  std::unordered_map<uint64_t, std::optional<Pclntab::RuntimeType>> types_;
+  TypeNames types_;
 };
 
 } // namespace weave

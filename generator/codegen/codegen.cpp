@@ -1006,13 +1006,10 @@ std::string render_manifest(const Plan &plan) {
     }
   }
   manifest["probes"] = probes;
-  // The type descriptors an interface capture may point to, so the tracer can name dynamic types.
-  if (!plan.runtime_types.empty()) {
-    json types = json::object();
-    for (const auto &t : plan.runtime_types)
-      types[hex(t.address)] = {{"name", t.name}, {"kind", t.kind}, {"size", t.size}};
-    manifest["types"] = types;
-  }
+  // Where the type descriptors an interface capture may point to are: the tracer names them from
+  // the binary itself (whose build id it checks), reading only the descriptors it meets.
+  if (plan.descriptors)
+    manifest["type_descriptors"] = {{"start", hex(plan.descriptors->start)}, {"end", hex(plan.descriptors->end)}};
   // Names from the binary (symbols, DWARF types) are bytes: ones that are not UTF-8 are shown
   // with U+FFFD (the tracer only displays them) instead of making the dump throw.
   return manifest.dump(2, ' ', false, json::error_handler_t::replace) + "\n";

@@ -549,20 +549,11 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       for (const auto &c : probe.ret->captures)
         has_interface = has_interface || !c.interfaces.empty();
   }
-  if (has_interface && debug && image.types_base) {
-    static const char *kinds[] = {"invalid", "bool",      "int",        "int8",      "int16",  "int32",
-                                  "int64",   "uint",      "uint8",      "uint16",    "uint32", "uint64",
-                                  "uintptr", "float32",   "float64",    "complex64", "complex128",
-                                  "array",   "chan",      "func",       "interface", "map",    "ptr",
-                                  "slice",   "string",    "struct",     "unsafe.Pointer"};
-    // DWARF's go_runtime_type is an offset from runtime.types (cmd/link dwarf.go, dwarfaddr), except
-    // for the few descriptors the linker itself makes (uintptr, unsafe.Pointer), which it gives as
-    // absolute addresses: an "offset" past runtime.types' own address is one of those.
-    for (const RuntimeType &t : debug->runtime_types()) {
-      uint64_t address = t.address >= *image.types_base ? t.address : *image.types_base + t.address;
-      plan.runtime_types.push_back({address, t.name, t.kind < 27 ? kinds[t.kind] : "invalid", t.size});
-    }
-  }
+  // The tracer names an interface's dynamic type from the binary's own descriptors, read from the
+  // file on demand (runtime/typenames.h): the manifest says only where they are, so it grows with
+  // the probes, not with the binary's type table.
+  if (has_interface && pcln && pcln->types_start())
+    plan.descriptors = DescriptorRange{pcln->types_start(), pcln->types_end()};
   if (plan.probes.empty())
     throw UserError("no-probes",
                     std::any_of(spec.probes.begin(), spec.probes.end(),

@@ -225,12 +225,10 @@ struct ProgramPlan {
   std::vector<int> events; // ids of the events it serves, ascending
 };
 
-// A Go type descriptor the tracer can name when an interface points to it.
-struct RuntimeTypeName {
-  uint64_t address = 0;
-  std::string name;
-  std::string kind; // reflect.Kind spelled as Go does: "int", "ptr", "string", ...
-  uint64_t size = 0;
+// Where the binary's type descriptors lie (moduledata.types, etypes; link-time addresses): the
+// tracer reads an interface's dynamic type from there, in the file, when it prints one.
+struct DescriptorRange {
+  uint64_t start = 0, end = 0;
 };
 
 struct TargetInfo {
@@ -264,7 +262,7 @@ struct Plan {
   std::vector<ProgramPlan> programs; // in the order of their first event
   std::vector<size_t> event_probe;   // index into `probes` of each event id
   std::vector<std::string> warnings; // wildcard matches left out, and why
-  std::vector<RuntimeTypeName> runtime_types; // when some capture holds an interface
+  std::optional<DescriptorRange> descriptors; // when some capture holds an interface
   size_t event_count() const; // entry and return events of every probe
   // Event `id` and its probe (ids run over each probe's entry, then its return event).
   const EventPlan &event(int id) const;

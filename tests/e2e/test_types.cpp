@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <fstream>
+
 using nlohmann::json;
 
 namespace {
@@ -99,6 +102,89 @@ TEST_CASE("interfaces and errors: the dynamic type by name, the message or value
 
 TEST_CASE("interfaces in a PIE: type descriptors are found at their load address less the bias") {
   check_interfaces("fixture_pie");
+}
+
+// Every dynamic type the tracer names is the one the program's reflect spells with package paths
+// in full, and, with each path shortened to its package's name, what the program printed with %T.
+// The manifest carries only where the descriptors are: no type table.
+static void check_dynamic_types(const std::string &binary) {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("dyntypes-" + binary);
+  bool stripped = binary.find("stripped") != std::string::npos; // no DWARF: a typed spec
+  auto built = e2e::run({e2e::weave(), e2e::source(stripped ? "tests/e2e/dyntypes_stripped.yaml" : "tests/e2e/dyntypes.yaml"),
+                         e2e::fixture(binary), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  json manifest = json::parse(e2e::read_file(dir + "/out/probes.json"));
+  CHECK_FALSE(manifest.contains("types"));
+  REQUIRE(manifest.contains("type_descriptors"));
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture(binary), "-truth",
+                          dir + "/truth.jsonl"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::vector<json> truth, entries, returns;
+  json packages;
+  for (auto &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"))) {
+    if (t.contains("packages"))
+      packages = t["packages"];
+    else
+      truth.push_back(t);
+  }
+  REQUIRE(packages.is_object());
+  for (auto &e : e2e::json_lines(traced.out))
+    if (e["function"] == "main.Show")
+      (e["kind"] == "entry" ? entries : returns).push_back(e);
+  REQUIRE(truth.size() >= 20);
+  REQUIRE(entries.size() == truth.size());
+  REQUIRE(returns.size() == truth.size());
+  // "*io/fs.PathError" as %T prints it: each package path replaced by its package's name.
+  auto as_printed = [&](std::string name) {
+    for (auto &[path, pkg] : packages.items())
+      for (size_t at = name.find(path + "."); at != std::string::npos; at = name.find(path + ".", at + 1)) {
+        bool starts = at == 0 || std::string("*[]]) ,<-").find(name[at - 1]) != std::string::npos;
+        if (starts)
+          name.replace(at, path.size(), pkg.get<std::string>());
+      }
+    return name;
+  };
+  size_t named = 0;
+  auto compare = [&](const json &got, const json &want) {
+    if (want.is_null()) {
+      CHECK(got.is_null());
+      return;
+    }
+    REQUIRE(got.is_object());
+    REQUIRE(got["type"].is_string());
+    CHECK(got["type"] == want["type"]);
+    CHECK(as_printed(got["type"]) == want["T"]);
+    ++named;
+  };
+  for (size_t i = 0; i < truth.size(); ++i) {
+    CAPTURE(i);
+    CAPTURE(truth[i]);
+    compare(entries[i]["args"]["v"], truth[i]["args"]["v"]);
+    compare(entries[i]["args"]["err"], truth[i]["args"]["err"]);
+    compare(returns[i]["results"]["~r0"], truth[i]["result"]);
+  }
+  MESSAGE(binary << ": " << named << " dynamic types named as the program names them");
+}
+
+TEST_CASE("dynamic types named from the binary's own descriptors, as the program prints them (%T)") {
+  check_dynamic_types("dyntypes");
+}
+
+TEST_CASE("dynamic types in a stripped binary") { check_dynamic_types("dyntypes_stripped"); }
+
+TEST_CASE("dynamic types in a PIE: descriptors at their load address less the bias") {
+  check_dynamic_types("dyntypes_pie");
+}
+
+TEST_CASE("dynamic types by the newer Go (swiss-table maps)") {
+  if (!std::ifstream(e2e::fixture("dyntypes_newer"))) {
+    MESSAGE("skipped: no newer Go configured (WEAVE_GO_NEWER), so no dyntypes_newer fixture");
+    std::exit(77);
+  }
+  check_dynamic_types("dyntypes_newer");
 }
 
 TEST_CASE("index and len()/cap() expressions; an index past a slice's length is a fault") {

@@ -11,6 +11,7 @@
 #   zerosize zerosize_386 maps maps_386 failing failing_386                     tests/e2e/*
 #   inlined inlined_stripped inlined_386 inlined_pie                           tests/e2e/inline
 #   generics generics_stripped generics_pie generics_386 generics_debug         tests/e2e/generics
+#   dyntypes dyntypes_stripped dyntypes_pie                                    tests/e2e/dyntypes
 #   initinline                                                                 tests/e2e/initinline
 #   fixture_arm64 fixture_arm64_stripped (traced in qemu)                       tests/e2e/fixture
 #   newgo newgo_386 newgo_pgo                                                   tests/matrix/newgo
@@ -97,6 +98,10 @@ build generics_stripped "$generics" -- -ldflags='-s -w'
 build generics_pie "$generics" -- -buildmode=pie
 build generics_386 "$generics" GOARCH=386 --
 build generics_debug "$generics" -- -gcflags='all=-N -l'
+dyntypes=$src/tests/e2e/dyntypes
+build dyntypes "$dyntypes" --
+build dyntypes_stripped "$dyntypes" -- -ldflags='-s -w'
+build dyntypes_pie "$dyntypes" -- -buildmode=pie
 newgo=$src/tests/matrix/newgo
 build newgo "$newgo" --
 build newgo_386 "$newgo" GOARCH=386 --

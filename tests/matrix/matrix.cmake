@@ -41,7 +41,7 @@ foreach(version IN LISTS WEAVE_MATRIX_TOOLCHAINS)
     if(test STREQUAL e2e_test_newgo AND version VERSION_LESS 1.23)
       set(args "--test-case-exclude=*range-over-func*") # Go 1.23+
     endif()
-    if(test STREQUAL e2e_test_generics)
+    if(test STREQUAL e2e_test_generics OR test STREQUAL e2e_test_types)
       set(args "--test-case-exclude=*newer Go*") # the row's own toolchain is the newer Go
     endif()
     add_test(NAME "matrix go${version}: ${test}" COMMAND ${test} ${args})

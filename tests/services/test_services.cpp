@@ -510,6 +510,131 @@ void trace_nats(const std::string &variant) {
                   << " values compared");
 }
 
+// ---------------------------------------------------------------------------------------------
+// Caddy's interface values and errors: the tracer names each dynamic type from Caddy's own type
+// descriptors (25,000 of them), read from the binary as they appear; a module compiled into this
+// Caddy (plugins/caddytypes) prints the same values' types with %T and reflect.
+
+// The plugin build: Caddy plus the module, built by plugins/build.sh into the services cache.
+std::string caddytypes_binary(const std::string &dir) {
+  services_bin(); // the module downloads and build cache it shares
+  auto built = e2e::run({"sh", e2e::source("tests/services/plugins/build.sh")}, 3600 * 1000);
+  if (built.status == 77) {
+    MESSAGE("skipped: " << built.err);
+    std::exit(77);
+  }
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  std::string copy = dir + "/caddytypes";
+  fs::copy_file(built.out.substr(0, built.out.find('\n')) + "/caddytypes", copy, fs::copy_options::overwrite_existing);
+  return copy;
+}
+
+const char *kCaddyTypesSpec = R"Y(probes:
+  - function: main.Check
+    capture: [path, w, body, next, err]
+    return: true
+)Y";
+
+TEST_CASE("caddy: interface and error types named from the binary, as Caddy's own module prints them (%T)") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("services_caddy_types");
+  std::string caddy = caddytypes_binary(dir);
+  build_or_fail(dir, caddy, kCaddyTypesSpec);
+  json manifest = json::parse(e2e::read_file(dir + "/out/probes.json"));
+  CHECK_FALSE(manifest.contains("types"));
+  CHECK(manifest.contains("type_descriptors"));
+  MESSAGE("manifest: " << fs::file_size(dir + "/out/probes.json") << " bytes");
+
+  int port = e2e::free_port();
+  fs::create_directories(dir + "/site");
+  std::ofstream(dir + "/site/index.html") << "weave\n";
+  json route_types = {{"handle", {{{"handler", "weave_types"}}}}};
+  json ok = {{"match", {{{"path", {"/ok*"}}}}}, {"handle", {{{"handler", "static_response"}, {"body", "ok {http.request.body}"}}}}};
+  json teapot = {{"match", {{{"path", {"/err*"}}}}},
+                 {"handle", {{{"handler", "error"}, {"status_code", 418}, {"error", "teapot"}}}}};
+  json files = {{"handle", {{{"handler", "file_server"}, {"root", dir + "/site"}}}}};
+  json config = {{"admin", {{"disabled", true}, {"config", {{"persist", false}}}}},
+                 {"apps",
+                  {{"http",
+                    {{"servers",
+                      {{"s",
+                        {{"listen", {"127.0.0.1:" + std::to_string(port)}},
+                         {"protocols", {"h1", "h2", "h2c"}},
+                         {"automatic_https", {{"disable", true}}},
+                         {"routes", {route_types, ok, teapot, files}}}}}}}}}}};
+  std::ofstream(dir + "/caddy.json") << config.dump(2);
+  e2e::Background traced = start_tracer(dir);
+  setenv("XDG_DATA_HOME", (dir + "/data").c_str(), 1);
+  setenv("XDG_CONFIG_HOME", (dir + "/config").c_str(), 1);
+  setenv("WEAVE_TYPES_TRUTH", (dir + "/truth.jsonl").c_str(), 1);
+  e2e::Background server = e2e::spawn({caddy, "run", "--config", dir + "/caddy.json"}, dir);
+  wait_ready(server, "serving initial configuration");
+  // Each protocol: a static response, an error (a HandlerError), a file, a missing file (another
+  // error), a POST with a body (a body of another type than GET's). The static response reads the
+  // whole body (its placeholder), so an HTTP/2 stream ends cleanly instead of being reset mid-upload.
+  std::string local = "http://127.0.0.1:" + std::to_string(port);
+  size_t requests = 0;
+  for (const char *version : {"--http1.1", "--http2-prior-knowledge", "--http1.0"})
+    for (const char *path : {"/ok/a", "/err/b", "/index.html", "/missing", "/ok/post"}) {
+      std::vector<std::string> argv = {"curl", "-sS", "-o", "/dev/null", version, local + path};
+      if (std::string(path) == "/ok/post")
+        argv.insert(argv.end() - 1, {"--data-binary", "body"});
+      auto got = e2e::run(argv);
+      INFO(std::string(version) << " " << path << ": " << got.err);
+      REQUIRE(got.status == 0);
+      ++requests;
+    }
+  unsetenv("WEAVE_TYPES_TRUTH");
+  auto events = stop(server, traced, dir);
+  auto entries = events_of(events, "main.Check", "entry");
+  auto returns = events_of(events, "main.Check", "return");
+  std::vector<json> truth = e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"));
+  REQUIRE(truth.size() == requests);
+  REQUIRE(entries.size() == requests);
+  REQUIRE(returns.size() == requests);
+  std::set<std::string> names;
+  size_t compared = 0;
+  for (size_t i = 0; i < requests; ++i) {
+    const json &want = truth[i];
+    const json &a = entries[i]["args"];
+    INFO(entries[i].dump() << "\n" << want.dump());
+    REQUIRE(a.value("path", "") == want["path"].get<std::string>());
+    // A type's name as %T prints it: each package path replaced by its package's name.
+    auto as_printed = [&](std::string name) {
+      for (auto &[path, pkg] : want["packages"].items())
+        for (size_t at = name.find(path + "."); at != std::string::npos; at = name.find(path + ".", at + 1))
+          if (at == 0 || std::string("*[]]) ,").find(name[at - 1]) != std::string::npos)
+            name.replace(at, path.size(), pkg.get<std::string>());
+      return name;
+    };
+    auto compare = [&](const json &got, const json &expected, const std::string &what) {
+      INFO(what);
+      if (expected.is_null()) {
+        CHECK(got.is_null());
+        return;
+      }
+      REQUIRE(got.is_object());
+      REQUIRE(got["type"].is_string());
+      CHECK(got["type"] == expected["type"]);
+      CHECK(as_printed(got["type"]) == expected["T"]);
+      names.insert(got["type"].get<std::string>());
+      ++compared;
+    };
+    compare(a["w"], want["w"], "w");
+    compare(a["body"], want["body"], "body");
+    compare(a["next"], want["next"], "next");
+    compare(a["err"], want["err"], "err");
+    compare(returns[i]["results"]["~r0"], want["err"], "~r0");
+  }
+  // The writer, the body (Caddy wraps both), the next handler and the error: each named.
+  CHECK(names.size() >= 4);
+  std::string listed;
+  for (const auto &n : names)
+    listed += " " + n;
+  MESSAGE("caddy: " << requests << " requests, " << compared << " dynamic types named as Caddy prints them:" << listed);
+}
+
 } // namespace
 
 // `weave funcs BIN '*'` lists every function of each server: each text symbol Go's own `go tool nm`

@@ -23,6 +23,7 @@
 #include "payload.h"
 #include "stats.h"
 #include "symbolize.h"
+#include "gobinary/elf_notes.h"
 #include "gobinary/pclntab.h"
 
 #include "allocation_counter.h" // the hot-path tests below count allocations
@@ -742,8 +743,18 @@ TEST_CASE("output: without DWARF an interface's type comes from the binary; an a
     if (auto t = table->type_at(at); t && t->name == "*errors.errorString")
       boom_type = at;
   REQUIRE(boom_type != 0);
-  Manifest m = parse_ok(check_return_manifest());
-  Symbolizer symbolizer(stripped);
+  // The manifest says where the descriptors are and which build it was made for; the tracer reads
+  // the names from the file.
+  json j_manifest = check_return_manifest();
+  std::string error;
+  j_manifest["target"]["build_id"] = read_build_id_file(stripped, error);
+  REQUIRE(!j_manifest["target"]["build_id"].get<std::string>().empty());
+  std::string start, end;
+  append_hex(start, table->types_start());
+  append_hex(end, table->types_end());
+  j_manifest["type_descriptors"] = {{"start", start}, {"end", end}};
+  Manifest m = parse_ok(j_manifest);
+  Symbolizer symbolizer(stripped, m);
   REQUIRE(symbolizer.error().empty());
   EventPrinter text(m, OutputFormat::Text, kStart), json_printer(m, OutputFormat::Json, kStart);
   text.set_symbolizer(&symbolizer);
@@ -772,6 +783,18 @@ TEST_CASE("output: without DWARF an interface's type comes from the binary; an a
   // Without a symbolizer (no binary to read) the same: marked.
   EventPrinter bare(m, OutputFormat::Text, kStart);
   CHECK(line(bare).find("res=<unknown type ") != std::string::npos);
+  // Only the descriptors looked up were read: a few blocks of the file, not its type table.
+  CHECK(symbolizer.types().looked_up() == 2);
+  CHECK(symbolizer.types().blocks_read() < 16);
+  // A file of another build at the path: its descriptors are not the manifest's, so none is named.
+  e.u64(56, boom_type);
+  j_manifest["target"]["build_id"] = "another build";
+  Manifest other = parse_ok(j_manifest);
+  Symbolizer other_symbolizer(stripped, other);
+  EventPrinter other_text(other, OutputFormat::Text, kStart);
+  other_text.set_symbolizer(&other_symbolizer);
+  CHECK(line(other_text).find("res=<unknown type ") != std::string::npos);
+  CHECK(other_symbolizer.types().error().find("not the manifest's another build") != std::string::npos);
 }
 
 TEST_CASE("output: a return whose entry was not seen says so in text and JSON") {

@@ -1,0 +1,3 @@
+module weave.test/dyntypes
+
+go 1.19
