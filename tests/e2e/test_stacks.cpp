@@ -158,6 +158,44 @@ TEST_CASE("a window shorter than the stack says it is truncated, and invents not
   }
 }
 
+// runtime.newproc1 runs on g0, reached through runtime.systemstack, which switches stacks: the
+// window holds g0's stack only, so the walk ends at systemstack and says so (crossing to the
+// goroutine's frames through m.curg is not done yet). While the runtime starts, newproc1 runs on
+// g0 already (systemstack calls it in place) and the stack is whole, down to runtime.rt0_go.
+TEST_CASE("a window walk on g0 stops at the stack switch and names it") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("stacks-g0");
+  std::ofstream(dir + "/spec.yaml")
+      << "probes:\n  - function: runtime.newproc1\n    stack: 16\n    stack_mode: window\n";
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("fixture"), "-truth",
+                          "/dev/null", "-rounds", "1"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  size_t switched = 0, whole = 0;
+  for (auto &e : e2e::json_lines(traced.out)) {
+    if (e["function"] != "runtime.newproc1")
+      continue;
+    const json &frames = e["stack"];
+    REQUIRE(frames.size() >= 2);
+    CAPTURE(e.dump());
+    CHECK(frames[0]["function"] == "runtime.newproc.func1");
+    if (e.contains("stack_end")) {
+      CHECK(e["stack_end"]["reason"] == "stack switch");
+      CHECK(e["stack_end"]["function"] == "runtime.systemstack");
+      CHECK(frames.back()["function"] == "runtime.systemstack");
+      ++switched;
+    } else {
+      CHECK(frames.back()["function"] == "runtime.rt0_go");
+      ++whole;
+    }
+  }
+  CHECK(switched > 0);
+  MESSAGE(switched << " stacks end at the switch, " << whole << " whole");
+}
+
 TEST_CASE("text output lists one frame per line, inlined ones marked") {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("stacks-text");
