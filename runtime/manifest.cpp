@@ -358,7 +358,13 @@ ManifestProbe parse_probe(const json &p, size_t index, uint32_t header_size) {
     const json &stack = object_at(p, path, "stack");
     probe.stack_offset = u32_at(stack, path + ".stack", "offset", kMaxEventSize);
     probe.stack_depth = u32_at(stack, path + ".stack", "depth", 64);
-    if (probe.stack_offset < header_size || probe.stack_offset + 8ull * probe.stack_depth > probe.event_size)
+    if (stack.contains("window")) {
+      // stack_mode: window: a struct weave_stack_window and the copied bytes
+      probe.stack_window = u32_at(stack, path + ".stack", "window", 1u << 16);
+      if (probe.stack_offset < header_size ||
+          probe.stack_offset + uint64_t{sizeof(struct weave_stack_window)} + probe.stack_window > probe.event_size)
+        fail(path + ".stack", "outside the event record");
+    } else if (probe.stack_offset < header_size || probe.stack_offset + 8ull * probe.stack_depth > probe.event_size)
       fail(path + ".stack", "outside the event record");
   }
   if (p.contains("min_duration_ns"))

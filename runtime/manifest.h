@@ -105,6 +105,9 @@ struct ManifestProbe {
   bool holds_entry = false;     // min_duration or when_return: the same (min_duration_ns alone in older manifests)
   uint32_t stack_offset = 0;    // entry events with a stack: where its u64 return addresses are
   uint32_t stack_depth = 0;     // ... and how many slots (0-terminated when shorter)
+  // stack_mode: window: bytes of stack after the struct weave_stack_window at stack_offset (0:
+  // a frame-pointer walk's return addresses are there); stack_depth then caps the frames shown.
+  uint32_t stack_window = 0;
   std::vector<ManifestAttach> attach;
   std::vector<ManifestCapture> captures;
   // Generic shape instances (entry events): the capture holding the hidden dictionary pointer,

@@ -773,11 +773,35 @@ void EventPrinter::append_interface(std::string &out, uint64_t bias, const Displ
 // "stack" array of {"function","file","line","inlined"} ({"pc":"0x..."} when unknown).
 void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestProbe &probe,
                                 const uint8_t *event, bool json) {
+  // stack_mode: window: the callers are unwound here, from the copied stack; the walk may end
+  // before the stack does, and then says so after the frames.
+  UnwoundStack unwound;
+  const UnwoundStack *window = nullptr;
+  if (probe.stack_window) {
+    struct weave_stack_window w;
+    std::memcpy(&w, event + probe.stack_offset, sizeof(w));
+    StackWindow sw;
+    sw.pc = w.pc;
+    sw.sp = w.sp;
+    sw.lr = w.lr;
+    sw.bytes = event + probe.stack_offset + sizeof(w);
+    sw.len = std::min(w.len, probe.stack_window);
+    if (symbolizer_)
+      unwound = symbolizer_->unwind(bias, sw, probe.stack_depth);
+    else
+      unwound.end = UnwoundStack::End::Unknown;
+    if (w.len == 0) {
+      unwound.end = UnwoundStack::End::Truncated;
+      unwound.return_addresses.clear();
+    }
+    window = &unwound;
+  }
   if (json)
     out += ",\"stack\":[";
   bool first = true;
-  for (uint32_t i = 0; i < probe.stack_depth; ++i) {
-    uint64_t pc = load_u64(event + probe.stack_offset + 8 * i);
+  uint32_t count = window ? static_cast<uint32_t>(window->return_addresses.size()) : probe.stack_depth;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint64_t pc = window ? window->return_addresses[i] : load_u64(event + probe.stack_offset + 8 * i);
     if (!pc)
       break;
     static const std::vector<Pclntab::Frame> none;
@@ -818,6 +842,54 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
   }
   if (json)
     out += ']';
+  if (window)
+    append_stack_end(out, *window, probe.stack_window, json);
+}
+
+// Where a window's walk stopped short of the stack's first frame, and why: in text one more line
+// ("    … truncated: window 8192 bytes"), in JSON a "stack_end" object {"reason", "window_bytes"
+// or "function"}. Nothing when the stack is complete or has the frames asked for.
+void EventPrinter::append_stack_end(std::string &out, const UnwoundStack &stack, uint32_t window_bytes,
+                                    bool json) {
+  std::string reason, detail;
+  switch (stack.end) {
+  case UnwoundStack::End::Top:
+  case UnwoundStack::End::Depth:
+    return;
+  case UnwoundStack::End::Truncated:
+    reason = "truncated";
+    break;
+  case UnwoundStack::End::Switch:
+    reason = "stack switch";
+    break;
+  case UnwoundStack::End::Unknown:
+    reason = "no .gopclntab entry";
+    break;
+  }
+  if (json) {
+    out += ",\"stack_end\":{\"reason\":";
+    append_json_string(out, reason);
+    if (stack.end == UnwoundStack::End::Truncated) {
+      out += ",\"window_bytes\":";
+      append_u64(out, window_bytes);
+    } else {
+      out += ",\"function\":";
+      append_json_string(out, stack.function.empty() ? "?" : stack.function);
+    }
+    out += '}';
+    return;
+  }
+  out += "    \u2026 ";
+  out += reason;
+  if (stack.end == UnwoundStack::End::Truncated) {
+    out += ": window ";
+    append_u64(out, window_bytes);
+    out += " bytes\n";
+  } else {
+    out += " at ";
+    out += stack.function.empty() ? "?" : stack.function;
+    out += '\n';
+  }
 }
 
 

@@ -12,6 +12,7 @@
 
 #include "event.h"
 #include "manifest.h"
+#include "gobinary/unwind.h"
 
 namespace weave {
 
@@ -73,6 +74,7 @@ private:
   void append_func(std::string &out, uint64_t bias, uint64_t pc, bool json);
   void append_stack(std::string &out, uint64_t bias, const ManifestProbe &probe, const uint8_t *event,
                     bool json);
+  void append_stack_end(std::string &out, const UnwoundStack &stack, uint32_t window_bytes, bool json);
   // Renders an interface by its dynamic type (see DisplayOp::Interface).
   void append_interface(std::string &out, uint64_t bias, const DisplayOp &op, const ManifestCapture &capture,
                         const uint8_t *event, bool json) const;

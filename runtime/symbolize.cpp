@@ -43,6 +43,15 @@ const std::vector<Pclntab::Frame> &Symbolizer::frames(uint64_t bias, uint64_t re
   return cache_.emplace(pc, pcln_->symbolize(pc)).first->second;
 }
 
+UnwoundStack Symbolizer::unwind(uint64_t bias, const StackWindow &window, uint32_t max_frames) const {
+  if (!pcln_ || !image_) {
+    UnwoundStack none;
+    none.end = UnwoundStack::End::Unknown;
+    return none;
+  }
+  return unwind_go_stack(*pcln_, image_->arch, bias, window, max_frames);
+}
+
 std::string Symbolizer::function_at(uint64_t bias, uint64_t pc) {
   if (pc == 0 || !load_functions())
     return {};

@@ -5,6 +5,7 @@
 
 #include "gobinary/binary.h"
 #include "gobinary/pclntab.h"
+#include "gobinary/unwind.h"
 #include "manifest.h"
 #include "typenames.h"
 
@@ -31,6 +32,10 @@ public:
   // loaded the binary `bias` bytes from its link addresses (a PIE's load bias, else 0: see
   // load_bias in output.h). Cached per address.
   const std::vector<Pclntab::Frame> &frames(uint64_t bias, uint64_t return_address);
+
+  // stack_mode: window: the callers' return addresses, unwound from the copied stack with the
+  // binary's SP-delta tables (gobinary/unwind.h). Empty, ending Unknown, without a pclntab.
+  UnwoundStack unwind(uint64_t bias, const StackWindow &window, uint32_t max_frames) const;
 
   // The function whose code starts at (or contains) `pc`, or "" when unknown.
   std::string function_at(uint64_t bias, uint64_t pc);

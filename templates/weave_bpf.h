@@ -402,6 +402,33 @@ static __always_inline void weave_stack_x86_64(__u64 *pcs, __u32 max, __u64 sp, 
 }
 
 
+/* weave_stack_copy (stack_mode: window): the registers an unwinder starts from and `size` bytes of
+ * the stack from SP, for the tracer to walk with .gopclntab's SP-delta tables. One read of the
+ * whole window fails when it runs past the end of the stack's mapping (a thread stack near its
+ * top), so a failed read is retried with half the size, down to 256 bytes; w->len says how much
+ * was read. `size` is a constant at each call site: every read has a constant size. */
+static __always_inline void weave_stack_copy(struct weave_stack_window *w, __u8 *bytes, __u32 size, __u64 pc,
+					     __u64 sp, __u64 fp, __u64 lr)
+{
+	w->pc = pc;
+	w->sp = sp;
+	w->fp = fp;
+	w->lr = lr;
+	w->len = 0;
+	w->capacity = size;
+	__u32 n = size;
+#pragma unroll
+	for (int i = 0; i < 9; i++) {
+		if (n < 256)
+			return;
+		if (!bpf_probe_read_user(bytes, n, (const void *)sp)) {
+			w->len = n;
+			return;
+		}
+		n >>= 1;
+	}
+}
+
 /* weave_tls_g_386: g of the current thread of a 386 process, from GS base + offset. Go (and glibc,
  * with cgo) set GS with set_thread_area, whose first free slot in a new process is the task's first
  * TLS entry (runtime/sys_linux_386.s, setldt); its base is in the descriptor's bytes 2-4 and 7. */

@@ -29,6 +29,21 @@ struct weave_event_header {
 
 _Static_assert(sizeof(struct weave_event_header) == 48, "weave_event_header layout changed");
 
+/* stack_mode: window. A probe's record holds this at the manifest's stack offset, followed by
+ * `capacity` bytes of the user stack copied from `sp` (the first `len` of them read). The tracer
+ * unwinds the copy with .gopclntab's SP-delta tables: `pc` is where the probe fired; `fp` and `lr`
+ * (arm64's link register, 0 elsewhere) are for the frames the tables do not cover. */
+struct weave_stack_window {
+	__u64 pc;
+	__u64 sp;
+	__u64 fp;
+	__u64 lr;
+	__u32 len;      /* bytes of the window read; 0 when no read succeeded */
+	__u32 capacity; /* bytes the record has room for */
+};
+
+_Static_assert(sizeof(struct weave_stack_window) == 40, "weave_stack_window layout changed");
+
 /* The tracer writes this into the `weave_config` array map (key 0) before it releases the target. */
 struct weave_config {
 	__u32 target_tgid; /* 0: every process running the binary */

@@ -5,6 +5,7 @@
 //
 //	workload -n 100000                  one goroutine, 100000 calls
 //	workload -n 100000 -goroutines 2    two goroutines hammering Work at once, 100000 calls each
+//	workload -n 20000 -pause 20us       a pause after each call (bench/stacks.sh: a rate the tracer keeps up with)
 //
 // Output, one line on stderr (stdout is left to a tracer started as `tracer -- workload`):
 // "calls=N ns_per_call=X best_ns_per_call=B calls_per_sec=Y": X is the loop's time over its
@@ -35,6 +36,8 @@ func Work(n int, s string, p *Item) int {
 
 var sink int
 
+var pause time.Duration // -pause: slept after each call
+
 // loop calls Work n times in `chunks` equal chunks and returns the sum and the fastest chunk's time
 // per call: on a shared machine a neighbour's burst slows some chunks, and the fastest one is the
 // least disturbed measure of the cost itself.
@@ -45,6 +48,9 @@ func loop(n, chunks int, item *Item) (int, float64) {
 		start := time.Now()
 		for i := c * per; i < (c+1)*per; i++ {
 			total += Work(i, "hello, weave", item)
+			if pause > 0 {
+				time.Sleep(pause)
+			}
 		}
 		ns := float64(time.Since(start).Nanoseconds()) / float64(per)
 		if c == 0 || ns < best {
@@ -57,6 +63,7 @@ func loop(n, chunks int, item *Item) (int, float64) {
 func main() {
 	n := flag.Int("n", 100000, "calls per goroutine")
 	goroutines := flag.Int("goroutines", 1, "goroutines calling Work at once")
+	flag.DurationVar(&pause, "pause", 0, "sleep this long after each call (0: none)")
 	chunks := flag.Int("chunks", 20, "chunks the calls are timed in (best_ns_per_call is the fastest)")
 	flag.Parse()
 	if *chunks < 1 || *n < *chunks {

@@ -670,10 +670,20 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     members.push_back(m);
   }
   ev.set("stack_depth", std::to_string(event->stack_depth));
-  ev.set("stack_call", plan.target.arch == "arm64"
-                           ? fmt::format("weave_walk_frames(e->stack, {}, regs.regs[30], regs.regs[29])",
-                                         event->stack_depth)
-                           : fmt::format("weave_stack_x86_64(e->stack, {}, regs.sp, regs.bp)", event->stack_depth));
+  ev.set("stack_window", event->stack_window > 0);
+  if (event->stack_window)
+    ev.set("stack_call", plan.target.arch == "arm64"
+                             ? fmt::format("weave_stack_copy(&e->stack_window, e->stack_bytes, {}, regs.pc, regs.sp, "
+                                           "regs.regs[29], regs.regs[30])",
+                                           event->stack_window)
+                             : fmt::format("weave_stack_copy(&e->stack_window, e->stack_bytes, {}, regs.ip, regs.sp, "
+                                           "regs.bp, 0)",
+                                           event->stack_window));
+  else
+    ev.set("stack_call", plan.target.arch == "arm64"
+                             ? fmt::format("weave_walk_frames(e->stack, {}, regs.regs[30], regs.regs[29])",
+                                           event->stack_depth)
+                             : fmt::format("weave_stack_x86_64(e->stack, {}, regs.sp, regs.bp)", event->stack_depth));
   // Each group of captures (those the when: condition reads, read before it; the rest, after) has
   // regions of its own, so a call the condition drops reads nothing it does not need.
   auto late_group = [&](const CapturePlan &capture) {
@@ -825,7 +835,20 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   }
   ev.set("captures", captures);
   ev.set("late_captures", late_captures);
-  if (event->stack_depth) {
+  if (event->stack_window) {
+    Data m;
+    m.set("decl", "struct weave_stack_window stack_window");
+    m.set("name", "stack_window");
+    m.set("offset", std::to_string(event->stack_offset));
+    m.set("comment", "the registers at the probe, and how much of the stack follows");
+    members.push_back(m);
+    Data b;
+    b.set("decl", fmt::format("__u8 stack_bytes[{}]", event->stack_window));
+    b.set("name", "stack_bytes");
+    b.set("offset", std::to_string(event->stack_offset + kStackWindowHeader));
+    b.set("comment", "the stack from SP, for the tracer to unwind with .gopclntab");
+    members.push_back(b);
+  } else if (event->stack_depth) {
     Data m;
     m.set("decl", fmt::format("__u64 stack[{}]", event->stack_depth));
     m.set("name", "stack");
@@ -983,7 +1006,11 @@ std::string render_manifest(const Plan &plan) {
       if (!event->return_filter_text.empty())
         p["when_return"] = event->return_filter_text;
       if (event->stack_depth)
-        p["stack"] = {{"offset", event->stack_offset}, {"depth", event->stack_depth}};
+        p["stack"] = event->stack_window
+                         ? json{{"offset", event->stack_offset},
+                                {"depth", event->stack_depth},
+                                {"window", event->stack_window}}
+                         : json{{"offset", event->stack_offset}, {"depth", event->stack_depth}};
       if (!probe.skipped.empty())
         p["skipped"] = probe.skipped;
       if (probe.inlined_into)

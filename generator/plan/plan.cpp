@@ -319,18 +319,30 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     if (dictionary)
       name_instantiations(probe, fn->name, dictionaries);
     if (probe_spec.stack > 0) {
-      // Go keeps frame pointers on amd64 and arm64; the walk starts from the return address (at SP,
-      // or in LR) and the caller's frame pointer, since the entry probe runs before the function
-      // saves its own. 386 has no frame pointers.
-      if (image.arch != Arch::X86_64 && image.arch != Arch::Arm64)
+      // Two ways to capture it. fp: BPF walks the frame-pointer chain from the return address (at
+      // SP, or in LR) and the caller's frame pointer (the entry probe runs before the function
+      // saves its own): complete for Go frames on amd64 and arm64, the cheap default there.
+      // window: BPF copies the registers and stack_bytes of the stack from SP, and the tracer
+      // unwinds the copy with .gopclntab's SP-delta tables (gobinary/unwind.h): no frame pointers
+      // needed, so it is the default, and the only way, on 386.
+      bool has_fp = image.arch == Arch::X86_64 || image.arch == Arch::Arm64;
+      std::string mode = probe_spec.stack_mode.empty() ? (has_fp ? "fp" : "window") : probe_spec.stack_mode;
+      if (mode == "fp" && !has_fp)
         throw UserError("unsupported-stack",
-                        fmt::format("stack: traces are walked through frame pointers, which Go keeps on amd64 "
-                                    "and arm64 only, and {} is {}",
+                        fmt::format("stack_mode: fp walks frame pointers, which Go keeps on amd64 and arm64 "
+                                    "only, and {} is {}",
                                     image.path, arch_name(image.arch)),
-                        probe_spec.loc);
+                        probe_spec.stack_mode_loc, "use stack_mode: window (the default on this architecture)");
       probe.entry.stack_depth = static_cast<uint32_t>(probe_spec.stack);
+      probe.entry.event_size = (probe.entry.event_size + 7) & ~7u;
       probe.entry.stack_offset = probe.entry.event_size;
-      probe.entry.event_size += 8 * probe.entry.stack_depth;
+      if (mode == "window") {
+        // In whole words: the record's size stays a multiple of its alignment.
+        probe.entry.stack_window = ((probe_spec.stack_bytes ? probe_spec.stack_bytes : kDefaultStackWindow) + 7) & ~7u;
+        probe.entry.event_size += kStackWindowHeader + probe.entry.stack_window;
+      } else {
+        probe.entry.event_size += 8 * probe.entry.stack_depth;
+      }
     }
 
     if (returns) {

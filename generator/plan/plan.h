@@ -16,6 +16,12 @@
 
 namespace weave {
 
+// stack_mode: window. The bytes of stack copied per event unless stack_bytes says otherwise (see
+// the README's stack section for the measurements behind it), and the size of the struct
+// weave_stack_window (templates/weave_event.h) in front of them.
+constexpr uint32_t kDefaultStackWindow = 8192;
+constexpr uint32_t kStackWindowHeader = 40;
+
 struct Spec;
 struct BinaryImage;
 class DebugInfo;
@@ -147,6 +153,10 @@ struct EventPlan {
   // walk ends early), innermost caller first.
   uint32_t stack_depth = 0;
   uint32_t stack_offset = 0;
+  // stack_mode: window: bytes of the stack copied from SP (0: the frame-pointer walk). The record
+  // then holds a struct weave_stack_window (registers, bytes copied) at stack_offset followed by
+  // the window, and stack_depth is how many frames the tracer's unwinder shows at most.
+  uint32_t stack_window = 0;
   // Entry events of a probe with "when:": the condition over the event's captures, evaluated
   // once they are read; a call where it is false is discarded before the tracer sees it, and is
   // not remembered for pairing. A capture it reads that faulted lets the event through, marked.

@@ -572,6 +572,23 @@ Spec build(const YAML::Node &root, const std::string &path) {
     }
     if (YAML::Node stack = probe["stack"])
       p.stack = static_cast<int>(*spec_schema::parse_integer(stack.Scalar()));
+    if (YAML::Node mode = probe["stack_mode"]) {
+      p.stack_mode = mode.Scalar();
+      p.stack_mode_loc = location(mode, path);
+    }
+    if (YAML::Node bytes = probe["stack_bytes"]) {
+      p.stack_bytes = static_cast<uint32_t>(*spec_schema::parse_integer(bytes.Scalar()));
+      if (p.stack_mode.empty()) {
+        p.stack_mode = "window";
+        p.stack_mode_loc = location(bytes, path);
+      } else if (p.stack_mode != "window") {
+        errors.emplace_back("spec-schema", "stack_bytes sizes the stack window: it needs stack_mode: window",
+                            location(bytes, path), "drop stack_bytes, or set stack_mode: window");
+      }
+    }
+    if ((p.stack_mode.size() || probe["stack_bytes"]) && !p.stack)
+      errors.emplace_back("spec-schema", "stack_mode and stack_bytes need stack: N (how many frames to show)",
+                          p.stack_mode_loc, "add stack: 16 to the probe");
     if (YAML::Node inlined = probe["inlined"])
       p.inlined = inlined.Scalar() == "true";
     if (YAML::Node params = probe["params"]) {

@@ -70,6 +70,11 @@ struct ProbeSpec {
   // "capture_at_return: [w.status]": read at the RET through pointers the entry saw
   std::vector<CaptureSpec> at_return;
   int stack = 0;               // "stack: N": frames of the call stack captured at entry
+  // "stack_mode: fp|window": how the stack is captured ("" = the architecture's default: fp on
+  // amd64/arm64, window on 386); "stack_bytes: N": the window's size (0 = default).
+  std::string stack_mode;
+  SourceLoc stack_mode_loc;
+  uint32_t stack_bytes = 0;
   // "inlined: true|false": also probe the function's inlined copies. Unset: yes for a function
   // named exactly (every call of it), no for a wildcard (whose matches can have thousands).
   std::optional<bool> inlined;

@@ -533,6 +533,14 @@ TEST_CASE("arm64 in qemu (the fixture and its stripped build): values, results a
   jobs.push_back({"stripped", build_tracer(dir + "/stripped", "tests/e2e/stripped.yaml", stripped), stripped,
                   {"-rounds", "2"}});
   jobs.push_back({"stripped-stacks", dir + "/sstacks/tracer", stripped, {"-rounds", "2"}});
+  // stack_mode: window: the stack copied and unwound by the tracer with .gopclntab's SP deltas,
+  // from LR while Leaf has pushed nothing (its entry), then from the saved LR at each frame's SP.
+  std::ofstream(dir + "/window-stacks.yaml")
+      << "probes:\n  - function: main.Leaf\n    capture: [n]\n    stack: 10\n    stack_mode: window\n";
+  auto window_built = e2e::run({e2e::weave(), "build", dir + "/window-stacks.yaml", e2e::fixture("fixture_arm64"),
+                                "-o", dir + "/wstacks"});
+  REQUIRE_MESSAGE(window_built.status == 0, window_built.err);
+  jobs.push_back({"window-stacks", dir + "/wstacks/tracer", e2e::fixture("fixture_arm64"), {"-rounds", "2"}});
   VmRun vm = run_in_vm(dir, jobs);
   check_all(vm);
   {
@@ -542,6 +550,10 @@ TEST_CASE("arm64 in qemu (the fixture and its stripped build): values, results a
   {
     INFO("job stripped-stacks");
     check_stacks(vm.jobs["stripped-stacks"]);
+  }
+  {
+    INFO("job window-stacks");
+    check_stacks(vm.jobs["window-stacks"]);
   }
 }
 

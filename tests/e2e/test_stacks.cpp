@@ -11,14 +11,20 @@ using nlohmann::json;
 
 namespace {
 
-void check_stacks(const std::string &binary) {
-  std::string dir = e2e::temp_dir("stacks-" + binary);
-  // The stripped build has no DWARF: Leaf's parameter is declared.
+// `mode`: the probe's stack_mode ("" for the architecture's default: fp on amd64, window on 386).
+void check_stacks(const std::string &binary, const std::string &mode = "") {
+  std::string dir = e2e::temp_dir("stacks-" + binary + (mode.empty() ? "" : "-" + mode));
+  // The stripped builds have no DWARF: Leaf's parameter is declared.
   std::string spec = e2e::source("tests/e2e/stacks.yaml");
-  if (binary == "fixture_stripped") {
+  bool stripped = binary.find("stripped") != std::string::npos;
+  if (stripped || !mode.empty()) {
     spec = dir + "/spec.yaml";
-    std::ofstream(spec) << "probes:\n  - function: main.Leaf\n    params: [{name: n, type: int}]\n"
-                           "    results: [{name: r, type: int}]\n    capture: [n]\n    stack: 10\n";
+    std::ofstream(spec) << "probes:\n  - function: main.Leaf\n"
+                        << (stripped ? "    params: [{name: n, type: int}]\n"
+                                       "    results: [{name: r, type: int}]\n"
+                                     : "")
+                        << "    capture: [n]\n    stack: 10\n"
+                        << (mode.empty() ? "" : "    stack_mode: " + mode + "\n");
   }
   auto built = e2e::run({e2e::weave(), spec, e2e::fixture(binary), "-o", dir + "/out"});
   INFO(built.err);
@@ -58,7 +64,9 @@ void check_stacks(const std::string &binary) {
       CHECK(got[f]["file"] == want[f]["file"]);
       CHECK(got[f]["line"] == want[f]["line"]);
     }
-    MESSAGE(binary << ": " << n << " frames equal to runtime.CallersFrames, " << want.size() << " there");
+    // A complete stack says nothing of where it ended.
+    CHECK(!events[i].contains("stack_end"));
+    MESSAGE(binary << " " << mode << ": " << n << " frames equal to runtime.CallersFrames, " << want.size() << " there");
   }
 }
 
@@ -77,6 +85,115 @@ TEST_CASE("symbolized stacks on the stripped build (no symbols, no DWARF)") {
 TEST_CASE("symbolized stacks in a PIE: the load bias comes with every event") {
   e2e::require_bpf();
   check_stacks("fixture_pie");
+}
+
+// stack_mode: window: the tracer unwinds a copy of the stack with .gopclntab's SP-delta tables.
+TEST_CASE("window stacks on amd64 match runtime.CallersFrames") {
+  e2e::require_bpf();
+  check_stacks("fixture", "window");
+}
+
+TEST_CASE("window stacks in a PIE: the unwinder takes the load bias") {
+  e2e::require_bpf();
+  check_stacks("fixture_pie", "window");
+}
+
+// 386 keeps no frame pointers: the window is its default, and the only way.
+TEST_CASE("stacks on 386 match runtime.CallersFrames (window, the default there)") {
+  e2e::require_bpf();
+  check_stacks("fixture_386");
+}
+
+TEST_CASE("stacks on the stripped 386 build") {
+  e2e::require_bpf();
+  check_stacks("fixture_386_stripped");
+}
+
+TEST_CASE("stack_mode: fp on 386 is refused, with the way that works") {
+  std::string dir = e2e::temp_dir("stacks-386-fp");
+  std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Leaf\n    stack: 10\n    stack_mode: fp\n";
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("fixture_386"), "-o", dir + "/out"});
+  CHECK(built.status != 0);
+  CHECK(built.err.find("[unsupported-stack]") != std::string::npos);
+  CHECK(built.err.find("stack_mode: window") != std::string::npos);
+}
+
+// A window smaller than the stack: the frames it holds, each equal to the program's own, then a
+// note of where it stopped; never a frame made up from the bytes past the copy.
+TEST_CASE("a window shorter than the stack says it is truncated, and invents nothing") {
+  e2e::require_bpf();
+  for (std::string binary : {"fixture", "fixture_386"}) {
+    CAPTURE(binary);
+    std::string dir = e2e::temp_dir("stacks-small-" + binary);
+    std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Leaf\n    capture: [n]\n    stack: 10\n"
+                                         "    stack_bytes: 256\n";
+    auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(binary), "-o", dir + "/out"});
+    INFO(built.err);
+    REQUIRE(built.status == 0);
+    auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture(binary), "-truth",
+                            dir + "/truth.jsonl", "-rounds", "1"});
+    INFO(traced.err);
+    REQUIRE(traced.status == 0);
+    json want, got;
+    for (auto &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl")))
+      if (t["function"] == "main.Leaf")
+        want = t["args"]["stack"];
+    for (auto &e : e2e::json_lines(traced.out))
+      if (e["function"] == "main.Leaf")
+        got = e;
+    REQUIRE(want.is_array());
+    REQUIRE(got.is_object());
+    // Leaf's own frame and its callers' take more than 256 bytes on either architecture.
+    REQUIRE(got.contains("stack_end"));
+    CHECK(got["stack_end"]["reason"] == "truncated");
+    CHECK(got["stack_end"]["window_bytes"] == 256);
+    const json &frames = got["stack"];
+    CHECK(frames.size() < want.size());
+    for (size_t f = 0; f < frames.size() && f < want.size(); ++f) {
+      CAPTURE(f);
+      CHECK(frames[f]["function"] == want[f]["function"]);
+      CHECK(frames[f]["line"] == want[f]["line"]);
+    }
+    MESSAGE(binary << ": " << frames.size() << " of " << want.size() << " frames in 256 bytes");
+  }
+}
+
+// runtime.newproc1 runs on g0, reached through runtime.systemstack, which switches stacks: the
+// window holds g0's stack only, so the walk ends at systemstack and says so (crossing to the
+// goroutine's frames through m.curg is not done yet). While the runtime starts, newproc1 runs on
+// g0 already (systemstack calls it in place) and the stack is whole, down to runtime.rt0_go.
+TEST_CASE("a window walk on g0 stops at the stack switch and names it") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("stacks-g0");
+  std::ofstream(dir + "/spec.yaml")
+      << "probes:\n  - function: runtime.newproc1\n    stack: 16\n    stack_mode: window\n";
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("fixture"), "-truth",
+                          "/dev/null", "-rounds", "1"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  size_t switched = 0, whole = 0;
+  for (auto &e : e2e::json_lines(traced.out)) {
+    if (e["function"] != "runtime.newproc1")
+      continue;
+    const json &frames = e["stack"];
+    REQUIRE(frames.size() >= 2);
+    CAPTURE(e.dump());
+    CHECK(frames[0]["function"] == "runtime.newproc.func1");
+    if (e.contains("stack_end")) {
+      CHECK(e["stack_end"]["reason"] == "stack switch");
+      CHECK(e["stack_end"]["function"] == "runtime.systemstack");
+      CHECK(frames.back()["function"] == "runtime.systemstack");
+      ++switched;
+    } else {
+      CHECK(frames.back()["function"] == "runtime.rt0_go");
+      ++whole;
+    }
+  }
+  CHECK(switched > 0);
+  MESSAGE(switched << " stacks end at the switch, " << whole << " whole");
 }
 
 TEST_CASE("text output lists one frame per line, inlined ones marked") {
