@@ -6,6 +6,8 @@
 _weave_takes_value() {
   case $1 in
   -o | --output | --dump | --clang | --runtime | --format | --pid) return 0 ;;
+  --binary | --attach | --folded | --folded-weight | --perfetto | --otlp | --service-name | --metrics) return 0 ;;
+  -c | --capture | --when | --when-return | --min-duration | --stack) return 0 ;;
   esac
   return 1
 }
@@ -76,19 +78,36 @@ _weave() {
     COMPREPLY=($(compgen -W "$(cd /proc 2>/dev/null && compgen -G '[0-9]*')" -- "$cur"))
     return
     ;;
-  --clang | --runtime)
+  --attach)
+    COMPREPLY=($(compgen -W 'auto multi perf' -- "$cur"))
+    return
+    ;;
+  --folded-weight)
+    COMPREPLY=($(compgen -W 'calls time' -- "$cur"))
+    return
+    ;;
+  --otlp | --service-name | --metrics | -c | --capture | --when | --when-return | --min-duration | --stack)
+    COMPREPLY=() # a URL, a name, an address or an expression: nothing to offer
+    return
+    ;;
+  --clang | --runtime | --binary | --folded | --perfetto)
     COMPREPLY=($(compgen -f -- "$cur"))
     return
     ;;
   esac
 
   if [[ $cur == -* ]]; then
+    # The tracer's options, which weave run and weave trace pass on (common/tracer_options.h; the
+    # package test checks these lists against each command's --help).
+    local tracer_options='--binary --attach --stats --folded --folded-weight --perfetto --otlp --service-name
+      --metrics --graph --no-summary --exit-after-attach --verbose'
+    local trace_options='--capture --when --when-return --min-duration --stack --inlined'
     local options='--help'
     case $command in
     build) options+=' --output --dump --clang --runtime --timings' ;;
     check) ;;
-    run) options+=' --format --output --pid --clang --runtime' ;;
-    trace) options+=' --format --output --pid' ;;
+    run) options+=" --format --output --pid --clang --runtime $tracer_options" ;;
+    trace) options+=" --format --output --pid --clang --runtime $tracer_options $trace_options" ;;
     funcs) options+=' --names' ;;
     *) options+=' --version --output --dump --clang --runtime --timings' ;; # weave SPEC BIN is build
     esac
