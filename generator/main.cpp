@@ -9,6 +9,7 @@
 // The driver reads top to bottom, one pipeline stage per line (DESIGN.md "Pipeline"); all three
 // commands share that one pipeline (generate_outputs) and differ only in what they do with its files.
 #include "gobinary/binary.h"
+#include "gobinary/debugfile.h"
 #include "build/build.h"
 #include "support/timings.h"
 #include "check/check.h"
@@ -57,7 +58,33 @@ struct BuildArgs {
   std::string clang = WEAVE_CLANG;
   std::string runtime;
   bool timings = false;
+  weave::DebugSearch debug;
 };
+
+// --debug-file and --debug-dir: where a stripped binary's DWARF is (gobinary/debugfile.h).
+void add_debug_options(CLI::App &cmd, weave::DebugSearch &search) {
+  cmd.add_option("--debug-file", search.file,
+                 "read DWARF and symbols from this file (the unstripped build, or its objcopy "
+                 "--only-keep-debug file): checked to be the same build by its build ids")
+      ->type_name("FILE");
+  cmd.add_option("--debug-dir", search.dirs,
+                 "where to look for a stripped binary's debug file by .gnu_debuglink and "
+                 ".build-id/xx/yyyy.debug (repeatable; default /usr/lib/debug)")
+      ->type_name("DIR");
+}
+
+// Loads the binary, and finds its separate debug file when it has no DWARF of its own or one is
+// given; candidates passed over are warnings.
+weave::BinaryImage load_with_debug(const std::string &binary_path, const weave::DebugSearch &search) {
+  weave::BinaryImage image = weave::load_binary(binary_path);
+  std::vector<std::string> notes;
+  weave::find_debug_file(image, search, notes);
+  for (const std::string &note : notes)
+    diagnose("weave: warning: " + note + "\n");
+  if (!image.debug_path.empty())
+    std::cerr << "weave: DWARF and symbols from " << image.debug_path << "\n";
+  return image;
+}
 
 // Generated is the pipeline's result before anything touches the disk.
 struct Generated {
@@ -70,11 +97,13 @@ struct Generated {
 // stage or file it prints that instead and returns nothing. Throws UserError.
 std::optional<Generated> generate_from_spec(const weave::Spec &spec, const std::string &binary_path,
                                             const std::string &record_as, const std::string &dump = {},
-                                            weave::Timings *timings = nullptr) {
-  weave::BinaryImage image = weave::load_binary(binary_path);
+                                            weave::Timings *timings = nullptr,
+                                            const weave::DebugSearch &debug_search = {}) {
+  weave::BinaryImage image = load_with_debug(binary_path, debug_search);
   weave::mark(timings, "binary");
-  // Stripped binaries have no DWARF: functions then come from .gopclntab, types from the spec.
-  auto debug = image.has_dwarf ? weave::DebugInfo::open(binary_path, image.ptr_size) : nullptr;
+  // Stripped binaries have no DWARF (unless a debug file was found): functions then come from
+  // .gopclntab, types from the spec or the runtime's type descriptors.
+  auto debug = image.has_dwarf ? weave::DebugInfo::open(weave::dwarf_path(image), image.ptr_size) : nullptr;
   weave::mark(timings, "dwarf");
   std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
   weave::mark(timings, "pclntab");
@@ -108,14 +137,15 @@ std::optional<Generated> generate_from_spec(const weave::Spec &spec, const std::
 
 std::optional<Generated> generate_outputs(const std::string &spec_path, const std::string &binary_path,
                                           const std::string &record_as, const std::string &dump = {},
-                                          weave::Timings *timings = nullptr) {
+                                          weave::Timings *timings = nullptr,
+                                          const weave::DebugSearch &debug_search = {}) {
   weave::Spec spec = weave::parse_spec_file(spec_path);
   weave::mark(timings, "spec");
   if (dump == "spec") {
     std::cout << weave::dump_spec(spec);
     return std::nullopt;
   }
-  return generate_from_spec(spec, binary_path, record_as, dump, timings);
+  return generate_from_spec(spec, binary_path, record_as, dump, timings, debug_search);
 }
 
 std::string runtime_path(const std::string &given) {
@@ -126,7 +156,7 @@ int build(const BuildArgs &args) {
   weave::Timings timings;
   weave::Timings *t = args.timings ? &timings : nullptr;
   std::optional<Generated> out = generate_outputs(args.spec_path, args.binary_path,
-                      weave::recorded_target_path(args.binary_path, args.out_dir), args.dump, t);
+                      weave::recorded_target_path(args.binary_path, args.out_dir), args.dump, t, args.debug);
   if (!out)
     return 0;
   // An empty runtime path lets build_output pick the runtime by the binary's architecture.
@@ -154,6 +184,7 @@ void add_build_options(CLI::App &cmd, BuildArgs &args) {
   cmd.add_option("--clang", args.clang, "clang executable used to compile the probes");
   cmd.add_option("--runtime", args.runtime, "tracer runtime to embed the probes into");
   cmd.add_flag("--timings", args.timings, "print how long each stage took, and peak memory");
+  add_debug_options(cmd, args.debug);
 }
 
 void hint_argument_order(weave::UserError &e, const std::string &command,
@@ -163,6 +194,7 @@ struct CheckArgs {
   std::string spec_path;
   std::string binary_path;
   std::string dir;
+  weave::DebugSearch debug;
 };
 
 // Exit codes: weave::kCheckClean, kCheckDrift, kCheckCannotRegen (check/check.h), and no other:
@@ -182,7 +214,7 @@ int check(const CheckArgs &args) {
   try {
     here = weave::recorded_target_path(args.binary_path, args.dir);
     recorded = weave::checked_in_target_path(args.dir);
-    out = generate_outputs(args.spec_path, args.binary_path, recorded.value_or(here));
+    out = generate_outputs(args.spec_path, args.binary_path, recorded.value_or(here), {}, nullptr, args.debug);
   } catch (weave::UserError &e) {
     hint_argument_order(e, "check", {args.spec_path, args.binary_path, args.dir});
     diagnose(weave::format_error(e));
@@ -333,7 +365,7 @@ int trace(TraceArgs &args) {
   // A stripped binary's parameters are known only from a spec's declarations: without them its
   // calls are still counted and timed, which is what is traced, and said.
   weave::require_regular_binary(options.binary_path);
-  weave::BinaryImage image = weave::load_binary(options.binary_path);
+  weave::BinaryImage image = load_with_debug(options.binary_path, {});
   if (!image.has_dwarf && args.quick.captures.empty() && args.quick.when.empty() && args.quick.when_return.empty()) {
     args.quick.values = false;
     diagnose("weave: note: " + options.binary_path +
@@ -583,6 +615,7 @@ int main(int argc, char **argv) {
                         "Go binary (by any path: the one the directory records is kept)")
       ->required();
   check_cmd->add_option("dir", check_args.dir, "the checked-in output directory")->required();
+  add_debug_options(*check_cmd, check_args.debug);
 
   RunArgs run_args;
   CLI::App *run_cmd = app.add_subcommand(
@@ -649,6 +682,7 @@ int main(int argc, char **argv) {
 
   std::string funcs_binary, funcs_pattern;
   bool funcs_names = false;
+  weave::DebugSearch funcs_debug;
   CLI::App *funcs_cmd = app.add_subcommand(
       "funcs", "list functions matching a glob with their parameters, types and where each one "
                "lives at entry (and each result at RET)");
@@ -657,6 +691,7 @@ int main(int argc, char **argv) {
   funcs_cmd->add_flag("--names", funcs_names,
                       "print only the matching names, one per line, from .gopclntab (for scripts and "
                       "shell completion; nothing matching prints nothing)");
+  add_debug_options(*funcs_cmd, funcs_debug);
   funcs_cmd->footer("Examples:\n"
                     "  weave funcs ./bin 'main.*'          # main's functions: parameters, types, registers\n"
                     "  weave funcs ./bin '*.(*Server).*'   # the methods of every Server type\n"
@@ -695,7 +730,7 @@ int main(int argc, char **argv) {
       return trace(trace_args);
     }
     if (*funcs_cmd) {
-      weave::BinaryImage image = weave::load_binary(funcs_binary);
+      weave::BinaryImage image = funcs_names ? weave::load_binary(funcs_binary) : load_with_debug(funcs_binary, funcs_debug);
       if (funcs_names) {
         std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
         if (!pcln)
@@ -703,7 +738,7 @@ int main(int argc, char **argv) {
         std::cout << weave::list_function_names(*pcln, funcs_pattern);
         return 0;
       }
-      auto debug = image.has_dwarf ? weave::DebugInfo::open(funcs_binary, image.ptr_size) : nullptr;
+      auto debug = image.has_dwarf ? weave::DebugInfo::open(weave::dwarf_path(image), image.ptr_size) : nullptr;
       std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
       std::vector<std::string> warnings;
       std::cout << weave::list_functions(image, debug.get(), pcln ? &*pcln : nullptr, funcs_pattern, &warnings);

@@ -45,7 +45,8 @@ struct BinaryImage {
   std::vector<LoadSegment> segments;
   std::string build_id;      // Go build id (.note.go.buildid) or else GNU build id as hex
   std::optional<GoBuildInfo> buildinfo;
-  bool has_dwarf = false;    // .debug_info or .zdebug_info present
+  bool has_dwarf = false;    // .debug_info or .zdebug_info present (here or in debug_path)
+  std::string debug_path;    // a separate file holding the DWARF and symbols (gobinary/debugfile.h)
   std::vector<ElfSymbol> functions; // STT_FUNC symbols from .symtab, sorted by address then name
   // runtime.types: where the type descriptors start; DWARF's go_runtime_type is relative to it.
   std::optional<uint64_t> types_base;

@@ -363,6 +363,12 @@ ManifestProbe parse_probe(const json &p, size_t index, uint32_t header_size) {
   }
   if (p.contains("min_duration_ns"))
     probe.min_duration_ns = u64_at(p, path, "min_duration_ns");
+  if (p.contains("holds_entry")) {
+    if (!p["holds_entry"].is_boolean())
+      fail(path + ".holds_entry", "not a bool");
+    probe.holds_entry = p["holds_entry"].get<bool>();
+  }
+  probe.holds_entry = probe.holds_entry || probe.min_duration_ns > 0;
   if (p.contains("duration_offset")) {
     probe.duration_offset = u32_at(p, path, "duration_offset", kMaxEventSize);
     if (probe.duration_offset < header_size || probe.duration_offset + 8 > probe.event_size)

@@ -101,6 +101,7 @@ struct ManifestProbe {
   uint32_t event_size = 0;
   uint32_t duration_offset = 0; // return events: where the call's duration (u64 ns) is; 0 if none
   uint64_t min_duration_ns = 0; // min_duration: entries arrive with their returns, late (GraphView)
+  bool holds_entry = false;     // min_duration or when_return: the same (min_duration_ns alone in older manifests)
   uint32_t stack_offset = 0;    // entry events with a stack: where its u64 return addresses are
   uint32_t stack_depth = 0;     // ... and how many slots (0-terminated when shorter)
   std::vector<ManifestAttach> attach;

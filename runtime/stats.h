@@ -9,9 +9,9 @@
 //           (filtered or limited) (weave_filtered);
 //   limited dropped by limits: events_per_second (weave_limited). Each of the two is a column of
 //           its own when any probe has some.
-//   evicted min_duration: held entries the probe's map of calls in flight could not keep (full,
+//   evicted min_duration, when_return: held entries the probe's map of calls in flight could not keep (full,
 //           or a call at the same goroutine and depth never returned) (weave_evicted);
-//   held    min_duration: entries held at the end, calls still in flight (weave_held). Both are
+//   held    min_duration, when_return: entries held at the end, calls still in flight (weave_held). Both are
 //           entry-probe counts, columns of their own when any probe has some; a slow call's entry
 //           is an event, a fast one's is filtered (and its return too).
 // For every BPF program (probes of one shape share one, telling each other apart by the attach

@@ -339,7 +339,7 @@ GraphView::GraphView(const Manifest &manifest, uint64_t start_ns, int fd, CallGr
   line_.reserve(4096);
   buffer_.reserve(kFlushThreshold + 4096);
   for (const ManifestProbe &probe : manifest.probes)
-    reorder_ = reorder_ || probe.min_duration_ns > 0;
+    reorder_ = reorder_ || probe.holds_entry;
 }
 
 void GraphView::on_event(const void *data, size_t size) {

@@ -125,20 +125,33 @@ std::string member_name(size_t capture, size_t field, size_t field_count) {
   return field_count == 1 ? fmt::format("c{}", capture) : fmt::format("c{}_{}", capture, field);
 }
 
-// A predicate ("when:") as C over the event record's members, after its captures are read.
-// Integers compare as the signedness of their Go type; strings by their length and then their
-// bytes one by one (a literal is never longer than what was copied: plan/predicate.cpp).
-std::string predicate_c(const PredicateNode &node, const EventPlan &event) {
+// A predicate ("when:", "when_return:") as C over the event record's members, after its captures
+// are read. Integers compare as the signedness of their Go type; strings by their length and then
+// their bytes one by one (a literal is never longer than what was copied: plan/predicate.cpp); nil
+// as 0 in the pointer, func or interface type word the value's field holds. A when_return value
+// of the entry's is read from the held entry record (`held->entry`).
+//
+// A value whose capture faulted is neither true nor false, so the C says when the condition is
+// decided either way: predicate_decided(node, false) is true exactly when the condition is known
+// to be false (the call is dropped); a leaf is decided when the captures it reads did not fault;
+// an && is false when one side is known false, whatever faulted on the other, an || true when one
+// side is known true; so only a fault that decides the result lets the call through, marked.
+std::string predicate_leaf_c(const PredicateNode &node, const EventPlan &event, const EventPlan *entry) {
   auto member = [&](const PredicateOperand &o) {
-    const CapturePlan &capture = event.captures.at(static_cast<size_t>(o.capture));
-    return "e->" + member_name(static_cast<size_t>(o.capture), static_cast<size_t>(o.field), capture.fields.size());
+    const EventPlan &from = o.at_entry ? *entry : event;
+    const CapturePlan &capture = from.captures.at(static_cast<size_t>(o.capture));
+    return (o.at_entry ? "held->entry." : "e->") +
+           member_name(static_cast<size_t>(o.capture), static_cast<size_t>(o.field), capture.fields.size());
   };
   auto field = [&](const PredicateOperand &o) -> const EventField & {
-    return event.captures.at(static_cast<size_t>(o.capture)).fields.at(static_cast<size_t>(o.field));
+    const EventPlan &from = o.at_entry ? *entry : event;
+    return from.captures.at(static_cast<size_t>(o.capture)).fields.at(static_cast<size_t>(o.field));
   };
   auto literal = [](const PredicateOperand &o, bool is_signed) {
     if (o.kind == PredicateOperand::Kind::Bool)
       return std::string(o.magnitude ? "1" : "0");
+    if (o.kind == PredicateOperand::Kind::Nil)
+      return std::string("0ULL");
     if (!is_signed)
       return fmt::format("{}ULL", o.magnitude);
     if (o.negative && o.magnitude == (1ULL << 63))
@@ -163,22 +176,15 @@ std::string predicate_c(const PredicateNode &node, const EventPlan &event) {
     return out + ")";
   };
   switch (node.kind) {
-  case PredicateNode::Kind::Or:
-  case PredicateNode::Kind::And: {
-    std::string out = "(";
-    for (size_t i = 0; i < node.children.size(); ++i)
-      out += (i ? (node.kind == PredicateNode::Kind::Or ? " || " : " && ") : "") + predicate_c(node.children[i], event);
-    return out + ")";
-  }
-  case PredicateNode::Kind::Not:
-    return "!" + predicate_c(node.children.front(), event);
   case PredicateNode::Kind::Truth:
     return node.lhs.kind == PredicateOperand::Kind::Bool ? literal(node.lhs, false) : "(" + member(node.lhs) + " != 0)";
   case PredicateNode::Kind::StartsWith:
     return bytes_equal(node.lhs, node.rhs.text, true);
-  case PredicateNode::Kind::Compare:
+  default:
     break;
   }
+  if (node.rhs.kind == PredicateOperand::Kind::Nil)
+    return fmt::format("({} {} 0)", member(node.lhs), node.op);
   const EventField &f = field(node.lhs);
   if (f.kind == "string") {
     std::string equal = bytes_equal(node.lhs, node.rhs.text, false);
@@ -190,6 +196,40 @@ std::string predicate_c(const PredicateNode &node, const EventPlan &event) {
                         ? (is_signed ? "(__s64)" + member(node.rhs) : member(node.rhs))
                         : literal(node.rhs, is_signed);
   return fmt::format("({} {} {})", lhs, node.op, rhs);
+}
+
+std::string predicate_decided(const PredicateNode &node, bool want, const EventPlan &event, const EventPlan *entry) {
+  switch (node.kind) {
+  case PredicateNode::Kind::Or:
+  case PredicateNode::Kind::And: {
+    // && is true when all are, false when one is; || the other way round.
+    bool all = (node.kind == PredicateNode::Kind::And) == want;
+    std::string out = "(";
+    for (size_t i = 0; i < node.children.size(); ++i)
+      out += (i ? (all ? " && " : " || ") : "") + predicate_decided(node.children[i], want, event, entry);
+    return out + ")";
+  }
+  case PredicateNode::Kind::Not:
+    return predicate_decided(node.children.front(), !want, event, entry);
+  default:
+    break;
+  }
+  if (node.kind == PredicateNode::Kind::Truth && node.lhs.kind == PredicateOperand::Kind::Bool)
+    return (node.lhs.magnitude != 0) == want ? "1" : "0";
+  // The leaf is decided when none of the captures it reads faulted.
+  uint64_t bits = 0, entry_bits = 0;
+  for (const PredicateOperand *o : {&node.lhs, &node.rhs})
+    if (o->kind == PredicateOperand::Kind::Value && o->capture >= 0) {
+      const EventPlan &from = o->at_entry ? *entry : event;
+      uint64_t bit = 1ULL << from.captures.at(static_cast<size_t>(o->capture)).fault_bit;
+      (o->at_entry ? entry_bits : bits) |= bit;
+    }
+  std::string out = "(";
+  if (bits)
+    out += fmt::format("!(e->hdr.faults & {:#x}ULL) && ", bits);
+  if (entry_bits)
+    out += fmt::format("!(held->entry.hdr.faults & {:#x}ULL) && ", entry_bits);
+  return out + (want ? "" : "!") + predicate_leaf_c(node, event, entry) + ")";
 }
 
 // The comment lines naming one event a program serves: its function, and where it is attached.
@@ -268,6 +308,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   // and its records are reserved in the ring buffer (below).
   const bool holds = event->holds, is_entry = event->kind == "entry";
   const bool min = event->min_duration_ns > 0;
+  const bool keeps_entry = event->holds_entry; // min_duration or when_return: the entry record is held
   bool on_stack = (gated || event->needs_entry) && event->event_size <= max_stack_event(plan) && !holds;
   bool late_clock = on_stack && event->filter && event->kind == "entry" && !event->pairs_calls;
   ev.set("on_stack", on_stack);
@@ -289,12 +330,22 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   const std::string held = fmt::format("probe_{}_held", probe.id);
   ev.set("held_struct", held);
   ev.set("held_map", held);
-  ev.set("holds_entry", min);
+  ev.set("holds_entry", keeps_entry);
   Data held_decl{Data::type::list}, held_setup{Data::type::list};
   if (holds && is_entry) {
     Data d;
     d.set("probe_id", std::to_string(probe.id));
-    d.set("why", min ? fmt::format("min_duration: {}", duration_text(event->min_duration_ns)) : "capture_at_return");
+    std::vector<std::string> why;
+    if (min)
+      why.push_back(fmt::format("min_duration: {}", duration_text(event->min_duration_ns)));
+    if (!probe.ret->return_filter_text.empty())
+      why.push_back("when_return");
+    if (!event->saved.empty() || why.empty())
+      why.push_back("capture_at_return");
+    std::string why_text;
+    for (const std::string &w : why)
+      why_text += (why_text.empty() ? "" : ", ") + w;
+    d.set("why", why_text);
     d.set("held_struct", held);
     d.set("held_map", held);
     d.set("has_saved", !event->saved.empty());
@@ -302,25 +353,25 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     d.set("entry_struct", event->struct_name);
     // Bounded memory: up to 16 MiB of held values, and between 1,024 and 65,536 calls in flight;
     // allocated as calls come (BPF_F_NO_PREALLOC), so a glob of many such probes costs what is held.
-    uint64_t value_size = 8 + 8 * event->saved.size() + (min ? event->event_size : 0);
+    uint64_t value_size = 8 + 8 * event->saved.size() + (keeps_entry ? event->event_size : 0);
     d.set("max_entries", std::to_string(std::clamp<uint64_t>((16u << 20) / value_size, 1024, 65536)));
     held_decl.push_back(d);
     // The value is built where no other run of the program can write (a uprobe program can be
     // preempted, so a per-CPU scratch value could be overwritten halfway): with min_duration in a
     // ring buffer reservation of the whole value, the entry record first, discarded once a copy is
     // held; otherwise (a timestamp and a few pointers) on the stack.
-    held_setup.push_back(Data(min ? fmt::format("struct {} *held = (struct {} *)e; /* the entry record is its start */", held, held)
+    held_setup.push_back(Data(keeps_entry ? fmt::format("struct {} *held = (struct {} *)e; /* the entry record is its start */", held, held)
                                   : fmt::format("struct {} held_value = {{}}, *held = &held_value;", held)));
   }
   ev.set("held_decl", held_decl);
   ev.set("held_setup", held_setup);
-  ev.set("reserve_size", holds && min && is_entry ? "struct " + held : "*e");
+  ev.set("reserve_size", holds && keeps_entry && is_entry ? "struct " + held : "*e");
   ev.set("take", holds && !is_entry);
   Data at_return_faults{Data::type::list};
   if (event->at_return_faults)
     at_return_faults.push_back(Data(hex(event->at_return_faults) + "ULL"));
   ev.set("at_return_faults", at_return_faults);
-  ev.set("release", holds && !is_entry && !min);
+  ev.set("release", holds && !is_entry && !keeps_entry);
   ev.set("hold", holds && is_entry);
   Data saves{Data::type::list};
   for (size_t i = 0; i < event->saved.size(); ++i) {
@@ -330,11 +381,24 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     saves.push_back(sv);
   }
   ev.set("saves", saves);
-  ev.set("counted", min ? "1" : "0");
-  ev.set("emit_pair", holds && min && !is_entry);
-  ev.set("min_duration", duration_text(event->min_duration_ns));
-  ev.set("min_ns", std::to_string(event->min_duration_ns));
-  ev.set("submit", !on_stack && !(holds && min));
+  ev.set("counted", keeps_entry ? "1" : "0");
+  ev.set("emit_pair", holds && keeps_entry && !is_entry);
+  // What the return decides before it emits the held entry and itself: the duration, the results.
+  Data keep_checks{Data::type::list};
+  if (min) {
+    Data check;
+    check.set("what", fmt::format("min_duration: {}", duration_text(event->min_duration_ns)));
+    check.set("c_false", fmt::format("e->duration_ns < {}ULL", event->min_duration_ns));
+    keep_checks.push_back(check);
+  }
+  if (event->return_filter) {
+    Data check;
+    check.set("what", "when_return: " + comment(event->return_filter_text));
+    check.set("c_false", predicate_decided(*event->return_filter, false, *event, &probe.entry));
+    keep_checks.push_back(check);
+  }
+  ev.set("keep_checks", keep_checks);
+  ev.set("submit", !on_stack && !(holds && keeps_entry));
   Data limits{Data::type::list};
   if (limited) {
     std::vector<std::string> checks, what;
@@ -357,7 +421,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     Data filter;
     filter.set("text", comment(event->filter_text));
     filter.set("faults", hex(event->filter_faults));
-    filter.set("c_expr", predicate_c(*event->filter, *event));
+    filter.set("c_false", predicate_decided(*event->filter, false, *event, nullptr));
     Data filters{Data::type::list};
     filters.push_back(filter);
     ev.set("filter", filters);
@@ -651,6 +715,12 @@ std::string render_manifest(const Plan &plan) {
         p["duration_offset"] = event->duration_offset;
       if (event->min_duration_ns)
         p["min_duration_ns"] = event->min_duration_ns;
+      // when_return: the condition its return decides; like min_duration, entries arrive late,
+      // with their returns.
+      if (event->holds_entry)
+        p["holds_entry"] = true;
+      if (!event->return_filter_text.empty())
+        p["when_return"] = event->return_filter_text;
       if (event->stack_depth)
         p["stack"] = {{"offset", event->stack_offset}, {"depth", event->stack_depth}};
       if (!probe.skipped.empty())

@@ -949,6 +949,21 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
   } else {
     capture.go_type = types.at(type).name;
     resolver.emit(place, type, "", path, cs.loc, capture, 0);
+    // `m == nil`: the map or chan pointer, or the slice's array pointer (a nil slice has none; an
+    // empty one made by make or [:0] has one), read as it is, hidden.
+    const GoType &t = types.at(type);
+    if (cs.nil_word && (t.kind == TypeKind::Map || t.kind == TypeKind::Chan || t.kind == TypeKind::Slice)) {
+      uint64_t word = static_cast<uint64_t>(resolver.ptr_size());
+      EventField nil;
+      nil.name = "#nil";
+      nil.kind = "pointer";
+      nil.go_type = "unsafe.Pointer";
+      nil.size = static_cast<uint32_t>(word);
+      nil.hidden = true;
+      nil.value = resolver.scalar(resolver.member(place, 0, word), word,
+                                  t.kind == TypeKind::Slice ? path + ".array" : path, t.name, cs.loc);
+      capture.fields.push_back(nil);
+    }
   }
   for (size_t f = first_value_field; slice_guard >= 0 && f < capture.fields.size(); ++f) {
     // A map's pairs keep their own guard: their count is 0 unless the walk (guarded) ran.
@@ -977,7 +992,17 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
   auto captured = [&captures](const std::string &expr) {
     return std::any_of(captures.begin(), captures.end(), [&](const CapturePlan &c) { return c.expr == expr; });
   };
-  for (const auto &cs : implicit_captures) {
+  // A value a condition compares with nil reads its header word too, however else it is listed.
+  std::set<std::string> nil_words;
+  for (const auto &cs : explicit_captures)
+    if (cs.nil_word)
+      nil_words.insert(cs.expr);
+  auto with_nil = [&nil_words](CaptureSpec cs) {
+    cs.nil_word = cs.nil_word || nil_words.count(cs.expr) > 0;
+    return cs;
+  };
+  for (const auto &listed : implicit_captures) {
+    const CaptureSpec cs = with_nil(listed);
     // Every output key must be unique (the tracer refuses a manifest that repeats one); DWARF can
     // list a name twice with different types, which the reader keeps.
     if (captured(cs.expr)) {
@@ -1000,7 +1025,7 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
   for (const auto &cs : explicit_captures)
     if (!captured(cs.expr)) {
       try {
-        captures.push_back(resolve_capture(cs, values, function, what, resolver));
+        captures.push_back(resolve_capture(with_nil(cs), values, function, what, resolver));
       } catch (const UserError &e) {
         errors.push_back(e);
       }

@@ -179,6 +179,13 @@ std::vector<ProbePlan> plan_inlined_probes(const ProbeSpec &spec, const std::str
                                    function, copies.copies.size(), copies.copies.size() == 1 ? "y" : "ies"));
     return probes;
   }
+  // Only the calls whose results pass when_return: a copy has no RET where they could be read.
+  if (!spec.when_return.empty()) {
+    warnings.push_back(fmt::format("{}: its {} inlined cop{} left out: when_return is decided at a call's "
+                                   "return, and a copy has no RET to read the results at",
+                                   function, copies.copies.size(), copies.copies.size() == 1 ? "y" : "ies"));
+    return probes;
+  }
   if (!spec.at_return.empty())
     warnings.push_back(fmt::format("{}: capture_at_return applies to its own body only: its inlined copies "
                                    "have no RET to read at",

@@ -9,6 +9,7 @@
 
 #include "abi/abi.h"
 #include "gobinary/binary.h"
+#include "gobinary/debugfile.h"
 #include "gobinary/pclntab.h"
 #include "debuginfo/debuginfo.h"
 #include "debuginfo/dictionaries.h"
@@ -186,7 +187,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   if (!debug && pcln)
     descriptors.emplace(*pcln);
   SignatureSources sources{image, debug, pcln, types, descriptors ? &*descriptors : nullptr};
-  const std::vector<ElfSymbol> dictionaries = dictionary_symbols(image.path);
+  const std::vector<ElfSymbol> dictionaries = dictionary_symbols(dwarf_path(image));
   CaptureContext captures{types, regs, image.ptr_size, spec.options.string_max, spec.options.slice_max,
                           runtime_layout};
   auto plan_probe = [&](const ProbeSpec &probe_spec, size_t index) -> ProbePlan {
@@ -215,8 +216,9 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
           "results: {} has no RET instruction (it never returns, or only tail-calls): its results and "
           "durations are not knowable, and return: true{} applies to nothing; its entries are traced [no-return]",
           fn->name,
-          probe_spec.min_duration_ns || !probe_spec.at_return.empty() ? " (with min_duration and capture_at_return)"
-                                                                      : ""));
+          probe_spec.min_duration_ns || !probe_spec.at_return.empty() || !probe_spec.when_return.empty()
+              ? " (with min_duration, when_return and capture_at_return)"
+              : ""));
 
     std::vector<NamedValue> inputs, results;
     std::vector<TypeId> input_types, result_types;
@@ -232,7 +234,8 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     // build; values it only asked for wholesale (args: all, results with return: true) are left
     // out with the reason, and its calls are still counted and timed.
     std::string untrusted = check_argument_width(signature, layout, sources);
-    if (!untrusted.empty() && (!probe_spec.captures.empty() || !probe_spec.at_return.empty()))
+    if (!untrusted.empty() &&
+        (!probe_spec.captures.empty() || !probe_spec.at_return.empty() || !probe_spec.when_return.empty()))
       throw UserError("signature-mismatch", fmt::format("{}: {}", fn->name, untrusted), probe_spec.loc,
                       "declare the full signature with params: [...] and results: [...], blank (_) and "
                       "unnamed parameters included");
@@ -270,7 +273,38 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     if (!probe_spec.when.empty()) {
       filter = parse_predicate(probe_spec.when, probe_spec.when_loc);
       for (const PredicateOperand &value : predicate_values(*filter))
-        entry_captures.push_back({value.text, advance(probe_spec.when_loc, value.column)});
+        entry_captures.push_back({value.text, advance(probe_spec.when_loc, value.column), value.nil_compared});
+    }
+    // "when_return:": its values rooted at a result are captured at the return, the others (the
+    // parameters) at the entry, and the condition reads each where it is.
+    std::optional<PredicateNode> return_filter;
+    std::vector<CaptureSpec> return_captures;
+    if (!probe_spec.when_return.empty() && returns) {
+      return_filter = parse_predicate(probe_spec.when_return, probe_spec.when_return_loc, "when_return");
+      for (const PredicateOperand &value : predicate_values(*return_filter)) {
+        SourceLoc at = advance(probe_spec.when_return_loc, value.column);
+        CaptureExpr parsed = parse_capture_expr(value.text, at);
+        bool is_result = std::any_of(results.begin(), results.end(),
+                                     [&](const NamedValue &r) { return r.name == parsed.root; });
+        bool is_input = std::any_of(inputs.begin(), inputs.end(),
+                                    [&](const NamedValue &r) { return r.name == parsed.root; });
+        if (!is_result && !is_input) {
+          std::vector<std::string> names;
+          for (const NamedValue &v : inputs)
+            if (v.name != kDictionaryParam)
+              names.push_back(v.name);
+          for (const NamedValue &v : results)
+            names.push_back(v.name);
+          std::string all;
+          for (const std::string &n : names)
+            all += (all.empty() ? "" : ", ") + n;
+          throw UserError("unknown-parameter",
+                          fmt::format("{} has no parameter or result {} (in when_return)", fn->name, parsed.root),
+                          advance(at, parsed.root_column),
+                          "when_return reads results and parameters: " + (all.empty() ? "(none)" : all));
+        }
+        (is_result ? return_captures : entry_captures).push_back({value.text, at, value.nil_compared});
+      }
     }
     probe.entry = make_event("entry", probe.id, entry_captures, all_args, inputs, fn->name,
                              "parameter", captures, probe.skipped);
@@ -302,7 +336,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       std::vector<CaptureSpec> all_results;
       for (const auto &r : untrusted.empty() ? results : std::vector<NamedValue>{})
         all_results.push_back({r.name, probe_spec.loc});
-      probe.ret = make_event("return", probe.id, {}, all_results, results, fn->name, "result",
+      probe.ret = make_event("return", probe.id, return_captures, all_results, results, fn->name, "result",
                              captures, probe.skipped);
       // Pairing needs g: in a register in ABIInternal code, in TLS for amd64 ABI0 code.
       probe.entry.pairs_calls = probe.ret->pairs_calls = config.name == "ABIInternal" || plan.has_tls_g;
@@ -321,16 +355,30 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       // the return finds by the same pairing key.
       if (!probe_spec.at_return.empty())
         add_at_return_captures(probe.entry, *probe.ret, probe_spec.at_return, inputs, results, fn->name, captures);
-      bool holds = probe_spec.min_duration_ns || !probe_spec.at_return.empty();
-      if (holds && !probe.entry.pairs_calls)
+      if (return_filter) {
+        probe.ret->return_filter_faults =
+            resolve_predicate(*return_filter, probe.ret->captures, probe_spec.when_return, probe_spec.when_return_loc,
+                              "when_return", &probe.entry.captures, &probe.ret->return_filter_entry_faults);
+        probe.ret->return_filter = std::move(return_filter);
+        probe.ret->return_filter_text = probe_spec.when_return;
+      }
+      const bool holds_entry = probe_spec.min_duration_ns || probe.ret->return_filter;
+      bool holds = holds_entry || !probe_spec.at_return.empty();
+      if (holds && !probe.entry.pairs_calls) {
+        const char *what = probe_spec.min_duration_ns         ? "min_duration"
+                           : !probe_spec.when_return.empty() ? "when_return"
+                                                             : "capture_at_return";
+        SourceLoc where = probe_spec.min_duration_ns         ? probe_spec.min_duration_loc
+                          : !probe_spec.when_return.empty() ? probe_spec.when_return_loc
+                                                            : probe_spec.at_return.front().loc;
         throw UserError("unpaired-return",
                         fmt::format("{}: {} needs entries and returns paired by goroutine, and this {} code has "
                                     "no goroutine pointer weave can read",
-                                    fn->name, probe_spec.min_duration_ns ? "min_duration" : "capture_at_return",
-                                    config.name),
-                        probe_spec.min_duration_ns ? probe_spec.min_duration_loc : probe_spec.at_return.front().loc,
-                        "drop it, or trace a function compiled with the register ABI");
+                                    fn->name, what, config.name),
+                        where, "drop it, or trace a function compiled with the register ABI");
+      }
       probe.entry.holds = probe.ret->holds = holds;
+      probe.entry.holds_entry = probe.ret->holds_entry = holds_entry;
       probe.entry.min_duration_ns = probe.ret->min_duration_ns = probe_spec.min_duration_ns;
     }
     return probe;
@@ -402,7 +450,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
           "first instruction, shown as called from {}",
           where.first, n, where.second, where.second));
     if (debug)
-      dwarf_copies = read_inlined_locations(image.path, wanted);
+      dwarf_copies = read_inlined_locations(dwarf_path(image), wanted);
     std::map<std::tuple<std::string, std::string, uint64_t>, const InlinedCopyLocations *> by_place;
     for (const InlinedCopyLocations &d : dwarf_copies)
       by_place.emplace(std::make_tuple(d.function, d.physical, d.low_pc), &d);
@@ -439,6 +487,14 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     try {
       // A function named exactly that exists only as inlined copies cannot take min_duration (a
       // copy has no RET to time a call by): an error of this probe, not a silent empty plan.
+      if (only_copies && !expanded.from_wildcard && !expanded.spec.when_return.empty())
+        throw UserError("inlined-when-return",
+                        fmt::format("{} exists only as inlined copies, and when_return is decided at a call's "
+                                    "return: a copy has no RET to read the results at",
+                                    function),
+                        expanded.spec.when_return_loc,
+                        "drop when_return (its calls are then traced at entry), or keep the compiler "
+                        "from inlining it (//go:noinline)");
       if (only_copies && !expanded.from_wildcard && expanded.spec.min_duration_ns)
         throw UserError("inlined-min-duration",
                         fmt::format("{} exists only as inlined copies, and min_duration needs each call's "
@@ -572,6 +628,8 @@ std::string dump_plan(const Plan &plan) {
                          event->event_size);
       if (event->min_duration_ns)
         out << fmt::format("    min_duration {}ns\n", event->min_duration_ns);
+      if (event->return_filter)
+        out << fmt::format("    when_return {}\n", predicate_key(*event->return_filter));
       for (size_t i = 0; i < event->saved.size(); ++i)
         out << fmt::format("    saved[{}] = {}\n", i, read_text(event->saved[i]));
       for (const auto &c : event->captures) {

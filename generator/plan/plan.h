@@ -163,9 +163,21 @@ struct EventPlan {
   // calls in flight and is emitted by the return, just before it, only when the call took at
   // least this long. 0 for none.
   uint64_t min_duration_ns = 0;
+  // Return events of a probe with "when_return:": the condition over the return's captures (the
+  // results it reads) and the held entry's (operands marked at_entry), decided at the return; the
+  // entry record waits in the map of calls in flight as with min_duration and is emitted just
+  // before its return only when the condition holds (and the call took min_duration).
+  std::optional<PredicateNode> return_filter;
+  std::string return_filter_text;
+  uint64_t return_filter_faults = 0;       // fault bits of the return's captures it reads
+  uint64_t return_filter_entry_faults = 0; // and of the entry's
+  // Entry and return events of a probe with min_duration or when_return: the entry record itself
+  // is held (not only its timestamp) and emitted by the return, or counted as filtered.
+  bool holds_entry = false;
   // Entry and return events of a probe with min_duration or capture_at_return: its calls in
   // flight are kept in a map of its own (probe_N_held, templates/probes.bpf.c.mustache), whose
-  // value holds the entry's timestamp, `saved`, and with min_duration the entry record.
+  // value holds the entry's timestamp, `saved`, and with holds_entry the entry record. when_return
+  // holds too.
   bool holds = false;
   // Entry events: what capture_at_return reads through, saved at the entry: a pointer in a
   // register (no loads), or loaded once from the stack (one load).

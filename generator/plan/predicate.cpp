@@ -18,7 +18,7 @@ constexpr size_t kMaxDepth = 64; // nesting of parentheses and '!': bounded like
 
 class Parser {
 public:
-  Parser(const std::string &text, const SourceLoc &loc) : text_(text), loc_(loc) {}
+  Parser(const std::string &text, const SourceLoc &loc, const std::string &key) : text_(text), loc_(loc), key_(key) {}
 
   PredicateNode parse() {
     PredicateNode node = parse_or(0);
@@ -30,8 +30,8 @@ public:
 
 private:
   [[noreturn]] void fail(size_t at, const std::string &what) {
-    throw UserError("bad-predicate", what + " in when: \"" + text_ + "\"", advance(loc_, at),
-                    "a condition compares values with literals or each other (== != < <= > >=), "
+    throw UserError("bad-predicate", what + " in " + key_ + ": \"" + text_ + "\"", advance(loc_, at),
+                    "a condition compares values with literals, nil or each other (== != < <= > >=), "
                     "combines them with && || ! and parentheses, and tests prefixes with "
                     "startsWith(s, \"/api\"), e.g. req.Header.Port == 8081 && len(req.Path) > 3");
   }
@@ -184,6 +184,10 @@ private:
       operand.magnitude = word == "true";
       return operand;
     }
+    if (word == "nil") {
+      operand.kind = PredicateOperand::Kind::Nil;
+      return operand;
+    }
     parse_capture_expr(word, advance(loc_, start)); // located errors for a malformed value
     operand.kind = PredicateOperand::Kind::Value;
     operand.text = word;
@@ -227,27 +231,35 @@ private:
 
   const std::string &text_;
   SourceLoc loc_;
+  std::string key_;
   size_t pos_ = 0;
 };
 
 void collect(const PredicateNode &node, std::vector<PredicateOperand> &out) {
   for (const PredicateNode &child : node.children)
     collect(child, out);
+  const bool with_nil = node.kind == PredicateNode::Kind::Compare &&
+                        (node.lhs.kind == PredicateOperand::Kind::Nil || node.rhs.kind == PredicateOperand::Kind::Nil);
   for (const PredicateOperand *operand : {&node.lhs, &node.rhs}) {
     if (operand->kind != PredicateOperand::Kind::Value || operand->text.empty())
       continue;
     bool seen = false;
-    for (const PredicateOperand &o : out)
-      seen = seen || o.text == operand->text;
-    if (!seen)
+    for (PredicateOperand &o : out)
+      if (o.text == operand->text) {
+        seen = true;
+        o.nil_compared = o.nil_compared || with_nil;
+      }
+    if (!seen) {
       out.push_back(*operand);
+      out.back().nil_compared = with_nil;
+    }
   }
 }
 
 } // namespace
 
-PredicateNode parse_predicate(const std::string &text, const SourceLoc &loc) {
-  return Parser(text, loc).parse();
+PredicateNode parse_predicate(const std::string &text, const SourceLoc &loc, const std::string &key) {
+  return Parser(text, loc, key).parse();
 }
 
 std::vector<PredicateOperand> predicate_values(const PredicateNode &node) {
@@ -262,20 +274,74 @@ struct Resolver {
   const std::vector<CapturePlan> &captures;
   const std::string &text;
   SourceLoc loc;
-  uint64_t faults = 0;
+  std::string key;
+  const std::vector<CapturePlan> *entry_captures = nullptr;
+  uint64_t faults = 0, entry_faults = 0;
 
   [[noreturn]] void fail(size_t at, const std::string &what) {
-    throw UserError("bad-predicate", what + " in when: \"" + text + "\"", advance(loc, at),
+    throw UserError("bad-predicate", what + " in " + key + ": \"" + text + "\"", advance(loc, at),
                     "conditions compare integers, bools and strings (strings with literals, by == != "
-                    "and startsWith); what BPF cannot evaluate exactly is refused rather than approximated");
+                    "and startsWith), and pointers, funcs, interfaces, maps, slices and chans with nil; "
+                    "what BPF cannot "
+                    "evaluate exactly is refused rather than approximated");
+  }
+
+  // The field a comparison with nil reads: a pointer or func value itself (0 when nil: a func's
+  // code pointer is loaded only through a non-nil funcval), an interface's type word (0 exactly
+  // when the interface is nil, whatever its data word holds), or the hidden header word of a map,
+  // chan or slice (CaptureSpec::nil_word).
+  const EventField &nil_field(PredicateOperand &operand) {
+    const std::vector<CapturePlan> *lists[] = {&captures, entry_captures};
+    for (const std::vector<CapturePlan> *list : lists) {
+      if (!list)
+        continue;
+      for (size_t c = 0; c < list->size(); ++c) {
+        const CapturePlan &capture = (*list)[c];
+        if (capture.expr != operand.text)
+          continue;
+        int chosen = -1;
+        if (capture.interfaces.size() == 1 && capture.interfaces.front().empty()) {
+          for (size_t f = 0; f < capture.fields.size(); ++f)
+            if (capture.fields[f].name == "type")
+              chosen = static_cast<int>(f);
+        } else if (capture.fields.size() == 1 &&
+                   (capture.fields[0].kind == "pointer" || capture.fields[0].kind == "func")) {
+          chosen = 0;
+        } else {
+          for (size_t f = 0; f < capture.fields.size(); ++f)
+            if (capture.fields[f].name == "#nil") // a map's, chan's or slice's header word
+              chosen = static_cast<int>(f);
+        }
+        if (chosen < 0)
+          fail(operand.column, operand.text + " is a " + capture.go_type +
+                                   ": nil compares pointers, funcs, interfaces, maps, slices and chans");
+        operand.capture = static_cast<int>(c);
+        operand.field = chosen;
+        operand.at_entry = list == entry_captures;
+        (operand.at_entry ? entry_faults : faults) |= 1ULL << capture.fault_bit;
+        return capture.fields[static_cast<size_t>(chosen)];
+      }
+    }
+    fail(operand.column, operand.text + " is not captured");
   }
 
   // The kind of a value operand: "int", "uint", "bool", "string" (pointers compare as uint).
   const EventField &field(PredicateOperand &operand) {
-    for (size_t c = 0; c < captures.size(); ++c) {
-      if (captures[c].expr != operand.text)
+    const EventField *found = find(operand, captures);
+    if (!found && entry_captures) {
+      found = find(operand, *entry_captures);
+      if (found)
+        operand.at_entry = true;
+    }
+    if (!found)
+      fail(operand.column, operand.text + " is not captured"); // predicate values are added as captures
+    return *found;
+  }
+  const EventField *find(PredicateOperand &operand, const std::vector<CapturePlan> &list) {
+    for (size_t c = 0; c < list.size(); ++c) {
+      if (list[c].expr != operand.text)
         continue;
-      const CapturePlan &capture = captures[c];
+      const CapturePlan &capture = list[c];
       int visible = -1, count = 0;
       for (size_t f = 0; f < capture.fields.size(); ++f)
         if (!capture.fields[f].hidden) {
@@ -292,10 +358,10 @@ struct Resolver {
         fail(operand.column, operand.text + " (" + f.go_type + ") cannot be compared in BPF");
       operand.capture = static_cast<int>(c);
       operand.field = visible;
-      faults |= 1ULL << capture.fault_bit;
-      return f;
+      (&list == entry_captures ? entry_faults : faults) |= 1ULL << capture.fault_bit;
+      return &f;
     }
-    fail(operand.column, operand.text + " is not captured"); // predicate values are added as captures
+    return nullptr;
   }
   static std::string kind_of(const EventField &f) { return f.kind == "pointer" ? "uint" : f.kind; }
 
@@ -342,6 +408,16 @@ struct Resolver {
     case PredicateNode::Kind::Compare:
       break;
     }
+    if (node.lhs.kind == K::Nil || node.rhs.kind == K::Nil) {
+      if (node.lhs.kind == K::Nil)
+        std::swap(node.lhs, node.rhs);
+      if (node.lhs.kind != K::Value)
+        fail(node.lhs.column, "nil compares with a value: a pointer, func, interface, map, slice or chan");
+      if (node.op != "==" && node.op != "!=")
+        fail(node.lhs.column, "only == and != compare with nil");
+      nil_field(node.lhs);
+      return;
+    }
     if (node.lhs.kind != K::Value && node.rhs.kind == K::Value) { // literal first: mirror it
       std::swap(node.lhs, node.rhs);
       static const std::map<std::string, std::string> mirror = {{"==", "=="}, {"!=", "!="}, {"<", ">"},
@@ -381,6 +457,8 @@ struct Resolver {
       if (kind != "bool")
         fail(node.rhs.column, node.lhs.text + " is a " + f.go_type + ", not a bool");
       return;
+    case K::Nil:
+      return; // handled above
     }
   }
 };
@@ -388,7 +466,9 @@ struct Resolver {
 std::string operand_key(const PredicateOperand &o) {
   switch (o.kind) {
   case PredicateOperand::Kind::Value:
-    return fmt::format("c{}.{}", o.capture, o.field);
+    return fmt::format("{}c{}.{}", o.at_entry ? "entry." : "", o.capture, o.field);
+  case PredicateOperand::Kind::Nil:
+    return "nil";
   case PredicateOperand::Kind::Integer:
     return fmt::format("{}{}", o.negative ? "-" : "", o.magnitude);
   case PredicateOperand::Kind::Bool:
@@ -406,9 +486,12 @@ std::string operand_key(const PredicateOperand &o) {
 } // namespace
 
 uint64_t resolve_predicate(PredicateNode &node, const std::vector<CapturePlan> &captures, const std::string &text,
-                           const SourceLoc &loc) {
-  Resolver resolver{captures, text, loc};
+                           const SourceLoc &loc, const std::string &key,
+                           const std::vector<CapturePlan> *entry_captures, uint64_t *entry_faults) {
+  Resolver resolver{captures, text, loc, key, entry_captures};
   resolver.resolve(node);
+  if (entry_faults)
+    *entry_faults = resolver.entry_faults;
   return resolver.faults;
 }
 

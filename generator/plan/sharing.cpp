@@ -27,7 +27,10 @@ std::string program_shape(const ProbePlan &probe, const EventPlan &event) {
   key += fmt::format("needs_entry={} per_second={}\n", event.needs_entry, event.events_per_second);
   // A probe that holds its calls in flight has a map of its own, which its programs name.
   if (event.holds)
-    key += fmt::format("holds probe={}\n", probe.id);
+    key += fmt::format("holds probe={} entry={} min={}\n", probe.id, event.holds_entry, event.min_duration_ns);
+  if (event.return_filter)
+    key += fmt::format("when_return {} faults={:#x} entry_faults={:#x}\n", predicate_key(*event.return_filter),
+                       event.return_filter_faults, event.return_filter_entry_faults);
   for (const CapturePlan &c : event.captures) {
     key += fmt::format("capture bit={}\n", c.fault_bit);
     for (const EventField &f : c.fields) {

@@ -344,7 +344,8 @@ ProbeSignature resolve_signature(const ProbeSpec &probe, const SignatureSources 
                     fmt::format("{} has no DWARF, so weave cannot know the parameters of {}", image.path,
                                 probe.function),
                     probe.loc,
-                    "declare them in order, receiver first: params: [{name: s, type: unsafe.Pointer}, "
+                    "give its DWARF with --debug-file (the unstripped build, or its objcopy --only-keep-debug "
+                    "file), or declare them in order, receiver first: params: [{name: s, type: unsafe.Pointer}, "
                     "{name: path, type: string}] (and results: [...] with return: true)");
   }
   // Without DWARF, results are what the spec declares or nothing: calls are still timed.

@@ -583,6 +583,13 @@ Spec build(const YAML::Node &root, const std::string &path) {
         errors.emplace_back("spec-schema", "min_duration needs return: true: a call's duration is known at its return",
                             p.min_duration_loc, "add return: true to the probe");
     }
+    if (YAML::Node when_return = probe["when_return"]) {
+      p.when_return = when_return.Scalar();
+      p.when_return_loc = text_location(when_return, path);
+      if (!p.capture_return)
+        errors.emplace_back("spec-schema", "when_return needs return: true: the results are known at the return",
+                            location(when_return, path), "add return: true to the probe");
+    }
     if (YAML::Node at_return = probe["capture_at_return"]) {
       for (const auto &capture : at_return)
         p.at_return.push_back({capture.Scalar(), location(capture, path)});
@@ -707,6 +714,8 @@ std::string dump_spec(const Spec &spec) {
       out << prefix << "capture[" << j << "] = " << quote(probe.captures[j].expr) << "\n";
     if (probe.min_duration_ns)
       out << prefix << "min_duration_ns = " << probe.min_duration_ns << "\n";
+    if (!probe.when_return.empty())
+      out << prefix << "when_return = " << quote(probe.when_return) << "\n";
     for (size_t j = 0; j < probe.at_return.size(); ++j)
       out << prefix << "capture_at_return[" << j << "] = " << quote(probe.at_return[j].expr) << "\n";
   }

@@ -44,6 +44,9 @@ struct ParamSpec {
 struct CaptureSpec {
   std::string expr; // exactly as written, e.g. "req.Header.Port"; also the output key
   SourceLoc loc;
+  // Set by the plan for a map, slice or chan a condition compares with nil: its header word is
+  // read too, as a hidden field "#nil" (a nil map and an empty one both have len 0).
+  bool nil_word = false;
 };
 
 struct ProbeSpec {
@@ -60,6 +63,10 @@ struct ProbeSpec {
   bool capture_return = false; // "return: true": results at every RET
   uint64_t min_duration_ns = 0; // "min_duration: 5ms": only calls at least this long (0: every call)
   SourceLoc min_duration_loc;
+  // "when_return: 'err != nil'": a condition over the results (and the entry's values) decided at
+  // the return; the entry waits in BPF until then, as with min_duration
+  std::string when_return;
+  SourceLoc when_return_loc;
   // "capture_at_return: [w.status]": read at the RET through pointers the entry saw
   std::vector<CaptureSpec> at_return;
   int stack = 0;               // "stack: N": frames of the call stack captured at entry

@@ -253,12 +253,29 @@ std::vector<nlohmann::json> json_lines(const std::string &text) {
   return lines;
 }
 
+namespace {
+uint32_t loopback_address() {
+  // pid_max is at most 2^22: the top byte is 1..64, never 127.0.x.x nor the broadcast address.
+  auto pid = static_cast<uint32_t>(getpid());
+  return (127u << 24) | ((1u + ((pid >> 16) & 0x3fu)) << 16) | (pid & 0xffffu);
+}
+} // namespace
+
+std::string loopback() {
+  uint32_t a = loopback_address();
+  return std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 0xff) + "." + std::to_string((a >> 8) & 0xff) +
+         "." + std::to_string(a & 0xff);
+}
+
 int free_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
+  a.sin_addr.s_addr = htonl(loopback_address());
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) {
+    std::cerr << "free_port: cannot bind " << loopback() << ": " << std::strerror(errno) << "\n";
+    std::abort();
+  }
   socklen_t len = sizeof a;
   getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
   close(fd);

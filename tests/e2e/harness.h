@@ -66,8 +66,14 @@ std::vector<nlohmann::json> json_lines(const std::string &text);
 // objects) are in memory order, a Go program's in random order, so compare maps through this.
 nlohmann::json map_pairs_sorted(nlohmann::json value);
 
-// A loopback port nothing listens on now (bound to 0, read back, closed), for servers that cannot
-// bind 0 and say which port they got.
+// This test process's own loopback address, 127.A.B.C from its pid: Linux routes all of
+// 127.0.0.0/8 to lo, and no two running processes share a pid, so servers a test starts there
+// cannot collide with another test's, nor with any connection to 127.0.0.1.
+std::string loopback();
+
+// A port nothing listens on now at loopback() (bound to 0, read back, closed), for servers that
+// cannot bind 0 and say which port they got. Only a wildcard bind(0) elsewhere in the moment
+// between the close and the server's bind could take it; connections to other addresses cannot.
 int free_port();
 
 } // namespace e2e

@@ -371,6 +371,7 @@ void check_stacks(const JobResult &r) {
     CHECK(got[1]["inlined"] == true);
     CHECK(got[2]["function"] == "main.CallChain");
     CHECK(got[2]["inlined"] == false);
+    CHECK(got.size() == want.size()); // the whole stack, down to runtime.goexit
     size_t n = std::min(got.size(), want.size());
     for (size_t f = 0; f < n; ++f) {
       CAPTURE(f);

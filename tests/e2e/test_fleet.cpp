@@ -54,7 +54,7 @@ e2e::Background start_collector(const std::string &binary, const std::string &di
                            "  otlp:\n"
                            "    protocols:\n"
                            "      http:\n"
-                           "        endpoint: 127.0.0.1:" << port << "\n"
+                           "        endpoint: " << e2e::loopback() << ":" << port << "\n"
                            "exporters:\n"
                            "  debug:\n"
                            "    verbosity: detailed\n"
@@ -225,7 +225,7 @@ TEST_CASE("--otlp: every paired call is a span in a real collector, values, dura
   e2e::Background collector = start_collector(collector_path, dir, port);
 
   auto t0 = std::chrono::steady_clock::now();
-  auto traced = e2e::run({tracer, "--format", "json", "--otlp", "http://127.0.0.1:" + std::to_string(port),
+  auto traced = e2e::run({tracer, "--format", "json", "--otlp", "http://" + e2e::loopback() + ":" + std::to_string(port),
                           "--service-name", "fleet-test", "--", dir + "/fixture", "-truth",
                           dir + "/truth.jsonl", "-rounds", "4", "-deep", "20"});
   INFO(traced.err);
@@ -365,7 +365,7 @@ TEST_CASE("--metrics: Prometheus scrapes the tracer, counts and a quantile agree
                                          "    return: true\n");
   int metrics_port = e2e::free_port();
   e2e::Background traced = e2e::spawn({tracer, "--format", "json", "-o", dir + "/events.jsonl", "--stats",
-                                       "--metrics", "127.0.0.1:" + std::to_string(metrics_port)},
+                                       "--metrics", e2e::loopback() + ":" + std::to_string(metrics_port)},
                                       dir);
   REQUIRE(traced.wait_for_err("Ctrl-C to stop"));
 
@@ -375,16 +375,16 @@ TEST_CASE("--metrics: Prometheus scrapes the tracer, counts and a quantile agree
                                             "scrape_configs:\n"
                                             "  - job_name: weave\n"
                                             "    static_configs:\n"
-                                            "      - targets: ['127.0.0.1:" << metrics_port << "']\n";
+                                            "      - targets: ['" << e2e::loopback() << ":" << metrics_port << "']\n";
   e2e::Background prometheus = e2e::spawn(
       {"/usr/bin/prometheus", "--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/tsdb",
-       "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
+       "--web.listen-address=" + e2e::loopback() + ":" + std::to_string(prom_port)},
       dir);
   REQUIRE(prometheus.wait_for_err("Server is ready to receive web requests", 60000));
 
   weave::HttpEndpoint api;
   std::string error;
-  REQUIRE(weave::parse_http_url("http://127.0.0.1:" + std::to_string(prom_port), api, error));
+  REQUIRE(weave::parse_http_url("http://" + e2e::loopback() + ":" + std::to_string(prom_port), api, error));
   auto query = [&](const std::string &promql) -> json {
     std::string encoded;
     for (unsigned char c : promql) {
@@ -512,7 +512,7 @@ TEST_CASE("--otlp: the collector killed mid-run: output unchanged, exit 0, drops
   // Every process running the fixture, until SIGINT: one run while the collector is up, one after
   // it was killed.
   e2e::Background traced = e2e::spawn({tracer, "--format", "json", "-o", dir + "/events.jsonl", "--stats",
-                                       "--otlp", "http://127.0.0.1:" + std::to_string(port)},
+                                       "--otlp", "http://" + e2e::loopback() + ":" + std::to_string(port)},
                                       dir);
   REQUIRE(traced.wait_for_err("Ctrl-C to stop"));
 

@@ -103,22 +103,29 @@ TEST_CASE("without privileges the tracer says it cannot load BPF") {
 
 namespace {
 
-// A tracer attached with --pid while main.Sleepy calls are in flight: goroutine i of
-// `-sleepers 60` calls Sleepy(10*(i+1) ms) twice, so the first calls of the slower goroutines began
-// before the probes were there. Their returns come without an entry, and every format says so.
-// Returns the tracer's stdout.
+// A tracer attached with --pid while main.Sleepy calls are in flight: with -hold, each of the 5
+// sleeper goroutines makes its first Sleepy call and waits inside it ("held" says all 5 are there)
+// until a second SIGUSR1, sent once the tracer is attached; then each makes its second call. So
+// exactly the first call of every goroutine returns without an entry, whatever the machine's load,
+// and every format says so. Returns the tracer's stdout.
+constexpr size_t kSleepers = 5;
+
 std::string trace_mid_call(const std::string &dir, const std::vector<std::string> &format) {
   auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/latency.yaml"), e2e::fixture("fixture"), "-o",
                          dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
-  auto target = e2e::spawn({e2e::fixture("fixture"), "-wait-signal", "-rounds", "0", "-sleepers", "60"}, dir);
+  auto target = e2e::spawn({e2e::fixture("fixture"), "-wait-signal", "-hold", "-rounds", "0", "-sleepers",
+                            std::to_string(kSleepers)},
+                           dir);
   REQUIRE(target.wait_for_err("ready"));
-  kill(target.pid, SIGUSR1); // the sleepers start now; the tracer attaches some 100 ms later
+  kill(target.pid, SIGUSR1); // the sleepers start, and their first calls wait inside Sleepy
+  REQUIRE_MESSAGE(target.wait_for_err("held"), target.read_err());
   std::vector<std::string> argv = {dir + "/out/tracer", "--pid", std::to_string(target.pid), "--no-summary"};
   argv.insert(argv.end(), format.begin(), format.end());
   auto trace = e2e::spawn(argv, dir);
   REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing"), trace.read_err());
+  kill(target.pid, SIGUSR1); // the held calls return, then the second calls are made and traced
   CHECK(target.wait() == 0);
   CHECK(trace.wait(20000) == 0);
   return trace.read_out();
@@ -129,8 +136,8 @@ std::string trace_mid_call(const std::string &dir, const std::vector<std::string
 TEST_CASE("a return whose entry came before the tracer attached says so, in text and JSON") {
   e2e::require_bpf();
   // JSON: such a return has "entry_seen": false and no duration_ns; every other one has both an
-  // entry and a duration. Each goroutine (goid) makes two calls one after the other, so at most one
-  // of them is cut by the attach.
+  // entry and a duration. Each goroutine (goid) makes two calls one after the other, and the first
+  // is cut by the attach.
   std::string json_out = trace_mid_call(e2e::temp_dir("mode-midcall-json"), {"--format", "json"});
   std::map<long long, int> entries, paired, unpaired;
   for (const auto &e : e2e::json_lines(json_out)) {
@@ -152,18 +159,19 @@ TEST_CASE("a return whose entry came before the tracer attached says so, in text
       ++unpaired[goid];
     }
   }
-  CHECK(unpaired.size() >= 1); // the 600 ms calls, at least, were under way when it attached
-  CHECK(entries.size() >= 1);
-  size_t whole = 0;
+  // Every goroutine: its first call was under way at the attach, its second traced whole.
+  CHECK(unpaired.size() == kSleepers);
+  CHECK(entries.size() == kSleepers);
   for (auto [goid, n] : unpaired) {
     CAPTURE(goid);
-    CHECK(n == 1); // at most one call of a goroutine was under way at the attach
-    CHECK(entries.count(goid) + n <= 2);
+    CHECK(n == 1);
+    CHECK(entries[goid] == 1);
   }
+  size_t whole = 0;
   for (auto [goid, n] : entries) {
     CAPTURE(goid);
-    CHECK(paired.count(goid) == 1);
-    CHECK(paired[goid] == n); // every call whose entry was seen returned with a duration
+    CHECK(n == 1);
+    CHECK(paired[goid] == 1); // the call whose entry was seen returned with a duration
     whole += static_cast<size_t>(n);
   }
   MESSAGE(unpaired.size() << " returns without their entry, " << whole << " whole calls");
@@ -183,6 +191,6 @@ TEST_CASE("a return whose entry came before the tracer attached says so, in text
     if (!unseen)
       CHECK((line.substr(line.size() - 2) == "ms" || line.back() == 's'));
   }
-  CHECK(marked >= 1);
-  CHECK(returns > marked);
+  CHECK(marked == kSleepers);
+  CHECK(returns == 2 * kSleepers);
 }

@@ -49,6 +49,8 @@ void check_stacks(const std::string &binary) {
     CHECK(got[1]["inlined"] == true);
     CHECK(got[2]["function"] == "main.CallChain");
     CHECK(got[2]["inlined"] == false);
+    // The whole stack, down to runtime.goexit: a walk that stops early or invents a frame fails.
+    CHECK(got.size() == want.size());
     size_t n = std::min(got.size(), want.size());
     for (size_t f = 0; f < n; ++f) {
       CAPTURE(f);
@@ -56,7 +58,7 @@ void check_stacks(const std::string &binary) {
       CHECK(got[f]["file"] == want[f]["file"]);
       CHECK(got[f]["line"] == want[f]["line"]);
     }
-    MESSAGE(binary << ": " << n << " frames equal to runtime.CallersFrames");
+    MESSAGE(binary << ": " << n << " frames equal to runtime.CallersFrames, " << want.size() << " there");
   }
 }
 

@@ -74,6 +74,7 @@ Run trace(const std::string &name, const std::string &spec, const std::string &b
 size_t check_stack(const json &got, const json &want) {
   REQUIRE(got.is_array());
   REQUIRE(got.size() >= 3);
+  CHECK(got.size() == want.size()); // the whole stack, down to runtime.goexit
   size_t n = std::min(got.size(), want.size());
   for (size_t f = 0; f < n; ++f) {
     CAPTURE(f);

@@ -215,7 +215,7 @@ void trace_caddy(const std::string &variant) {
                                        "\t}\n"
                                        "}\n"
                                        "http://:" << port << " {\n"
-                                       "\tbind 127.0.0.1\n"
+                                       "\tbind " << e2e::loopback() << "\n"
                                        "\tlog {\n"
                                        "\t\toutput file " << access_log << "\n"
                                        "\t\tformat json\n"
@@ -233,7 +233,7 @@ void trace_caddy(const std::string &variant) {
   // Each protocol with each method and a path that decodes (%2F), a query, a Host of its own and
   // bodies of several sizes; HEAD asks for no body and gets none.
   std::vector<HttpRequest> requests;
-  std::string local = "127.0.0.1:" + std::to_string(port);
+  std::string local = e2e::loopback() + ":" + std::to_string(port);
   const std::vector<std::pair<std::string, std::string>> versions = {
       {"--http1.0", "HTTP/1.0"}, {"--http1.1", "HTTP/1.1"}, {"--http2-prior-knowledge", "HTTP/2.0"}};
   for (int round = 0; round < 3; ++round)
@@ -329,8 +329,8 @@ void trace_etcd(const std::string &variant) {
   std::string etcd = own_copy(variant, "etcd", dir);
   build_or_fail(dir, etcd, variant_stripped(variant) ? kEtcdTypedSpec : kEtcdSpec);
 
-  std::string client_url = "http://127.0.0.1:" + std::to_string(e2e::free_port());
-  std::string peer_url = "http://127.0.0.1:" + std::to_string(e2e::free_port());
+  std::string client_url = "http://" + e2e::loopback() + ":" + std::to_string(e2e::free_port());
+  std::string peer_url = "http://" + e2e::loopback() + ":" + std::to_string(e2e::free_port());
   e2e::Background traced = start_tracer(dir);
   e2e::Background server = e2e::spawn({etcd, "--name", "weave", "--data-dir", dir + "/data", "--listen-client-urls",
                                        client_url, "--advertise-client-urls", client_url, "--listen-peer-urls",

@@ -45,8 +45,9 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	}
 
 	/* when: req.Header.Port == 8081
-	 * A false condition drops the call here; a value it reads that faulted lets it through, marked. */
-	if (!(e->hdr.faults & 0x2) && !(e->c1 == 8081ULL)) {
+	 * A false condition drops the call here; a value it reads that faulted lets it through, marked,
+	 * unless the rest decides without it (false && fault is false, true || fault is true). */
+	if ((!(e->hdr.faults & 0x2ULL) && !(e->c1 == 8081ULL))) {
 		weave_skip(&e->hdr);
 		return 0;
 	}

@@ -1,0 +1,3 @@
+module weave.test/failing
+
+go 1.19
