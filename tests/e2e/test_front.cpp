@@ -308,18 +308,29 @@ TEST_CASE("weave trace errors point at the argument, every bad capture at once, 
 
 TEST_CASE("weave trace --when-return goes into the spec, and the generator's answer points at the argument") {
   std::string dir = e2e::temp_dir("front-when-return");
-  auto r = e2e::run(weave_in(dir, {"trace", e2e::fixture("fixture"), "main.Divmod", "--when-return", "r != 0",
-                                   "--exit-after-attach"}));
+  auto r = e2e::run(weave_in(dir, {"trace", "--format", "json", e2e::fixture("fixture"), "main.Divmod", "--when-return",
+                                   "r == 5", "--", "-rounds", "3", "-truth", dir + "/truth.jsonl"}));
   INFO(r.err);
   if (r.status == 0) {
-    // A generator that takes when_return: the spec weave printed carries it.
-    CHECK(contains(r.err, "    when_return: 'r != 0'\n"));
+    // A generator that takes when_return: the spec weave printed carries it, and only the calls
+    // whose remainder the program itself recorded as 5 are shown, entry and return.
+    CHECK(contains(r.err, "    when_return: 'r == 5'\n"));
+    std::vector<json> events = e2e::json_lines(r.out);
+    std::vector<json> entries = of(events, "main.Divmod", "entry"), returns = of(events, "main.Divmod", "return");
+    std::vector<json> want;
+    for (const json &t : truth_of(dir + "/truth.jsonl", "main.Divmod:return"))
+      if (t["args"]["r"] == 5)
+        want.push_back(t);
+    REQUIRE(want.size() == 1);
+    REQUIRE(returns.size() == want.size());
+    REQUIRE(entries.size() == want.size());
+    CHECK(returns[0]["results"] == want[0]["args"]);
   } else {
     // One that does not yet: its error, located at --when-return's argument, and nothing cached.
     CHECK(r.status == 1);
     CHECK(contains(r.err, "when_return"));
-    std::string line = "weave trace " + e2e::fixture("fixture") + " main.Divmod --when-return 'r != 0' --exit-after-attach";
-    CHECK(contains(r.err, "command line:1:" + std::to_string(line.find("r != 0") + 1) + ": error["));
+    std::string line = "weave trace --format json " + e2e::fixture("fixture") + " main.Divmod --when-return 'r == 5' -- -rounds 3 -truth " + dir + "/truth.jsonl";
+    CHECK(contains(r.err, "command line:1:" + std::to_string(line.find("r == 5") + 1) + ": error["));
     CHECK(saved_specs(dir) == 0);
   }
 }
