@@ -307,7 +307,7 @@ if ! skipped format; then
   say "bench: 5. formatting events in user space, text vs JSON"
   # Against the runtime's own library, as the tracer links it (it may need libelf).
   g++ -O2 -std=c++20 -I"$ROOT/runtime" -I"$ROOT" -I"$ROOT/generator" "$ROOT/bench/format_bench.cpp" \
-    "$BUILD/libweave_runtime_core.a" -lelf -o "$WORK/format_bench" || die "building bench/format_bench.cpp failed"
+    "$BUILD/libweave_runtime_core.a" "$BUILD/libweave_gobinary.a" -lelf -o "$WORK/format_bench" || die "building bench/format_bench.cpp failed"
   {
     echo
     echo "## 5. The tracer's formatting alone: 2,000,000 main.Work events to a file"

@@ -1,4 +1,5 @@
 #include "fleet.h"
+#include "calls.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -15,12 +16,6 @@
 namespace weave {
 
 namespace {
-
-uint64_t load_u64(const void *p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 int64_t clock_ns(clockid_t clock) {
   struct timespec ts;
@@ -45,13 +40,6 @@ std::string hex(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
   return buf;
-}
-
-// The entry event a probe's events pair with (the cookie's bits 24-47, templates/weave_bpf.h).
-uint32_t entry_probe_of(const Manifest &manifest, uint32_t id) {
-  const ManifestProbe &p = manifest.probes[id];
-  uint32_t pair = p.attach.empty() ? id : static_cast<uint32_t>((p.attach.front().cookie >> 24) & 0xffffff);
-  return pair < manifest.probes.size() ? pair : id;
 }
 
 // Reads one event's JSON line (as --format json writes it) and writes its values as OTLP JSON
@@ -288,15 +276,8 @@ void replace_lone_surrogates(std::string &line) {
 
 OtlpExporter::OtlpExporter(const Manifest &manifest, OtlpOptions options, OtlpResource resource)
     : manifest_(manifest), options_(std::move(options)), resource_(std::move(resource)) {
-  pair_of_.resize(manifest.probes.size());
-  has_return_.assign(manifest.probes.size(), false);
-  for (uint32_t i = 0; i < manifest.probes.size(); ++i) {
-    pair_of_[i] = entry_probe_of(manifest, i);
-    if (manifest.probes[i].duration_offset && pair_of_[i] != i)
-      has_return_[pair_of_[i]] = true;
-  }
   run_id_ = random_u64();
-  next_id_ = random_u64() & 0x7fffffffffffffffull; // span ids count up from here, never 0
+  span_base_ = random_u64() & 0x7fffffffffffffffull;
   unix_offset_ns_ = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
 }
 
@@ -312,70 +293,20 @@ bool OtlpExporter::start(std::string &error) {
   return true;
 }
 
-void OtlpExporter::on_event(const void *data, size_t size) {
-  struct weave_event_header h;
-  if (size < sizeof h)
-    return;
-  std::memcpy(&h, data, sizeof h);
-  if (h.probe_id >= manifest_.probes.size() || size < manifest_.probes[h.probe_id].event_size)
-    return; // malformed: EventWriter counts it
-  const ManifestProbe &probe = manifest_.probes[h.probe_id];
-  bool goroutine = h.goid != 0;
-  std::tuple<uint32_t, uint64_t, bool> key{h.pid, goroutine ? h.goid : h.tid, goroutine};
-  if (h.kind != WEAVE_EVENT_RETURN) {
-    if (!has_return_[h.probe_id])
-      return; // an entry-only probe: no call with a duration, no span
-    // Goroutines of processes that exited with calls open keep their entries: bounded, the oldest
-    // process's go first.
-    if (open_.size() >= 65536 && !open_.count(key))
-      open_.erase(open_.begin());
-    std::vector<Open> &calls = open_[key];
-    // A goroutine whose calls never return (a loop of panics) must not grow without bound.
-    if (calls.size() >= 4096)
-      calls.erase(calls.begin());
-    Open call{h.probe_id, run_id_, 0, next_id_++, std::string(static_cast<const char *>(data), size)};
-    if (calls.empty())
-      call.trace_lo = call.span_id; // a new trace: ids unique in this run, random across runs
-    else
-      call.trace_lo = calls.back().trace_lo;
-    calls.push_back(std::move(call));
-    return;
-  }
-  if (!probe.duration_offset)
-    return;
-  uint64_t duration = load_u64(static_cast<const uint8_t *>(data) + probe.duration_offset);
-  if (duration == 0 || duration > h.ts_ns)
-    return; // not paired in BPF: the entry came before the tracer attached
+void OtlpExporter::on_event(const CallEvent &e) {
+  if (!e.is_return || !e.duration_ns || e.duration_ns > e.ts_ns)
+    return; // an entry (its span is made at the return), or a call not paired in BPF
   Span span;
-  span.end_ns = h.ts_ns;
-  span.start_ns = h.ts_ns - duration;
-  span.ret.assign(static_cast<const char *>(data), size);
-  uint32_t pair = pair_of_[h.probe_id];
-  auto it = open_.find(key);
-  bool found = false;
-  if (it != open_.end()) {
-    std::vector<Open> &calls = it->second;
-    for (size_t i = calls.size(); i-- > 0;) {
-      if (calls[i].probe != pair)
-        continue;
-      // Calls opened after this one never returned (their frames are gone): not spans.
-      span.trace_hi = calls[i].trace_hi;
-      span.trace_lo = calls[i].trace_lo;
-      span.span_id = calls[i].span_id;
-      span.parent_id = i > 0 ? calls[i - 1].span_id : 0;
-      span.entry = std::move(calls[i].entry);
-      calls.resize(i);
-      found = true;
-      break;
-    }
-    if (calls.empty())
-      open_.erase(it);
-  }
-  if (!found) { // the entry event was lost: a root span with the results only
-    span.span_id = next_id_++;
-    span.trace_hi = run_id_;
-    span.trace_lo = span.span_id;
-  }
+  span.end_ns = e.ts_ns;
+  span.start_ns = e.ts_ns - e.duration_ns;
+  span.ret.assign(e.record);
+  span.trace_hi = run_id_;
+  span.trace_lo = span_id(e.root); // ids unique in this run, random across runs
+  span.span_id = span_id(e.call);
+  if (e.entry) {
+    span.parent_id = span_id(e.parent);
+    span.entry.assign(e.entry->record);
+  } // else the entry event was lost: a root span with the results only
   enqueue(std::move(span));
 }
 
@@ -673,22 +604,13 @@ bool MetricsExporter::start(const std::string &address, std::string &error) {
       error);
 }
 
-void MetricsExporter::on_event(const void *data, size_t size) {
-  struct weave_event_header h;
-  if (size < sizeof h)
-    return;
-  std::memcpy(&h, data, sizeof h);
-  if (h.probe_id >= manifest_.probes.size() || size < manifest_.probes[h.probe_id].event_size)
-    return;
-  const ManifestProbe &probe = manifest_.probes[h.probe_id];
-  Function &f = live_[function_of_probe_[h.probe_id]];
-  if (h.kind != WEAVE_EVENT_RETURN) {
+void MetricsExporter::on_event(const CallEvent &e) {
+  Function &f = live_[function_of_probe_[e.probe_id]];
+  if (!e.is_return) {
     f.calls++;
     return;
   }
-  if (!probe.duration_offset)
-    return;
-  uint64_t ns = load_u64(static_cast<const uint8_t *>(data) + probe.duration_offset);
+  uint64_t ns = e.duration_ns;
   if (!ns)
     return;
   f.count++;

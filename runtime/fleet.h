@@ -34,6 +34,7 @@ namespace weave {
 
 class EventPrinter;
 class Symbolizer;
+struct CallEvent;
 
 struct OtlpOptions {
   std::string url;          // http://HOST:PORT, /v1/traces appended when there is no path
@@ -57,9 +58,11 @@ public:
   OtlpExporter(const Manifest &manifest, OtlpOptions options, OtlpResource resource);
   ~OtlpExporter();
   bool start(std::string &error); // parses the URL and starts the thread
-  // The event loop's part: pairs entries with returns per goroutine (thread when the goroutine is
-  // unknown), assigns span ids, queues finished calls. Never blocks on the network.
-  void on_event(const void *data, size_t size);
+  // The event loop's part: each paired call (a return the Calls stage joined to its entry, with a
+  // duration) becomes a span whose ids derive from the stage's call ids: span id = a random base
+  // of this run + the call id, its parent's from the parent call, its trace's from the outermost
+  // call open on the goroutine. Never blocks on the network.
+  void on_event(const CallEvent &event);
   // Sends what is queued (within exit_timeout_ms) and stops the thread. Calls still open are not
   // spans (they never returned).
   void finish();
@@ -84,12 +87,10 @@ public:
     std::string entry, ret;            // the raw events; entry empty when it was not seen
   };
 
+  // The span id of a call id.
+  uint64_t span_id(uint64_t call) const { return call ? span_base_ + call : 0; }
+
 private:
-  struct Open {
-    uint32_t probe; // the entry probe
-    uint64_t trace_hi, trace_lo, span_id;
-    std::string entry;
-  };
   void run();
   void enqueue(Span &&span);
   std::string encode(const std::vector<Span> &batch);
@@ -99,12 +100,9 @@ private:
   OtlpOptions options_;
   OtlpResource resource_;
   HttpEndpoint endpoint_;
-  std::vector<uint32_t> pair_of_;  // per probe: its entry probe
-  std::vector<bool> has_return_;   // per entry probe
   uint64_t run_id_ = 0;            // the random half of every trace id
-  uint64_t next_id_ = 1;
+  uint64_t span_base_ = 0;         // random, below 2^63: span ids are this + the call id, never 0
   int64_t unix_offset_ns_ = 0;     // CLOCK_REALTIME - CLOCK_MONOTONIC at start
-  std::map<std::tuple<uint32_t, uint64_t, bool>, std::vector<Open>> open_; // pid, goid|tid, is-goid
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
@@ -126,7 +124,7 @@ public:
   bool start(const std::string &address, std::string &error);
   void stop() { server_.stop(); }
   uint16_t port() const { return server_.port(); }
-  void on_event(const void *data, size_t size); // event loop: calls and durations
+  void on_event(const CallEvent &event); // event loop: calls and durations
   // Event loop, about once a second and at exit: publishes what a scrape shows.
   void publish(const StatsReport &stats, const OtlpExporter::Counts *otlp, double seconds);
   std::string render() const; // the /metrics body

@@ -18,12 +18,14 @@
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "binary_watch.h"
+#include "calls.h"
 #include "common/color.h"
 #include "common/tracer_options.h"
 #include "fleet.h"
@@ -444,27 +446,51 @@ std::unique_ptr<BinaryWatch> watch_binary(Loader &loader, const std::string &bin
   return watch;
 }
 
-// ---- Consuming events -------------------------------------------------------------------------
-// Every event goes to the writer (which counts it, and prints it unless --graph) and the views.
-struct Sinks {
-  EventWriter &writer;
-  Views &views;
-  OtlpExporter *otlp = nullptr;       // --otlp
-  MetricsExporter *metrics = nullptr; // --metrics
+// ---- Sinks: where the decoded events go -------------------------------------------------------
+// The ring buffer hands each record to the Calls stage (calls.h), which decodes it and pairs its
+// call once; Sinks passes every decoded event on to the writer (which counts it, and prints it
+// unless --graph), the views and the exporters.
+struct Sinks final : EventSink {
+  Calls calls;
+  EventWriter writer;
+  Views views;
+  std::unique_ptr<OtlpExporter> otlp;       // --otlp
+  std::unique_ptr<MetricsExporter> metrics; // --metrics
+  std::unique_ptr<Symbolizer> symbolizer;   // stacks, func values, dynamic types
+
+  Sinks(const Manifest &manifest, const Options &opt, uint64_t start_ns, int out_fd)
+      : calls(manifest, start_ns),
+        // With --graph the trees go to the output and the writer only counts every event (the
+        // summary, --stats).
+        writer(manifest, opt.format == "json" ? OutputFormat::Json : OutputFormat::Text, start_ns,
+               opt.graph ? -1 : out_fd),
+        views(calls,
+              {.graph = opt.graph,
+               .summary = !opt.no_summary,
+               .folded = opt.folded,
+               .folded_weight = opt.folded_weight == "time" ? FoldedStacks::Weight::Time : FoldedStacks::Weight::Calls,
+               .perfetto = opt.perfetto},
+              start_ns, out_fd) {
+    calls.add_sink(this);
+  }
+  void on_event(const CallEvent &event) override {
+    writer.on_event(event);
+    views.on_event(event);
+    if (otlp)
+      otlp->on_event(event);
+    if (metrics)
+      metrics->on_event(event);
+  }
   void flush() {
     writer.flush();
     views.flush();
   }
+  bool failed() const { return writer.failed() || views.failed(); }
+  const std::string &error() const { return writer.failed() ? writer.error() : views.error(); }
 };
 
 int on_sample(void *ctx, void *data, size_t size) {
-  auto *sinks = static_cast<Sinks *>(ctx);
-  sinks->writer.on_event(data, size);
-  sinks->views.on_event(data, size);
-  if (sinks->otlp)
-    sinks->otlp->on_event(data, size);
-  if (sinks->metrics)
-    sinks->metrics->on_event(data, size);
+  static_cast<Calls *>(ctx)->on_record(data, size); // a malformed record is counted there
   return 0;
 }
 
@@ -571,8 +597,8 @@ std::string inlined_label(const ManifestProbe &probe) {
 
 // The exit summary: a line per probe (with many probes, only those that lost events), the total,
 // and the lost and malformed counts.
-void print_summary(const Manifest &m, const EventWriter &writer, const std::vector<uint64_t> &lost,
-                   bool lost_known) {
+void print_summary(const Manifest &m, const EventWriter &writer, uint64_t malformed,
+                   const std::vector<uint64_t> &lost, bool lost_known) {
   constexpr size_t kListedProbes = 20;
   uint64_t total_events = 0, total_lost = 0;
   for (size_t i = 0; i < m.probes.size(); ++i) {
@@ -591,8 +617,8 @@ void print_summary(const Manifest &m, const EventWriter &writer, const std::vect
     say("{} lost (ring buffer full)", count(total_lost, "event"));
   if (!lost_known)
     say("the number of lost events is unknown");
-  if (writer.malformed() > 0)
-    say("{} skipped (they do not match the manifest)", count(writer.malformed(), "malformed event"));
+  if (malformed > 0)
+    say("{} skipped (they do not match the manifest)", count(malformed, "malformed event"));
 }
 
 // "otlp: 120 spans, 100 sent, 20 dropped (20 queue full, 0 failed, 0 at exit) to 127.0.0.1:4318"
@@ -605,14 +631,11 @@ std::string otlp_line(const OtlpExporter &otlp) {
 
 enum class Mode { Command, Pid, All };
 
-int run(int argc, char **argv) {
-  uint64_t start_ns = monotonic_ns(); // the zero of the text format's time column
-
-  Options opt;
-  if (int code = parse_command_line(argc, argv, opt); code >= 0)
-    return code;
-
-  std::string object, manifest_text, error;
+// ---- Loading: the probes and their manifest ----------------------------------------------------
+// The BPF object and the manifest, from the tracer's own payload (or the debugging options).
+// Returns -1 to go on, else the exit code (--version ends here).
+int load_probes(const Options &opt, std::string &object, std::optional<Manifest> &manifest) {
+  std::string manifest_text, error;
   if (!opt.object_path.empty()) {
     if (!read_file(opt.object_path, object, error) ||
         !read_file(opt.manifest_path, manifest_text, error)) {
@@ -636,26 +659,24 @@ int run(int argc, char **argv) {
     object = std::move(payload->object);
     manifest_text = std::move(payload->manifest);
   }
-  std::optional<Manifest> parsed = parse_manifest(manifest_text, error);
-  if (!parsed) {
+  manifest = parse_manifest(manifest_text, error);
+  if (!manifest) {
     say("manifest: {}", error);
     return kExitSetup;
   }
-  const Manifest &manifest = *parsed;
   if (opt.version) {
-    print_version(&manifest);
+    print_version(&*manifest);
     return 0;
   }
-  setup_libbpf_logging(opt.verbosity);
+  return -1;
+}
 
-  Mode mode = !opt.command.empty() ? Mode::Command : opt.pid ? Mode::Pid : Mode::All;
-  if (mode == Mode::Pid && !process_alive(opt.pid)) {
-    say("--pid {}: no such process", opt.pid);
-    return kExitSetup;
-  }
-
-  // The binary to attach to, and how to name it in messages.
-  std::string binary = opt.binary, command_path;
+// ---- Attaching: which binary, and the probes on it ---------------------------------------------
+// The binary to attach to (and the command's path, with one), checked against the manifest's build
+// id. Returns -1 to go on, else the exit code.
+int resolve_binary(const Options &opt, const Manifest &manifest, Mode mode, std::string &binary,
+                   std::string &command_path) {
+  binary = opt.binary;
   if (mode == Mode::Command) {
     command_path = find_command(opt.command[0]);
     if (command_path.empty()) {
@@ -669,6 +690,7 @@ int run(int argc, char **argv) {
     binary = mode == Mode::Command ? command_path
              : mode == Mode::Pid   ? "/proc/" + std::to_string(opt.pid) + "/exe"
                                    : recorded_binary(manifest);
+  std::string error;
   std::string build_id = read_build_id_file(binary, error);
   if (!error.empty()) {
     say("{}: {}", binary, error);
@@ -695,6 +717,284 @@ int run(int argc, char **argv) {
           binary, build_id.empty() ? "(none)" : build_id, manifest.target.build_id);
     return kExitSetup;
   }
+  return -1;
+}
+
+// Loads the object, filters on `tgid` (0: every process) and attaches. False after saying why.
+bool attach_probes(Loader &loader, const Options &opt, std::string &object, const std::string &binary,
+                   uint32_t tgid) {
+  std::string error;
+  AttachMethod method = opt.attach == "multi"  ? AttachMethod::Multi
+                        : opt.attach == "perf" ? AttachMethod::Perf
+                                               : AttachMethod::Auto;
+  if (!loader.load(object, error, method) || !loader.set_target_tgid(tgid, error)) {
+    say("{}", error);
+    show_libbpf_backlog();
+    return false;
+  }
+  object.clear();
+  object.shrink_to_fit(); // libbpf no longer needs it after load
+  // --metrics shows BPF time too (weave_probe_bpf_ns_per_run): two clock reads per run while on.
+  if ((opt.stats >= 0 || !opt.metrics.empty()) && !loader.enable_run_time_stats(error))
+    say("{}; --stats and --metrics go on without run times", error);
+  // The pid filter went in before the first attach, so no other process is ever traced.
+  if (!loader.attach(binary, binary, error)) {
+    say("{}", error);
+    show_libbpf_backlog();
+    loader.detach();
+    return false;
+  }
+  return true;
+}
+
+// ---- Sinks: opened before the program starts ---------------------------------------------------
+// Every output the options ask for: -o FILE, --folded's and --perfetto's files, --otlp's URL and
+// --metrics' port are all taken before the program starts, so that a path that cannot be written, a
+// bad URL or a taken port stops everything before anything ran. nullptr after saying why.
+std::unique_ptr<Sinks> open_sinks(const Manifest &manifest, const Options &opt, const std::string &binary,
+                                  uint64_t start_ns) {
+  // -o FILE; the program keeps the tracer's stdout.
+  int out_fd = STDOUT_FILENO;
+  if (!opt.output.empty() && opt.output != "-") {
+    // O_NOFOLLOW: a link planted at the name is refused, never written through (README "Safety").
+    out_fd = open(opt.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (out_fd < 0) {
+      say("-o {}: {}", opt.output,
+          errno == ELOOP ? std::string("is a symbolic link; the tracer does not write through links (name the "
+                                       "file itself, or use shell redirection)")
+                         : std::string(std::strerror(errno)));
+      return nullptr;
+    }
+  }
+  auto sinks = std::make_unique<Sinks>(manifest, opt, start_ns, out_fd);
+  sinks->writer.set_color(opt.format == "text" && use_color(opt.color, out_fd));
+  std::string error;
+  if (!sinks->views.open_files(error)) {
+    say("{}", error);
+    return nullptr;
+  }
+  if (!opt.otlp.empty()) {
+    sinks->otlp = std::make_unique<OtlpExporter>(
+        manifest,
+        OtlpOptions{.url = opt.otlp,
+                    .service_name = !opt.service_name.empty() ? opt.service_name
+                                                              : std::filesystem::path(binary).filename().string()},
+        OtlpResource{manifest.target.build_id, manifest.target.go_version, manifest.target.arch, binary});
+    if (!sinks->otlp->start(error)) {
+      say("--otlp {}", error);
+      return nullptr;
+    }
+  }
+  if (!opt.metrics.empty()) {
+    sinks->metrics = std::make_unique<MetricsExporter>(manifest);
+    if (!sinks->metrics->start(opt.metrics, error)) {
+      say("--metrics {}: {}", opt.metrics, error);
+      return nullptr;
+    }
+    // Always said: with :0 it is the only way to learn the port.
+    std::string host = opt.metrics.substr(0, opt.metrics.rfind(':'));
+    say("metrics at http://{}:{}/metrics{}", host.empty() ? "0.0.0.0" : host, sinks->metrics->port(),
+        host.empty() || host == "0.0.0.0" || host == "[::]" ? " (every interface)" : "");
+  }
+  // Stacks and func values are named from the target's own .gopclntab (stripped binaries too), and
+  // interfaces' dynamic types need a PIE's load bias, which the symbolizer finds.
+  auto needs_symbolizer = [](const ManifestProbe &p) {
+    for (const auto &c : p.captures) {
+      if (!c.interfaces.empty())
+        return true;
+      for (const auto &f : c.fields)
+        if (f.kind == FieldKind::Func)
+          return true;
+    }
+    return p.stack_depth > 0;
+  };
+  for (const ManifestProbe &p : manifest.probes)
+    if (needs_symbolizer(p) && !sinks->symbolizer) {
+      sinks->symbolizer = std::make_unique<Symbolizer>(binary);
+      if (!sinks->symbolizer->error().empty())
+        say("stacks and func values will show addresses: {}", sinks->symbolizer->error());
+      sinks->writer.set_symbolizer(sinks->symbolizer.get());
+      sinks->calls.set_symbolizer(sinks->symbolizer.get());
+    }
+  return sinks;
+}
+
+// ---- The loop: events until the program exits or a signal ----------------------------------------
+struct Traced {
+  Mode mode;
+  const Options &opt;
+  const Manifest &manifest;
+  Loader &loader;
+  Sinks &sinks;
+  EventStream &stream;
+  pid_t child = 0;
+  uint64_t traced_ns = 0; // when the probes were attached
+};
+
+struct LoopEnd {
+  int exit_code = 0;      // the command's, when it exited
+  bool child_done = false;
+  bool broken = false;    // the ring buffer or the output failed
+};
+
+StatsReport collect_stats(const Traced &t, uint64_t now) {
+  std::vector<uint64_t> lost;
+  std::string error;
+  if (!t.loader.lost_per_probe(lost, error))
+    say("{}", error);
+  return collect_stats(t.loader, t.sinks.writer, lost, double(now - t.traced_ns) / 1e9);
+}
+
+// What a /metrics scrape shows: the --stats numbers and the exporter's counts, refreshed.
+void publish_metrics(const Traced &t, uint64_t now) {
+  std::vector<uint64_t> lost;
+  std::string lost_error;
+  t.loader.lost_per_probe(lost, lost_error);
+  OtlpExporter::Counts counts = t.sinks.otlp ? t.sinks.otlp->counts() : OtlpExporter::Counts();
+  double seconds = double(now - t.traced_ns) / 1e9;
+  t.sinks.metrics->publish(collect_stats(t.loader, t.sinks.writer, lost, seconds), t.sinks.otlp ? &counts : nullptr,
+                           seconds);
+}
+
+LoopEnd trace_until_done(const Traced &t) {
+  LoopEnd end;
+  bool told_waiting = false;
+  uint64_t first_signal_ns = 0, last_check_ns = 0, last_stats_ns = t.traced_ns, last_publish_ns = 0;
+  while (true) {
+    if (g_signal_count > 0) {
+      // With a command, the signal went to it as well: keep tracing until it exits, so its
+      // shutdown is traced too. A second signal stops at once.
+      if (t.mode != Mode::Command || g_signal_count > 1)
+        break;
+      uint64_t now = monotonic_ns();
+      if (!first_signal_ns)
+        first_signal_ns = now;
+      if (!told_waiting && now - first_signal_ns > 500'000'000) {
+        say("waiting for pid {} to exit; interrupt again to stop tracing now", t.child);
+        told_waiting = true;
+      }
+    }
+    int n = t.stream.wait_and_drain();
+    if (n < 0) {
+      say("map 'weave_events': reading the ring buffer failed: {}", std::strerror(-n));
+      end.broken = true;
+      break;
+    }
+    if (t.sinks.failed()) {
+      say("{}; stopping", t.sinks.error());
+      end.broken = true;
+      break;
+    }
+    uint64_t now = monotonic_ns();
+    if (t.mode == Mode::Command) {
+      int status;
+      if (waitpid(t.child, &status, WNOHANG) == t.child) {
+        end.child_done = true;
+        end.exit_code = exit_status(status);
+        break;
+      }
+    } else if (t.mode == Mode::Pid && now - last_check_ns >= 50'000'000) {
+      last_check_ns = now;
+      if (!process_alive(t.opt.pid))
+        break;
+    }
+    if (t.sinks.metrics && now - last_publish_ns >= 1'000'000'000) {
+      last_publish_ns = now;
+      publish_metrics(t, now);
+    }
+    if (t.opt.stats > 0 && now - last_stats_ns >= uint64_t(t.opt.stats) * 1'000'000'000) {
+      last_stats_ns = now;
+      print_stats(t.manifest, collect_stats(t, now), "after");
+      if (t.sinks.otlp)
+        say("  {}", otlp_line(*t.sinks.otlp));
+    }
+  }
+  return end;
+}
+
+// ---- The summary at exit -------------------------------------------------------------------------
+// Everything said after the last event: --stats, the per-probe summary, what limits and
+// min_duration left out, the latency summary, the exporters' counts.
+void report_at_exit(const Traced &t, const std::vector<uint64_t> &lost, bool lost_known,
+                    double traced_seconds) {
+  const Options &opt = t.opt;
+  Sinks &sinks = t.sinks;
+  std::string error;
+  if (opt.stats >= 0) {
+    // Every program has stopped and the buffer is drained: the numbers are final and add up.
+    StatsReport report = collect_stats(t.loader, sinks.writer, lost, traced_seconds);
+    print_stats(t.manifest, report, "at exit, after");
+    for (const std::string &mismatch : stats_mismatches(t.manifest, report))
+      say("stats do not add up: {}", mismatch);
+    if (sinks.otlp)
+      say("  {}", otlp_line(*sinks.otlp));
+  }
+  print_summary(t.manifest, sinks.writer, sinks.calls.malformed(), lost, lost_known);
+  // What limits: dropped is part of the summary: the events above are not all the calls there were.
+  if (std::vector<uint64_t> limited; t.loader.limited_per_probe(limited, error)) {
+    uint64_t dropped = 0;
+    for (uint64_t n : limited)
+      dropped += n;
+    if (dropped)
+      say("limits: dropped {} (per probe: --stats)", count(dropped, "call"));
+  }
+  // min_duration: entries its maps could not keep are calls that went unseen, and calls still in
+  // flight at exit were never decided; both are said, or the slow calls shown would look complete.
+  {
+    std::vector<uint64_t> evicted, held;
+    uint64_t evicted_total = 0, held_total = 0;
+    if (t.loader.evicted_per_probe(evicted, error))
+      for (uint64_t n : evicted)
+        evicted_total += n;
+    if (t.loader.held_per_probe(held, error))
+      for (uint64_t n : held)
+        held_total += n;
+    if (evicted_total)
+      say("min_duration: {} evicted from the map of calls in flight, not shown (per probe: --stats)",
+          count(evicted_total, "call"));
+    if (held_total)
+      say("min_duration: {} still in flight at exit, not shown", count(held_total, "call"));
+  }
+  // Calls that never return (a body without RET, a loop of panics) are held only so far.
+  if (uint64_t forgotten = sinks.calls.dropped())
+    say("{} forgotten: at most {} per goroutine and {} in all are held for their returns",
+        count(forgotten, "open call"), Calls::kMaxOpenPerTrack, Calls::kMaxOpenTotal);
+  for (const std::string &line : sinks.views.summary_lines())
+    say("{}", line);
+  if (sinks.otlp) {
+    say("{}", otlp_line(*sinks.otlp));
+    if (sinks.otlp->counts().dropped() > 0 && !sinks.otlp->last_error().empty())
+      say("otlp: last error: {}", sinks.otlp->last_error());
+  }
+  if (sinks.metrics) {
+    if (opt.verbosity)
+      say("metrics: {} served", count(sinks.metrics->scrapes(), "request"));
+    sinks.metrics->stop();
+  }
+}
+
+// ---- run: the rooms above, in order ----------------------------------------------------------------
+int run(int argc, char **argv) {
+  uint64_t start_ns = monotonic_ns(); // the zero of the text format's time column
+
+  Options opt;
+  if (int code = parse_command_line(argc, argv, opt); code >= 0)
+    return code;
+  std::string object;
+  std::optional<Manifest> parsed;
+  if (int code = load_probes(opt, object, parsed); code >= 0)
+    return code;
+  const Manifest &manifest = *parsed;
+  setup_libbpf_logging(opt.verbosity);
+
+  Mode mode = !opt.command.empty() ? Mode::Command : opt.pid ? Mode::Pid : Mode::All;
+  if (mode == Mode::Pid && !process_alive(opt.pid)) {
+    say("--pid {}: no such process", opt.pid);
+    return kExitSetup;
+  }
+  std::string binary, command_path;
+  if (int code = resolve_binary(opt, manifest, mode, binary, command_path); code >= 0)
+    return code;
   // --folded writes the entries' stacks: without a probe that captures one the file stays empty,
   // which is said rather than left to be found.
   if (!opt.folded.empty() &&
@@ -725,25 +1025,7 @@ int run(int argc, char **argv) {
   uint32_t tgid = mode == Mode::Command ? uint32_t(child.pid)
                   : mode == Mode::Pid   ? uint32_t(opt.pid)
                                         : 0;
-  AttachMethod method = opt.attach == "multi"  ? AttachMethod::Multi
-                        : opt.attach == "perf" ? AttachMethod::Perf
-                                               : AttachMethod::Auto;
-  if (!loader.load(object, error, method) || !loader.set_target_tgid(tgid, error)) {
-    say("{}", error);
-    show_libbpf_backlog();
-    abandon_child();
-    return kExitSetup;
-  }
-  object.clear();
-  object.shrink_to_fit(); // libbpf no longer needs it after load
-  // --metrics shows BPF time too (weave_probe_bpf_ns_per_run): two clock reads per run while on.
-  if ((opt.stats >= 0 || !opt.metrics.empty()) && !loader.enable_run_time_stats(error))
-    say("{}; --stats and --metrics go on without run times", error);
-  // The pid filter went in before the first attach, so no other process is ever traced.
-  if (!loader.attach(binary, binary, error)) {
-    say("{}", error);
-    show_libbpf_backlog();
-    loader.detach();
+  if (!attach_probes(loader, opt, object, binary, tgid)) {
     abandon_child();
     return kExitSetup;
   }
@@ -761,103 +1043,19 @@ int run(int argc, char **argv) {
     return 0;
   }
 
-  // -o FILE: opened before the program starts, so a path that cannot be written stops everything
-  // before anything ran. The program keeps the tracer's stdout.
-  int out_fd = STDOUT_FILENO;
-  if (!opt.output.empty() && opt.output != "-") {
-    // O_NOFOLLOW: a link planted at the name is refused, never written through (README "Safety").
-    out_fd = open(opt.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (out_fd < 0) {
-      say("-o {}: {}", opt.output,
-          errno == ELOOP ? std::string("is a symbolic link; the tracer does not write through links (name the "
-                                       "file itself, or use shell redirection)")
-                         : std::string(std::strerror(errno)));
-      abandon_child();
-      return kExitSetup;
-    }
-  }
-  // With --graph the trees go to the output and the writer's lines to /dev/null: it still counts
-  // every event (the summary, --stats) as it always does.
-  int null_fd = opt.graph ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
-  if (opt.graph && null_fd < 0) {
-    say("/dev/null: {}", std::strerror(errno));
+  std::unique_ptr<Sinks> sinks = open_sinks(manifest, opt, binary, start_ns);
+  if (!sinks) {
     abandon_child();
     return kExitSetup;
   }
-  EventWriter writer(manifest, opt.format == "json" ? OutputFormat::Json : OutputFormat::Text,
-                     start_ns, opt.graph ? null_fd : out_fd);
-  writer.set_color(opt.format == "text" && use_color(opt.color, out_fd));
-  Views views(manifest,
-              {.graph = opt.graph,
-               .summary = !opt.no_summary,
-               .folded = opt.folded,
-               .folded_weight = opt.folded_weight == "time" ? FoldedStacks::Weight::Time : FoldedStacks::Weight::Calls,
-               .perfetto = opt.perfetto},
-              start_ns, out_fd);
-  if (std::string file_error; !views.open_files(file_error)) {
-    say("{}", file_error);
-    abandon_child();
-    return kExitSetup;
-  }
-  // --otlp and --metrics: started before the program, so a bad URL or a taken port stops
-  // everything before anything ran.
-  std::unique_ptr<OtlpExporter> otlp;
-  if (!opt.otlp.empty()) {
-    otlp = std::make_unique<OtlpExporter>(
-        manifest,
-        OtlpOptions{.url = opt.otlp,
-                    .service_name = !opt.service_name.empty() ? opt.service_name
-                                                              : std::filesystem::path(binary).filename().string()},
-        OtlpResource{manifest.target.build_id, manifest.target.go_version, manifest.target.arch, binary});
-    if (!otlp->start(error)) {
-      say("--otlp {}", error);
-      abandon_child();
-      return kExitSetup;
-    }
-  }
-  std::unique_ptr<MetricsExporter> metrics;
-  if (!opt.metrics.empty()) {
-    metrics = std::make_unique<MetricsExporter>(manifest);
-    if (!metrics->start(opt.metrics, error)) {
-      say("--metrics {}: {}", opt.metrics, error);
-      abandon_child();
-      return kExitSetup;
-    }
-    // Always said: with :0 it is the only way to learn the port.
-    std::string host = opt.metrics.substr(0, opt.metrics.rfind(':'));
-    say("metrics at http://{}:{}/metrics{}", host.empty() ? "0.0.0.0" : host, metrics->port(),
-        host.empty() || host == "0.0.0.0" || host == "[::]" ? " (every interface)" : "");
-  }
-  Sinks sinks{writer, views, otlp.get(), metrics.get()};
-  // Stacks and func values are named from the target's own .gopclntab (stripped binaries too), and
-  // interfaces' dynamic types need a PIE's load bias, which the symbolizer finds.
-  std::unique_ptr<Symbolizer> symbolizer;
-  auto needs_symbolizer = [](const ManifestProbe &p) {
-    for (const auto &c : p.captures) {
-      if (!c.interfaces.empty())
-        return true;
-      for (const auto &f : c.fields)
-        if (f.kind == FieldKind::Func)
-          return true;
-    }
-    return p.stack_depth > 0;
-  };
-  for (const ManifestProbe &p : manifest.probes)
-    if (needs_symbolizer(p) && !symbolizer) {
-      symbolizer = std::make_unique<Symbolizer>(binary);
-      if (!symbolizer->error().empty())
-        say("stacks and func values will show addresses: {}", symbolizer->error());
-      writer.set_symbolizer(symbolizer.get());
-      views.set_symbolizer(symbolizer.get());
-    }
-  ring_buffer *rb = ring_buffer__new(loader.events_fd(), on_sample, &sinks, nullptr);
+  ring_buffer *rb = ring_buffer__new(loader.events_fd(), on_sample, &sinks->calls, nullptr);
   if (!rb) {
     say("map 'weave_events': cannot open the ring buffer: {}", std::strerror(errno));
     show_libbpf_backlog();
     abandon_child();
     return kExitSetup;
   }
-  EventStream stream(rb, sinks, manifest.ringbuf_wakeup);
+  EventStream stream(rb, *sinks, manifest.ringbuf_wakeup);
 
   if (mode == Mode::Command) {
     if (opt.verbosity)
@@ -877,70 +1075,8 @@ int run(int argc, char **argv) {
   }
   std::unique_ptr<BinaryWatch> watch = mode == Mode::All ? watch_binary(loader, binary, manifest) : nullptr;
 
-  int exit_code = 0;
-  bool child_done = false, told_waiting = false, broken = false;
-  uint64_t first_signal_ns = 0, last_check_ns = 0, last_stats_ns = traced_ns, last_publish_ns = 0;
-  // What a /metrics scrape shows: the --stats numbers and the exporter's counts, refreshed.
-  auto publish_metrics = [&](uint64_t now) {
-    last_publish_ns = now;
-    std::vector<uint64_t> lost;
-    std::string lost_error;
-    loader.lost_per_probe(lost, lost_error);
-    OtlpExporter::Counts counts = otlp ? otlp->counts() : OtlpExporter::Counts();
-    double seconds = double(now - traced_ns) / 1e9;
-    metrics->publish(collect_stats(loader, writer, lost, seconds), otlp ? &counts : nullptr, seconds);
-  };
-  while (true) {
-    if (g_signal_count > 0) {
-      // With a command, the signal went to it as well: keep tracing until it exits, so its
-      // shutdown is traced too. A second signal stops at once.
-      if (mode != Mode::Command || g_signal_count > 1)
-        break;
-      uint64_t now = monotonic_ns();
-      if (!first_signal_ns)
-        first_signal_ns = now;
-      if (!told_waiting && now - first_signal_ns > 500'000'000) {
-        say("waiting for pid {} to exit; interrupt again to stop tracing now", child.pid);
-        told_waiting = true;
-      }
-    }
-    int n = stream.wait_and_drain();
-    if (n < 0) {
-      say("map 'weave_events': reading the ring buffer failed: {}", std::strerror(-n));
-      broken = true;
-      break;
-    }
-    if (writer.failed() || views.failed()) {
-      say("{}; stopping", writer.failed() ? writer.error() : views.error());
-      broken = true;
-      break;
-    }
-    uint64_t now = monotonic_ns();
-    if (mode == Mode::Command) {
-      int status;
-      if (waitpid(child.pid, &status, WNOHANG) == child.pid) {
-        child_done = true;
-        exit_code = exit_status(status);
-        break;
-      }
-    } else if (mode == Mode::Pid && now - last_check_ns >= 50'000'000) {
-      last_check_ns = now;
-      if (!process_alive(opt.pid))
-        break;
-    }
-    if (metrics && now - last_publish_ns >= 1'000'000'000)
-      publish_metrics(now);
-    if (opt.stats > 0 && now - last_stats_ns >= uint64_t(opt.stats) * 1'000'000'000) {
-      last_stats_ns = now;
-      std::vector<uint64_t> lost;
-      if (!loader.lost_per_probe(lost, error))
-        say("{}", error);
-      print_stats(manifest, collect_stats(loader, writer, lost, double(now - traced_ns) / 1e9),
-                  "after");
-      if (otlp)
-        say("  {}", otlp_line(*otlp));
-    }
-  }
+  Traced traced{mode, opt, manifest, loader, *sinks, stream, child.pid, traced_ns};
+  LoopEnd end = trace_until_done(traced);
 
   if (watch)
     watch->stop(); // the links are the loader's alone again
@@ -955,67 +1091,22 @@ int run(int argc, char **argv) {
   if (opt.verbosity || opt.stats >= 0)
     say("detached {} in {:.3f} s", count(points, "point"), loader.detach_seconds());
   stream.drain_all();
-  views.finish(); // --graph: the trees still open; --folded: the file
-  if (!views.folded_error().empty())
-    say("{}", views.folded_error());
+  sinks->views.finish(); // --graph: the trees still open; --folded: the file
+  if (!sinks->views.folded_error().empty())
+    say("{}", sinks->views.folded_error());
   std::vector<uint64_t> lost;
+  std::string error;
   bool lost_known = loader.lost_per_probe(lost, error);
   if (!lost_known)
     say("{}", error);
   ring_buffer__free(rb);
-  if (otlp)
-    otlp->finish(); // the last spans, within its exit timeout
-  if (metrics)
-    publish_metrics(monotonic_ns());
-  if (opt.stats >= 0) {
-    // Every program has stopped and the buffer is drained: the numbers are final and add up.
-    StatsReport report = collect_stats(loader, writer, lost, traced_seconds);
-    print_stats(manifest, report, "at exit, after");
-    for (const std::string &mismatch : stats_mismatches(manifest, report))
-      say("stats do not add up: {}", mismatch);
-    if (otlp)
-      say("  {}", otlp_line(*otlp));
-  }
-  print_summary(manifest, writer, lost, lost_known);
-  // What limits: dropped is part of the summary: the events above are not all the calls there were.
-  if (std::vector<uint64_t> limited; loader.limited_per_probe(limited, error)) {
-    uint64_t dropped = 0;
-    for (uint64_t n : limited)
-      dropped += n;
-    if (dropped)
-      say("limits: dropped {} (per probe: --stats)", count(dropped, "call"));
-  }
-  // min_duration: entries its maps could not keep are calls that went unseen, and calls still in
-  // flight at exit were never decided; both are said, or the slow calls shown would look complete.
-  {
-    std::vector<uint64_t> evicted, held;
-    uint64_t evicted_total = 0, held_total = 0;
-    if (loader.evicted_per_probe(evicted, error))
-      for (uint64_t n : evicted)
-        evicted_total += n;
-    if (loader.held_per_probe(held, error))
-      for (uint64_t n : held)
-        held_total += n;
-    if (evicted_total)
-      say("min_duration: {} evicted from the map of calls in flight, not shown (per probe: --stats)",
-          count(evicted_total, "call"));
-    if (held_total)
-      say("min_duration: {} still in flight at exit, not shown", count(held_total, "call"));
-  }
-  for (const std::string &line : views.summary_lines())
-    say("{}", line);
-  if (otlp) {
-    say("{}", otlp_line(*otlp));
-    if (otlp->counts().dropped() > 0 && !otlp->last_error().empty())
-      say("otlp: last error: {}", otlp->last_error());
-  }
-  if (metrics) {
-    if (opt.verbosity)
-      say("metrics: {} served", count(metrics->scrapes(), "request"));
-    metrics->stop();
-  }
+  if (sinks->otlp)
+    sinks->otlp->finish(); // the last spans, within its exit timeout
+  if (sinks->metrics)
+    publish_metrics(traced, monotonic_ns());
+  report_at_exit(traced, lost, lost_known, traced_seconds);
 
-  if (mode == Mode::Command && !child_done) {
+  if (mode == Mode::Command && !end.child_done) {
     if (g_signal_count > 1) {
       say("stopped tracing before pid {} exited", child.pid);
       return 128 + g_signal;
@@ -1027,7 +1118,7 @@ int run(int argc, char **argv) {
       ;
     return kExitRuntime;
   }
-  return broken || !views.folded_error().empty() ? kExitRuntime : exit_code;
+  return end.broken || !sinks->views.folded_error().empty() ? kExitRuntime : end.exit_code;
 }
 
 } // namespace

@@ -1,4 +1,5 @@
 #include "output.h"
+#include "calls.h"
 
 #include "common/glyphs.h"
 #include "common/color.h"
@@ -512,8 +513,18 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
     append_stack(out, bias, probe, event, false);
 }
 
+void EventPrinter::format(const CallEvent &e, std::string &out) {
+  struct weave_event_header h;
+  std::memcpy(&h, e.record.data(), sizeof h);
+  auto *event = reinterpret_cast<const uint8_t *>(e.record.data());
+  if (format_ == OutputFormat::Text)
+    format_text(h, event, out);
+  else
+    format_json(h, event, out, e.call);
+}
+
 void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t *event,
-                               std::string &out) {
+                               std::string &out, uint64_t call) {
   const ManifestProbe &probe = manifest_.probes[h.probe_id];
   const uint64_t bias = load_bias(h, probe);
   const PreparedProbe &pp = prepared_[h.probe_id];
@@ -537,6 +548,10 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
   append_u64(out, h.goid);
   out += ",\"ts_ns\":";
   append_u64(out, h.ts_ns);
+  if (call) {
+    out += ",\"call\":";
+    append_u64(out, call);
+  }
   // A return event carries the function's results; an entry event its arguments.
   out += h.kind == WEAVE_EVENT_RETURN ? ",\"results\":{" : ",\"args\":{";
   bool first = true;
@@ -603,23 +618,29 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
 }
 
 EventWriter::EventWriter(const Manifest &manifest, OutputFormat format, uint64_t start_ns, int fd)
-    : printer_(manifest, format, start_ns), fd_(fd), events_(manifest.probes.size(), 0) {
-  buffer_.reserve(kFlushThreshold + 4096);
+    : manifest_(manifest), printer_(manifest, format, start_ns), fd_(fd), events_(manifest.probes.size(), 0) {
+  if (fd_ >= 0)
+    buffer_.reserve(kFlushThreshold + 4096);
+}
+
+void EventWriter::on_event(const CallEvent &event) {
+  ++events_[event.probe_id];
+  if (fd_ < 0)
+    return; // counting only
+  if (failed())
+    return; // keep counting after stdout is gone, but print nothing
+  printer_.format(event, buffer_);
+  if (buffer_.size() >= kFlushThreshold)
+    flush();
 }
 
 void EventWriter::on_event(const void *data, size_t size) {
-  size_t before = buffer_.size();
-  if (!printer_.format(data, size, buffer_)) {
+  CallEvent event;
+  if (!Calls::decode(manifest_, data, size, event)) {
     ++malformed_;
     return;
   }
-  struct weave_event_header h;
-  std::memcpy(&h, data, sizeof h);
-  ++events_[h.probe_id];
-  if (failed())
-    buffer_.resize(before); // keep counting after stdout is gone, but print nothing
-  else if (buffer_.size() >= kFlushThreshold)
-    flush();
+  on_event(event);
 }
 
 bool flush_buffer(int fd, std::string &buffer, std::string &error) {
@@ -645,7 +666,7 @@ bool flush_buffer(int fd, std::string &buffer, std::string &error) {
   return true;
 }
 
-bool EventWriter::flush() { return flush_buffer(fd_, buffer_, error_); }
+bool EventWriter::flush() { return fd_ < 0 || flush_buffer(fd_, buffer_, error_); }
 
 
 namespace {

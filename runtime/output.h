@@ -18,6 +18,7 @@ namespace weave {
 enum class OutputFormat { Text, Json };
 
 class Symbolizer;
+struct CallEvent;
 
 // Writes all of `buffer` to `fd` and empties it (keeping its capacity). Once a write has failed
 // (EPIPE from `| head`, say), `error` says why and later calls only discard.
@@ -53,6 +54,9 @@ public:
   // record is malformed: shorter than the header or than its probe's event_size, an unknown
   // probe id, an unknown event kind.
   bool format(const void *data, size_t size, std::string &out);
+  // The same line for an event the Calls stage decoded (runtime/calls.h); JSON lines then carry
+  // the event's call id ("call"), which joins an entry to its return.
+  void format(const CallEvent &event, std::string &out);
 
   // Stacks and func values are printed symbolized when a symbolizer is set, as addresses otherwise.
   void set_symbolizer(Symbolizer *symbolizer) { symbolizer_ = symbolizer; }
@@ -94,7 +98,9 @@ private:
                       const uint8_t *event, uint64_t bias, bool json);
   std::vector<const std::string *> unavailable_; // JSON: captures an inlined copy cannot locate
   void format_text(const struct weave_event_header &h, const uint8_t *event, std::string &out);
-  void format_json(const struct weave_event_header &h, const uint8_t *event, std::string &out);
+  // call: the call id the JSON line carries (0: none, for a record that was not paired).
+  void format_json(const struct weave_event_header &h, const uint8_t *event, std::string &out,
+                   uint64_t call = 0);
 
   const Manifest &manifest_;
   OutputFormat format_;
@@ -105,12 +111,16 @@ private:
   std::vector<uint64_t> truncated_lengths_;      // each truncated string's full length, beside truncated_
 };
 
-// EventWriter counts, formats and buffers events, and writes them to a file descriptor.
+// EventWriter counts, formats and buffers events, and writes them to a file descriptor. It is a
+// sink of the Calls stage (runtime/calls.h); with fd -1 it only counts (--graph prints instead).
 class EventWriter {
 public:
   EventWriter(const Manifest &manifest, OutputFormat format, uint64_t start_ns, int fd);
 
-  // The ring buffer callback's body. A malformed record is counted and skipped.
+  // One decoded event: counted, and its line buffered.
+  void on_event(const CallEvent &event);
+  // A raw record, decoded here without pairing (no call id): for tests and tools. A malformed
+  // record is counted and skipped.
   void on_event(const void *data, size_t size);
 
   // Writes what is buffered. Returns false once writing has failed (say, EPIPE from `| head`);
@@ -128,6 +138,7 @@ private:
   // Big enough to amortize write(2); small enough that a huge batch does not pile up in memory.
   static constexpr size_t kFlushThreshold = 64 * 1024;
 
+  const Manifest &manifest_;
   EventPrinter printer_;
   int fd_;
   std::string buffer_;

@@ -24,12 +24,6 @@ namespace weave {
 
 namespace {
 
-uint64_t load_u64(const uint8_t *p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 constexpr size_t kTimeWidth = 10; // "   0.012345": the time column, right-aligned
 
 // Seconds since tracer start with 6 decimals, right-aligned in kTimeWidth (as the text output
@@ -44,6 +38,14 @@ void append_time_column(std::string &out, uint64_t ts_ns, uint64_t start_ns) {
   if (static_cast<size_t>(n) < kTimeWidth)
     out.append(kTimeWidth - static_cast<size_t>(n), ' ');
   out.append(buffer, static_cast<size_t>(n));
+}
+
+// "  #12": a call's id (the Calls stage's, as JSON's "call"), at the end of its lines; nothing for 0.
+void append_call_id(std::string &out, uint64_t call) {
+  if (!call)
+    return;
+  out += "  #";
+  out += std::to_string(call);
 }
 
 // "(~r0=2)" of a return's "main.f(~r0=2)", or "" when there are no results ("main.f()").
@@ -131,11 +133,12 @@ void CallGraph::close_frame(Goroutine &g, const Frame &frame, const GraphCall *r
       g.text += why;
       g.text += ')';
     }
+    append_call_id(g.text, frame.call);
     g.text += '\n';
   };
   if (g.collapsible != std::string::npos) {
-    // "...main.f(a=1) {\n" becomes "...main.f(a=1) = (~r0=2)  1.2µs\n"
-    g.text.resize(g.text.size() - 3);
+    // "...main.f(a=1) {  #3\n" becomes "...main.f(a=1) = (~r0=2)  1.2µs  #3\n"
+    g.text.resize(g.collapsible);
     g.collapsible = std::string::npos;
     append_outcome();
     return;
@@ -216,12 +219,16 @@ void CallGraph::add(const GraphCall &call, std::string &out) {
       --idle_;
     }
     size_t depth = g.frames.size();
-    size_t at = g.text.size();
+    size_t at = std::string::npos;
     bool kept = keep_line(g, false);
     if (kept) {
       begin_line(g, call.ts_ns, true, depth);
       g.text += call.text;
-      g.text += function.returns ? " {\n" : "\n";
+      at = g.text.size();
+      if (function.returns)
+        g.text += " {";
+      append_call_id(g.text, call.call);
+      g.text += '\n';
     }
     if (kept && !call.stack.empty()) {
       // The stack's lines, each already "    frame\n", under the call.
@@ -238,7 +245,7 @@ void CallGraph::add(const GraphCall &call, std::string &out) {
       }
     }
     if (function.returns) {
-      g.frames.push_back({func, call.ts_ns});
+      g.frames.push_back({func, call.ts_ns, call.call});
       if (kept && call.stack.empty())
         g.collapsible = at;
     } else if (g.frames.empty()) {
@@ -247,11 +254,17 @@ void CallGraph::add(const GraphCall &call, std::string &out) {
     return;
   }
 
-  // A return: find its call. With a duration, the entry's timestamp is exactly ts - duration (the
+  // A return: find its call. Paired by the Calls stage, it is the frame with its call id. Else, with a duration, the entry's timestamp is exactly ts - duration (the
   // BPF side computed it so), which pairs it even when calls above it never returned (a panic
   // unwound them); without one, only the top frame of the same function can be it.
   size_t match = SIZE_MAX;
-  if (call.duration_ns) {
+  if (call.call) {
+    for (size_t i = g.frames.size(); i-- > 0;)
+      if (g.frames[i].call == call.call) {
+        match = i;
+        break;
+      }
+  } else if (call.duration_ns) {
     uint64_t entry_ts = call.ts_ns - call.duration_ns;
     for (size_t i = g.frames.size(); i-- > 0;)
       if (g.frames[i].function == func && g.frames[i].entry_ts == entry_ts) {
@@ -274,6 +287,7 @@ void CallGraph::add(const GraphCall &call, std::string &out) {
         append_duration(g.text, call.duration_ns);
       }
       g.text += kEntryNotSeen;
+      append_call_id(g.text, call.call);
       g.text += '\n';
     }
     if (g.frames.empty())
@@ -333,24 +347,30 @@ std::vector<CallGraph::Function> graph_functions(const Manifest &manifest) {
 
 } // namespace
 
-GraphView::GraphView(const Manifest &manifest, uint64_t start_ns, int fd, CallGraph::Limits limits)
-    : manifest_(manifest), printer_(manifest, OutputFormat::Text, start_ns),
-      graph_(graph_functions(manifest), start_ns, limits), fd_(fd) {
-  line_.reserve(4096);
+GraphView::GraphView(Calls &calls, uint64_t start_ns, int fd, CallGraph::Limits limits)
+    : calls_(calls), graph_(graph_functions(calls.manifest()), start_ns, limits), fd_(fd) {
   buffer_.reserve(kFlushThreshold + 4096);
-  for (const ManifestProbe &probe : manifest.probes)
+  for (const ManifestProbe &probe : calls.manifest().probes)
     reorder_ = reorder_ || probe.holds_entry;
 }
 
-void GraphView::on_event(const void *data, size_t size) {
-  if (!reorder_ || size < sizeof(struct weave_event_header)) {
-    process(data, size);
+void GraphView::on_event(const CallEvent &event) {
+  GraphCall call;
+  call.probe = event.probe_id;
+  call.is_return = event.is_return;
+  call.pid = event.pid;
+  call.tid = event.tid;
+  call.goid = event.goid;
+  call.ts_ns = event.ts_ns;
+  call.duration_ns = event.duration_ns;
+  call.call = event.call;
+  const std::string &line = calls_.text(event);
+  if (!reorder_) {
+    process(call, line);
     return;
   }
-  struct weave_event_header h;
-  std::memcpy(&h, data, sizeof h);
-  waiting_.emplace(std::pair{h.ts_ns, seq_++}, std::string(static_cast<const char *>(data), size));
-  newest_ns_ = std::max<uint64_t>(newest_ns_, h.ts_ns);
+  waiting_.emplace(std::pair{event.ts_ns, seq_++}, std::pair{call, line});
+  newest_ns_ = std::max<uint64_t>(newest_ns_, event.ts_ns);
   release(newest_ns_ > kReorderWindowNs ? newest_ns_ - kReorderWindowNs : 0);
 }
 
@@ -360,30 +380,15 @@ void GraphView::release(uint64_t before_ns) {
   while (!waiting_.empty() &&
          (waiting_.begin()->first.first < before_ns || waiting_.size() > kReorderMax)) {
     auto node = waiting_.extract(waiting_.begin());
-    process(node.mapped().data(), node.mapped().size());
+    process(node.mapped().first, node.mapped().second);
   }
 }
 
-void GraphView::process(const void *data, size_t size) {
-  line_.clear();
-  if (!printer_.format(data, size, line_))
-    return; // malformed: EventWriter counts it
-  struct weave_event_header h;
-  std::memcpy(&h, data, sizeof h);
-  const ManifestProbe &probe = manifest_.probes[h.probe_id];
-  GraphCall call;
-  call.probe = h.probe_id;
-  call.is_return = h.kind == WEAVE_EVENT_RETURN;
-  call.pid = h.pid;
-  call.tid = h.tid;
-  call.goid = h.goid;
-  call.ts_ns = h.ts_ns;
-  if (call.is_return && probe.duration_offset)
-    call.duration_ns = load_u64(static_cast<const uint8_t *>(data) + probe.duration_offset);
+void GraphView::process(GraphCall call, std::string_view text) {
+  const ManifestProbe &probe = calls_.manifest().probes[call.probe];
   // The text line is "<time> pid=P tid=T goid=G [← ]call[  duration]\n" and then the stack's lines:
   // the call is what follows the goid's value (and the return's arrow). Strings in it are escaped,
   // so its first '\n' ends it, and a duration is the last thing on it, after two spaces.
-  std::string_view text = line_;
   size_t goid = text.find(" goid=");
   size_t start = goid == std::string_view::npos ? 0 : text.find(' ', goid + 1) + 1;
   size_t end = text.find('\n');
@@ -419,11 +424,8 @@ void GraphView::finish() {
 // ---- LatencySummary -----------------------------------------------------------------------------
 
 LatencySummary::LatencySummary(const Manifest &manifest) {
-  for (const ManifestProbe &probe : manifest.probes) {
+  for (const ManifestProbe &probe : manifest.probes)
     functions_.push_back(probe.function);
-    duration_offset_.push_back(probe.duration_offset);
-    event_size_.push_back(probe.event_size);
-  }
   latency_.resize(functions_.size());
 }
 
@@ -432,16 +434,9 @@ LatencySummary::LatencySummary(std::vector<std::string> functions)
   latency_.resize(functions_.size());
 }
 
-void LatencySummary::on_event(const void *data, size_t size) {
-  struct weave_event_header h;
-  if (size < sizeof h)
-    return;
-  std::memcpy(&h, data, sizeof h);
-  if (h.kind != WEAVE_EVENT_RETURN || h.probe_id >= duration_offset_.size() ||
-      !duration_offset_[h.probe_id] || size < event_size_[h.probe_id])
-    return;
-  if (uint64_t ns = load_u64(static_cast<const uint8_t *>(data) + duration_offset_[h.probe_id]))
-    add(h.probe_id, ns);
+void LatencySummary::on_event(const CallEvent &event) {
+  if (event.is_return && event.duration_ns)
+    add(event.probe_id, event.duration_ns);
 }
 
 void LatencySummary::add(uint32_t probe, uint64_t ns) {
@@ -628,29 +623,10 @@ std::vector<std::string> LatencySummary::lines() const {
 
 namespace {
 
-// The header of an event whose probe id the manifest knows, or nullopt (a malformed record, which
-// EventWriter counts).
-std::optional<weave_event_header> known_header(const Manifest &manifest, const void *data, size_t size) {
-  struct weave_event_header h;
-  if (size < sizeof h)
-    return std::nullopt;
-  std::memcpy(&h, data, sizeof h);
-  if (h.probe_id >= manifest.probes.size())
-    return std::nullopt;
-  return h;
-}
-
-// The entry event a probe's events pair with: every attach point's cookie carries its id in bits
-// 24-47 (templates/weave_bpf.h); an entry's is its own.
-uint32_t entry_probe_of(const Manifest &manifest, uint32_t id) {
-  const ManifestProbe &p = manifest.probes[id];
-  uint32_t pair = p.attach.empty() ? id : static_cast<uint32_t>((p.attach.front().cookie >> 24) & 0xffffff);
-  return pair < manifest.probes.size() ? pair : id;
-}
-
 } // namespace
 
-void FoldedStacks::add_entry(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, std::string_view stack) {
+void FoldedStacks::add_entry(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, std::string_view stack,
+                             uint64_t call) {
   // Frames come innermost first, one per line: "    main.g (f.go:3)", " [inlined]" after an
   // inlined one, or "    0x4a3f60" when the address has no symbol.
   std::vector<std::string> frames;
@@ -678,19 +654,21 @@ void FoldedStacks::add_entry(uint32_t probe, uint32_t pid, uint32_t tid, uint64_
     ++weights_[path];
     return;
   }
-  open_[{pid, goid ? 0 : tid, goid}].push_back({probe, std::move(path)});
+  open_[{pid, goid ? 0 : tid, goid}].push_back({probe, std::move(path), 0, call});
 }
 
-void FoldedStacks::add_return(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, uint64_t duration_ns) {
+void FoldedStacks::add_return(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, uint64_t duration_ns,
+                              uint64_t call) {
   if (weight_ != Weight::Time)
     return;
   auto it = open_.find({pid, goid ? 0 : tid, goid});
   if (it == open_.end())
     return;
   std::vector<Open> &calls = it->second;
-  // The innermost open call of this probe: calls in between that never returned are dropped.
+  // Its call (the innermost open call of this probe, without an id): calls in between that never
+  // returned are dropped.
   for (size_t i = calls.size(); i-- > 0;) {
-    if (calls[i].probe != probe)
+    if (call ? calls[i].call != call : calls[i].probe != probe)
       continue;
     // A flame graph draws a frame as wide as the weights of every stack under it, so a call
     // weighs its own time: its duration less that of the traced calls that returned inside it,
@@ -717,38 +695,28 @@ std::string FoldedStacks::text() const {
   return out;
 }
 
-FoldedView::FoldedView(const Manifest &manifest, uint64_t start_ns, std::string path, FoldedStacks::Weight weight)
-    : manifest_(manifest), printer_(manifest, OutputFormat::Text, start_ns),
+FoldedView::FoldedView(Calls &calls, std::string path, FoldedStacks::Weight weight)
+    : calls_(calls),
       folded_([&] {
         std::vector<std::string> functions;
-        for (const ManifestProbe &p : manifest.probes)
+        for (const ManifestProbe &p : calls.manifest().probes)
           functions.push_back(p.function);
         return functions;
       }(), weight),
       path_(std::move(path)) {}
 
-void FoldedView::on_event(const void *data, size_t size) {
-  std::optional<weave_event_header> header = known_header(manifest_, data, size);
-  if (!header)
-    return;
-  const weave_event_header &h = *header;
-  const ManifestProbe &probe = manifest_.probes[h.probe_id];
-  if (h.kind == WEAVE_EVENT_RETURN) {
-    uint32_t pair = entry_probe_of(manifest_, h.probe_id);
-    uint64_t duration = probe.duration_offset && size >= probe.duration_offset + 8
-                            ? load_u64(static_cast<const uint8_t *>(data) + probe.duration_offset)
-                            : 0;
-    folded_.add_return(pair, h.pid, h.tid, h.goid, duration);
+void FoldedView::on_event(const CallEvent &event) {
+  if (event.is_return) {
+    folded_.add_return(event.entry_probe, event.pid, event.tid, event.goid, event.duration_ns, event.call);
     return;
   }
-  if (!probe.stack_depth)
+  if (!event.probe->stack_depth)
     return;
-  line_.clear();
-  if (!printer_.format(data, size, line_))
-    return;
-  size_t end = line_.find('\n');
-  folded_.add_entry(h.probe_id, h.pid, h.tid, h.goid,
-                    end == std::string::npos ? std::string_view() : std::string_view(line_).substr(end + 1));
+  const std::string &line = calls_.text(event);
+  size_t end = line.find('\n');
+  folded_.add_entry(event.probe_id, event.pid, event.tid, event.goid,
+                    end == std::string::npos ? std::string_view() : std::string_view(line).substr(end + 1),
+                    event.call);
 }
 
 FoldedView::~FoldedView() {
@@ -876,17 +844,8 @@ std::string json_suffixed(const std::string &quoted, std::string_view suffix) {
 
 } // namespace
 
-PerfettoView::PerfettoView(const Manifest &manifest, uint64_t start_ns, std::string path)
-    : manifest_(manifest), printer_(manifest, OutputFormat::Json, start_ns), start_ns_(start_ns),
-      path_(std::move(path)) {
-  has_return_.assign(manifest.probes.size(), false);
-  pair_of_.resize(manifest.probes.size());
-  for (uint32_t i = 0; i < manifest.probes.size(); ++i) {
-    pair_of_[i] = entry_probe_of(manifest, i);
-    if (manifest.probes[i].duration_offset && pair_of_[i] != i)
-      has_return_[pair_of_[i]] = true;
-  }
-}
+PerfettoView::PerfettoView(Calls &calls, uint64_t start_ns, std::string path)
+    : calls_(calls), start_ns_(start_ns), path_(std::move(path)) {}
 
 PerfettoView::~PerfettoView() {
   if (file_) {
@@ -928,86 +887,77 @@ void PerfettoView::emit(const std::string &event) {
 }
 
 void PerfettoView::name_track(uint32_t pid, uint64_t track, bool goroutine) {
-  auto key = std::make_tuple(pid, track, goroutine);
-  if (open_.count(key))
+  if (!named_.emplace(pid, track, goroutine).second)
     return;
-  open_[key];
   // Goroutine tracks are numbered by goid, thread tracks (no goroutine id) after them by tid.
   emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid) +
        ",\"tid\":" + std::to_string(goroutine ? track : (1ULL << 40) + track) + ",\"args\":{\"name\":" +
        json_quote((goroutine ? "goroutine " : "thread ") + std::to_string(track)) + "}}");
 }
 
-void PerfettoView::on_event(const void *data, size_t size) {
-  std::optional<weave_event_header> header = known_header(manifest_, data, size);
-  if (!header)
-    return;
-  const weave_event_header &h = *header;
-  line_.clear();
-  if (!printer_.format(data, size, line_))
-    return;
-  bool goroutine = h.goid != 0;
-  uint64_t track = goroutine ? h.goid : h.tid;
-  name_track(h.pid, track, goroutine);
-  std::vector<Open> &calls = open_[{h.pid, track, goroutine}];
-  std::string head = ",\"pid\":" + std::to_string(h.pid) +
+void PerfettoView::entry_json(const CallEvent &entry, std::string &function, std::string &args) {
+  const std::string &line = calls_.json(entry);
+  std::string_view name = json_member(line, "function");
+  function = name.empty() ? std::string("\"?\"") : std::string(name);
+  std::string_view captured = json_member(line, "args");
+  args = captured.empty() ? "{}" : std::string(captured);
+}
+
+void PerfettoView::on_event(const CallEvent &e) {
+  bool goroutine = e.goid != 0;
+  uint64_t track = goroutine ? e.goid : e.tid;
+  name_track(e.pid, track, goroutine);
+  std::string head = ",\"pid\":" + std::to_string(e.pid) +
                      ",\"tid\":" + std::to_string(goroutine ? track : (1ULL << 40) + track);
-  std::string_view name = json_member(line_, "function");
-  const std::string function = name.empty() ? std::string("\"?\"") : std::string(name);
-  if (h.kind != WEAVE_EVENT_RETURN) {
-    std::string_view captured = json_member(line_, "args");
-    std::string args = captured.empty() ? "{}" : std::string(captured);
-    if (has_return_[h.probe_id]) {
-      calls.push_back({h.probe_id, h.ts_ns, function, args});
-    } else {
-      emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":" + function + ",\"ts\":" + micros(h.ts_ns - start_ns_) + head +
-           ",\"args\":" + args + "}");
-    }
+  if (!e.is_return) {
+    if (e.returns)
+      return; // a slice at its return
+    std::string function, args;
+    entry_json(e, function, args);
+    emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":" + function + ",\"ts\":" + micros(e.ts_ns - start_ns_) + head +
+         ",\"args\":" + args + "}");
     return;
   }
-  uint64_t duration = 0;
-  std::string_view duration_text = json_member(line_, "duration_ns");
-  std::from_chars(duration_text.data(), duration_text.data() + duration_text.size(), duration);
-  std::string_view returned = json_member(line_, "results");
-  std::string results = returned.empty() ? "{}" : std::string(returned);
-  uint32_t pair = pair_of_[h.probe_id];
-  // The innermost open call of this probe; calls opened after it that never returned are closed
-  // at its end (their frames are gone).
-  std::string args = "{}";
-  uint64_t begin = duration && duration <= h.ts_ns ? h.ts_ns - duration : h.ts_ns;
-  for (size_t i = calls.size(); i-- > 0;) {
-    if (calls[i].probe != pair)
-      continue;
-    args = calls[i].args;
-    if (!duration)
-      begin = calls[i].ts_ns;
-    // Each one ends a nanosecond before the call around it. Ending them all at this return, as
-    // their frames did, made ties that viewers computing ts + dur in floating point (speedscope)
-    // break either way: a caller closed before the call inside it stayed open to the end.
-    for (size_t j = calls.size(); j-- > i + 1;) {
-      uint64_t end = h.ts_ns - std::min<uint64_t>(j - i, h.ts_ns - calls[j].ts_ns);
-      emit("{\"ph\":\"X\",\"name\":" + json_suffixed(calls[j].function, " (no return seen)") + ",\"ts\":" +
-           micros(calls[j].ts_ns - start_ns_) + ",\"dur\":" + micros(end - calls[j].ts_ns) + head +
-           ",\"args\":{\"args\":" + calls[j].args + "}}");
-    }
-    calls.resize(i);
-    break;
+  // Calls opened inside this one that never returned are closed at its end (their frames are
+  // gone). Each one ends a nanosecond before the call around it. Ending them all at this return, as
+  // their frames did, made ties that viewers computing ts + dur in floating point (speedscope)
+  // break either way: a caller closed before the call inside it stayed open to the end.
+  std::string function, args = "{}";
+  for (size_t k = 0; k < e.unwound.size(); ++k) {
+    const CallEvent &open = *e.unwound[k];
+    entry_json(open, function, args);
+    uint64_t end = e.ts_ns - std::min<uint64_t>(e.unwound.size() - k, e.ts_ns - open.ts_ns);
+    emit("{\"ph\":\"X\",\"name\":" + json_suffixed(function, " (no return seen)") + ",\"ts\":" +
+         micros(open.ts_ns - start_ns_) + ",\"dur\":" + micros(end - open.ts_ns) + head +
+         ",\"args\":{\"args\":" + args + "}}");
   }
+  args = "{}";
+  if (e.entry)
+    entry_json(*e.entry, function, args);
+  const std::string &line = calls_.json(e);
+  std::string_view name = json_member(line, "function");
+  function = name.empty() ? std::string("\"?\"") : std::string(name);
+  std::string_view returned = json_member(line, "results");
+  std::string results = returned.empty() ? "{}" : std::string(returned);
+  uint64_t begin = e.entry_ts_ns;
   emit("{\"ph\":\"X\",\"name\":" + function + ",\"ts\":" + micros(begin - start_ns_) +
-       ",\"dur\":" + micros(h.ts_ns - begin) + head + ",\"args\":{\"args\":" + args + ",\"results\":" + results +
+       ",\"dur\":" + micros(e.ts_ns - begin) + head + ",\"args\":{\"args\":" + args + ",\"results\":" + results +
        "}}");
 }
 
 bool PerfettoView::finish(std::string &error) {
   if (!file_)
     return true;
-  for (auto &[key, calls] : open_)
-    for (const Open &call : calls)
-      emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":" + json_suffixed(call.function, " (still open at exit)") +
-           ",\"ts\":" + micros(call.ts_ns - start_ns_) + ",\"pid\":" + std::to_string(std::get<0>(key)) +
-           ",\"tid\":" + std::to_string(std::get<2>(key) ? std::get<1>(key) : (1ULL << 40) + std::get<1>(key)) +
-           ",\"args\":{\"args\":" + call.args + "}}");
-  open_.clear();
+  std::string function, args;
+  calls_.for_each_open([&](const CallEvent &call) {
+    entry_json(call, function, args);
+    bool goroutine = call.goid != 0;
+    uint64_t track = goroutine ? call.goid : call.tid;
+    emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":" + json_suffixed(function, " (still open at exit)") +
+         ",\"ts\":" + micros(call.ts_ns - start_ns_) + ",\"pid\":" + std::to_string(call.pid) +
+         ",\"tid\":" + std::to_string(goroutine ? track : (1ULL << 40) + track) +
+         ",\"args\":{\"args\":" + args + "}}");
+  });
   std::fputs("\n]}\n", file_);
   bool ok = std::ferror(file_) == 0;
   ok = std::fclose(file_) == 0 && ok;
@@ -1020,30 +970,30 @@ bool PerfettoView::finish(std::string &error) {
   return true;
 }
 
-Views::Views(const Manifest &manifest, ViewOptions options, uint64_t start_ns, int fd) {
+Views::Views(Calls &calls, ViewOptions options, uint64_t start_ns, int fd) {
   if (options.graph)
-    graph_ = std::make_unique<GraphView>(manifest, start_ns, fd);
+    graph_ = std::make_unique<GraphView>(calls, start_ns, fd);
   if (options.summary)
-    summary_ = std::make_unique<LatencySummary>(manifest);
+    summary_ = std::make_unique<LatencySummary>(calls.manifest());
   if (!options.folded.empty())
-    folded_ = std::make_unique<FoldedView>(manifest, start_ns, options.folded, options.folded_weight);
+    folded_ = std::make_unique<FoldedView>(calls, options.folded, options.folded_weight);
   if (!options.perfetto.empty())
-    perfetto_ = std::make_unique<PerfettoView>(manifest, start_ns, options.perfetto);
+    perfetto_ = std::make_unique<PerfettoView>(calls, start_ns, options.perfetto);
 }
 
 bool Views::open_files(std::string &error) {
   return (!folded_ || folded_->open(error)) && (!perfetto_ || perfetto_->open(error));
 }
 
-void Views::on_event(const void *data, size_t size) {
+void Views::on_event(const CallEvent &event) {
   if (graph_)
-    graph_->on_event(data, size);
+    graph_->on_event(event);
   if (summary_)
-    summary_->on_event(data, size);
+    summary_->on_event(event);
   if (folded_)
-    folded_->on_event(data, size);
+    folded_->on_event(event);
   if (perfetto_)
-    perfetto_->on_event(data, size);
+    perfetto_->on_event(event);
 }
 
 bool Views::flush() {
@@ -1063,15 +1013,6 @@ void Views::finish() {
 const std::string &Views::error() const {
   static const std::string none;
   return graph_ ? graph_->error() : none;
-}
-
-void Views::set_symbolizer(Symbolizer *symbolizer) {
-  if (graph_)
-    graph_->set_symbolizer(symbolizer);
-  if (folded_)
-    folded_->set_symbolizer(symbolizer);
-  if (perfetto_)
-    perfetto_->set_symbolizer(symbolizer);
 }
 
 std::vector<std::string> Views::summary_lines() const {

@@ -15,12 +15,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "calls.h"
 #include "manifest.h"
 #include "output.h"
 
@@ -38,6 +40,10 @@ struct GraphCall {
   uint64_t goid = 0; // 0: unknown (ABI0 code): the call is grouped by its thread instead
   uint64_t ts_ns = 0;
   uint64_t duration_ns = 0; // returns: the call's duration, 0 when its entry was not paired
+  // The call id of the Calls stage (runtime/calls.h): a return closes the open call with the same
+  // id, and one whose id no open call has is shown with its entry not seen. 0 (hand-made events):
+  // paired here by the entry timestamp (ts - duration) instead.
+  uint64_t call = 0;
   std::string_view text;
   std::string_view stack; // entries: the text output's stack lines ("    main.g (f.go:3)\n"), or ""
 };
@@ -92,13 +98,14 @@ private:
   struct Frame {
     uint32_t function; // index into functions_ of the function's first probe
     uint64_t entry_ts;
+    uint64_t call; // the Calls stage's id, 0 when not known
   };
   struct Goroutine {
     std::string text;                       // the rendered lines of the tree being built
     std::vector<Frame> frames;              // calls open now, outermost first
     size_t lines = 0;                       // lines kept in `text` (notes aside)
     uint64_t dropped = 0;                   // lines dropped since the last one kept
-    size_t collapsible = std::string::npos; // offset of the last line when it opened the top frame
+    size_t collapsible = std::string::npos; // where the last line's " {" is, when it opened the top frame
     uint64_t started = 0; // the order in which trees started (finish() prints in it)
   };
 
@@ -122,23 +129,22 @@ private:
   Key last_printed_{};
 };
 
-// GraphView decodes events with the text EventPrinter, builds the trees and writes them to `fd`
-// in large writes, like EventWriter.
-class GraphView {
+// GraphView takes the decoded events of the Calls stage, with their text lines, builds the trees
+// and writes them to `fd` in large writes, like EventWriter.
+class GraphView : public EventSink {
 public:
-  GraphView(const Manifest &manifest, uint64_t start_ns, int fd,
-            CallGraph::Limits limits = CallGraph::Limits());
+  GraphView(Calls &calls, uint64_t start_ns, int fd, CallGraph::Limits limits = CallGraph::Limits());
 
-  void on_event(const void *data, size_t size);
+  void on_event(const CallEvent &event) override;
   bool flush();
   void finish(); // the trees still open, then flush
   bool failed() const { return !error_.empty(); }
   const std::string &error() const { return error_; }
-  void set_symbolizer(Symbolizer *symbolizer) { printer_.set_symbolizer(symbolizer); }
 
 private:
   static constexpr size_t kFlushThreshold = 64 * 1024;
-  void process(const void *data, size_t size);
+  // `line`: the event's text line, '\n' and stack lines included.
+  void process(GraphCall call, std::string_view line);
   void release(uint64_t before_ns);
   // min_duration: a held entry reaches the tracer with its return, after the events of the calls
   // nested in it. With such a probe, events wait here, ordered by timestamp, until they are
@@ -150,12 +156,10 @@ private:
   bool reorder_ = false;
   uint64_t newest_ns_ = 0;
   uint64_t seq_ = 0;
-  std::map<std::pair<uint64_t, uint64_t>, std::string> waiting_; // (ts, arrival) -> the event
-  const Manifest &manifest_;
-  EventPrinter printer_;
+  std::map<std::pair<uint64_t, uint64_t>, std::pair<GraphCall, std::string>> waiting_; // (ts, arrival) -> event, line
+  Calls &calls_;
   CallGraph graph_;
   int fd_;
-  std::string line_;   // one event's text line, reused
   std::string buffer_; // trees waiting for write(2)
   std::string error_;
 };
@@ -176,9 +180,8 @@ public:
   explicit LatencySummary(const Manifest &manifest);
   explicit LatencySummary(std::vector<std::string> functions); // for tests: no event decoding
 
-  // Counts a return event's duration; everything else (entries, unpaired returns, malformed
-  // records) is ignored.
-  void on_event(const void *data, size_t size);
+  // Counts a return event's duration; everything else (entries, unpaired returns) is ignored.
+  void on_event(const CallEvent &event);
   void add(uint32_t probe, uint64_t ns);
   bool empty() const { return recorded_ == 0; }
 
@@ -204,8 +207,6 @@ private:
     std::vector<uint64_t> buckets; // 64 * kSub counts, allocated at the first duration
   };
   std::vector<std::string> functions_;
-  std::vector<uint32_t> duration_offset_; // per probe, 0: no durations
-  std::vector<uint32_t> event_size_;
   std::vector<Latency> latency_;
   uint64_t recorded_ = 0;
 };
@@ -225,8 +226,12 @@ public:
       : functions_(std::move(functions)), weight_(weight) {}
 
   // `stack`: the text output's stack lines of the entry ("    main.g (f.go:3) [inlined]\n"...).
-  void add_entry(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, std::string_view stack);
-  void add_return(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, uint64_t duration_ns);
+  // `call`: the Calls stage's call id; a return closes the open call with its id (0, hand-made
+  // events: the innermost open call of its probe).
+  void add_entry(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, std::string_view stack,
+                 uint64_t call = 0);
+  void add_return(uint32_t probe, uint32_t pid, uint32_t tid, uint64_t goid, uint64_t duration_ns,
+                  uint64_t call = 0);
   std::string text() const;
 
 private:
@@ -234,6 +239,7 @@ private:
     uint32_t probe;
     std::string path;
     uint64_t inner_ns = 0; // durations of the traced calls that returned inside this one
+    uint64_t call = 0;
   };
   std::vector<std::string> functions_; // per probe
   Weight weight_;
@@ -242,26 +248,24 @@ private:
   std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::vector<Open>> open_;
 };
 
-// FoldedView decodes events with the text printer and writes the folded stacks to `path` at exit.
-class FoldedView {
+// FoldedView takes the decoded events (entries' stacks as the text output writes them) and writes
+// the folded stacks to `path` at exit.
+class FoldedView : public EventSink {
 public:
-  FoldedView(const Manifest &manifest, uint64_t start_ns, std::string path, FoldedStacks::Weight weight);
+  FoldedView(Calls &calls, std::string path, FoldedStacks::Weight weight);
   ~FoldedView();
   // Creates the temporary it writes beside `path` before tracing starts, so that a path it cannot
   // write stops the tracer at once, as --perfetto and -o do, not after the program ran.
   bool open(std::string &error);
-  void on_event(const void *data, size_t size);
+  void on_event(const CallEvent &event) override;
   bool write(std::string &error); // the file, whole (written beside it, then renamed)
-  void set_symbolizer(Symbolizer *symbolizer) { printer_.set_symbolizer(symbolizer); }
 
 private:
-  const Manifest &manifest_;
-  EventPrinter printer_;
+  Calls &calls_;
   FoldedStacks folded_;
   std::string path_;
   int fd_ = -1;           // the temporary beside path_, from open()
   std::string tmp_path_;
-  std::string line_;
 };
 
 // ---- --perfetto FILE ----------------------------------------------------------------------------
@@ -274,36 +278,27 @@ private:
 // probes without return events are instants ("ph":"i"). Calls still open at exit are instants
 // named "(still open at exit)". Events are written as the calls complete, so memory holds only the
 // calls in flight.
-class PerfettoView {
+class PerfettoView : public EventSink {
 public:
-  PerfettoView(const Manifest &manifest, uint64_t start_ns, std::string path);
+  PerfettoView(Calls &calls, uint64_t start_ns, std::string path);
   ~PerfettoView();
   bool open(std::string &error);
-  void on_event(const void *data, size_t size);
+  void on_event(const CallEvent &event) override;
   bool finish(std::string &error); // the calls still open, the closing bracket, and the rename
-  void set_symbolizer(Symbolizer *symbolizer) { printer_.set_symbolizer(symbolizer); }
 
 private:
-  struct Open {
-    uint32_t probe;
-    uint64_t ts_ns;
-    std::string function; // its name as the JSON string the printer wrote
-    std::string args; // the entry's "args" object, as JSON text
-  };
   void emit(const std::string &event);
   void name_track(uint32_t pid, uint64_t track, bool goroutine);
+  // "function" and "args" of an entry's JSON line (for the slices of calls that never returned).
+  void entry_json(const CallEvent &entry, std::string &function, std::string &args);
 
-  const Manifest &manifest_;
-  EventPrinter printer_;
+  Calls &calls_;
   uint64_t start_ns_;
   std::string path_;
   FILE *file_ = nullptr;
   std::string tmp_path_; // where file_ is written, renamed to path_ at the end
   bool first_ = true;
-  std::vector<bool> has_return_;   // per entry probe
-  std::vector<uint32_t> pair_of_;  // per probe: its entry probe
-  std::map<std::tuple<uint32_t, uint64_t, bool>, std::vector<Open>> open_; // by pid, track, is-goroutine
-  std::string line_;
+  std::set<std::tuple<uint32_t, uint64_t, bool>> named_; // tracks named: pid, track, is-goroutine
 };
 
 // ---- What the tracer holds ----------------------------------------------------------------------
@@ -316,18 +311,17 @@ struct ViewOptions {
   std::string perfetto; // --perfetto FILE: the calls as a timeline, written as they complete
 };
 
-// Views: the views the options ask for, fed every event the ring buffer delivers.
-class Views {
+// Views: the views the options ask for, fed every event the Calls stage decodes.
+class Views : public EventSink {
 public:
-  Views(const Manifest &manifest, ViewOptions options, uint64_t start_ns, int fd);
-  void on_event(const void *data, size_t size);
+  Views(Calls &calls, ViewOptions options, uint64_t start_ns, int fd);
+  void on_event(const CallEvent &event) override;
   bool flush();
   void finish(); // at exit, after the last event: prints the trees still open, writes --folded
   bool failed() const { return graph_ && graph_->failed(); }
   const std::string &error() const;
   const std::string &folded_error() const { return folded_error_; } // --folded's or --perfetto's write
   bool open_files(std::string &error); // --folded's and --perfetto's files, before tracing starts
-  void set_symbolizer(Symbolizer *symbolizer);
   // The latency summary's lines, for stderr; empty when off or when no call had a duration.
   std::vector<std::string> summary_lines() const;
 

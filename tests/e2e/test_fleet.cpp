@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <netinet/in.h>
 #include <regex>
 #include <sstream>
@@ -267,13 +268,17 @@ TEST_CASE("--otlp: every paired call is a span in a real collector, values, dura
   build_id = build_id.substr(0, build_id.find('\n'));
   CHECK(spans[0].resource.at("weave.build_id") == "Str(" + build_id + ")");
 
-  // Every span against the tracer's own return event: duration to the nanosecond, ids.
+  // Every span against the tracer's own return event: duration to the nanosecond, ids. A span's id
+  // is the run's base plus the call id its JSON events carry: one base for all.
+  std::set<uint64_t> bases;
   for (auto &[function, list] : returns) {
     CAPTURE(function);
     REQUIRE(by_name[function].size() == list.size());
     for (size_t i = 0; i < list.size(); ++i) {
       CAPTURE(i);
       const Span &s = by_name[function][i];
+      REQUIRE(list[i].contains("call"));
+      bases.insert(std::stoull(s.id, nullptr, 16) - list[i]["call"].get<uint64_t>());
       CHECK(s.end - s.start == list[i]["duration_ns"].get<int64_t>());
       CHECK(s.attributes.at("weave.goid") == integer(list[i]["goid"]));
       CHECK(s.attributes.at("process.pid") == integer(list[i]["pid"]));
@@ -281,6 +286,7 @@ TEST_CASE("--otlp: every paired call is a span in a real collector, values, dura
       CHECK(s.attributes.at("weave.probe") == str(json(function)));
     }
   }
+  CHECK(bases.size() == 1);
   // The durations between spans match the events' clock too: end times are as far apart as the
   // return events' timestamps.
   {

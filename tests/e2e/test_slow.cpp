@@ -142,9 +142,9 @@ TEST_CASE("min_duration: --graph nests the calls made inside a held call under i
   for (int i : {1, 3}) {
     CAPTURE(i);
     std::string n = std::to_string(i), n100 = std::to_string(i + 100), status = std::to_string(200 + i);
-    std::regex tree(R"(\n +[0-9.]+ main\.Handle\(i=)" + n + R"([,)][^\n]*\{\n +[0-9.]+   main\.Step\(n=)" + n +
+    std::regex tree(R"(\n +[0-9.]+ main\.Handle\(i=)" + n + R"([,)][^\n]*\{  #\d+\n +[0-9.]+   main\.Step\(n=)" + n +
                     R"(\) = [^\n]*\n +[0-9.]+   main\.Step\(n=)" + n100 + R"(\) = [^\n]*\n +[0-9.]+ \} main\.Handle = \([^\n]*w\.status@return=)" +
-                    status + R"([,)][^\n]*ms\n)");
+                    status + R"([,)][^\n]*ms  #\d+\n)");
     CHECK(std::regex_search(graph, tree));
   }
   // The fast calls are not shown; their nested calls stand alone.

@@ -74,12 +74,13 @@ uint64_t parse_duration(const std::string &text) {
   return static_cast<uint64_t>(value * scale);
 }
 
-// One line of a tree: "<time, 10 wide> <2 spaces per level><call>".
+// One line of a tree: "<time, 10 wide> <2 spaces per level><call>  #<call id>".
 struct TreeLine {
   uint64_t goid = 0; // of the block's header
   size_t block = 0;  // which block (header) it is under
   int depth = 0;
-  std::string call;
+  std::string call;  // without the id
+  uint64_t id = 0;   // the call id every line of a call ends with
 };
 
 std::vector<TreeLine> parse_graph(const std::string &out) {
@@ -101,7 +102,12 @@ std::vector<TreeLine> parse_graph(const std::string &out) {
     REQUIRE(line.size() > 11);
     size_t text = line.find_first_not_of(' ', 11);
     REQUIRE(text != std::string::npos);
-    lines.push_back({goid, block, static_cast<int>(text - 11) / 2, line.substr(text)});
+    std::string call = line.substr(text);
+    size_t hash = call.rfind("  #");
+    REQUIRE(hash != std::string::npos); // every line of a call says its id
+    uint64_t id = std::stoull(call.substr(hash + 3));
+    CHECK(id > 0);
+    lines.push_back({goid, block, static_cast<int>(text - 11) / 2, call.substr(0, hash), id});
   }
   return lines;
 }
@@ -198,7 +204,12 @@ TEST_CASE("--graph: recursion shows a level per call, durations growing outward"
     int n = int(i) - 5; // the call that returns: Deep(n) returns n(n+1)/2
     CHECK(deep[i].depth == 5 - n);
     CHECK(std::stoi(m[1]) == n * (n + 1) / 2);
+    CHECK(deep[i].id == deep[10 - i].id); // a call's closing line has its opening line's id
   }
+  std::set<uint64_t> ids;
+  for (size_t i = 0; i <= 5; ++i)
+    ids.insert(deep[i].id);
+  CHECK(ids.size() == 6); // six calls, six ids
   CHECK(max_depth == 5);                                          // 6 levels: 0..5
   CHECK(r.err.find("latency of the calls") == std::string::npos); // --no-summary
 }

@@ -360,7 +360,9 @@ TEST_CASE("graph view: real records through the text printer, strings with two s
   Manifest m = parse_ok(views_manifest());
   FILE *file = tmpfile();
   REQUIRE(file);
-  GraphView view(m, kStart, fileno(file));
+  Calls calls(m, kStart);
+  GraphView view(calls, kStart, fileno(file));
+  calls.add_sink(&view);
   auto say = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 72);
   put_string(say, 48, "a  b\n");
   auto tick = record(2, WEAVE_EVENT_ENTRY, 5, 11 * us, 56);
@@ -371,17 +373,18 @@ TEST_CASE("graph view: real records through the text printer, strings with two s
   auto lone = record(1, WEAVE_EVENT_RETURN, 6, 13 * us, 80); // its entry was never seen
   put_string(lone, 56, "z");
   for (auto *r : {&say, &tick, &said, &lone})
-    view.on_event(r->data(), r->size());
+    calls.on_record(r->data(), r->size());
   std::vector<uint8_t> short_record(20, 0);
-  view.on_event(short_record.data(), short_record.size()); // malformed: ignored
+  calls.on_record(short_record.data(), short_record.size()); // malformed: ignored
   view.finish();
   CHECK_FALSE(view.failed());
+  // Every line of a call ends with its id, the Calls stage's (JSON's "call").
   CHECK(read_all(fileno(file)) == "goroutine 5 (pid 100):\n"
-                                  "  0.000010 main.Say(s=\"a  b\\n\") {\n"
-                                  "  0.000011   main.Tick(n=-3)\n"
-                                  "  0.000012 } main.Say = (~r0=\"x  y\")  2µs\n"
+                                  "  0.000010 main.Say(s=\"a  b\\n\") {  #1\n"
+                                  "  0.000011   main.Tick(n=-3)  #2\n"
+                                  "  0.000012 } main.Say = (~r0=\"x  y\")  2µs  #1\n"
                                   "goroutine 6 (pid 100):\n"
-                                  "  0.000013 \u2190 main.Say(~r0=\"z\")  (entry not seen)\n");
+                                  "  0.000013 \u2190 main.Say(~r0=\"z\")  (entry not seen)  #3\n");
   fclose(file);
 }
 
@@ -389,7 +392,9 @@ TEST_CASE("graph view: no heap allocation per event once a goroutine's buffers h
   Manifest m = parse_ok(views_manifest());
   int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
   REQUIRE(null_fd >= 0);
-  GraphView view(m, kStart, null_fd);
+  Calls calls(m, kStart);
+  GraphView view(calls, kStart, null_fd);
+  calls.add_sink(&view);
   auto say = record(0, WEAVE_EVENT_ENTRY, 5, 0, 72);
   put_string(say, 48, "hello");
   auto said = record(1, WEAVE_EVENT_RETURN, 5, 0, 80);
@@ -399,20 +404,22 @@ TEST_CASE("graph view: no heap allocation per event once a goroutine's buffers h
     std::memcpy(&h, say.data(), sizeof h);
     h.ts_ns = kStart + i * 1000;
     std::memcpy(say.data(), &h, sizeof h);
-    view.on_event(say.data(), say.size());
+    calls.on_record(say.data(), say.size());
     h.ts_ns += 500;
     h.kind = WEAVE_EVENT_RETURN;
     h.probe_id = 1;
     std::memcpy(said.data(), &h, sizeof h);
     put_u64(said, 48, 500);
-    view.on_event(said.data(), said.size());
+    calls.on_record(said.data(), said.size());
   };
-  for (uint64_t i = 0; i < 10; ++i)
+  // Warmed up until the call ids at the end of the lines have as many digits as in the measured
+  // calls (ids 10001..40000): a longer line may grow a buffer once, which is not per event.
+  for (uint64_t i = 0; i < 5000; ++i)
     call(i);
   view.flush();
   g_allocations = 0;
   g_count_allocations = true;
-  for (uint64_t i = 10; i < 20000; ++i)
+  for (uint64_t i = 5000; i < 20000; ++i)
     call(i);
   view.flush();
   g_count_allocations = false;
@@ -526,7 +533,9 @@ TEST_CASE("summary: recording allocates only while a function's exact samples gr
 
 TEST_CASE("summary and views: decoded from records, entries and unpaired returns do not count") {
   Manifest m = parse_ok(views_manifest());
-  Views views(m, {.graph = false, .summary = true}, kStart, -1);
+  Calls calls(m, kStart);
+  Views views(calls, {.graph = false, .summary = true}, kStart, -1);
+  calls.add_sink(&views);
   auto entry = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 72);
   auto paired = record(1, WEAVE_EVENT_RETURN, 5, 20 * us, 80);
   put_u64(paired, 48, 3 * us);
@@ -534,7 +543,7 @@ TEST_CASE("summary and views: decoded from records, entries and unpaired returns
   auto truncated = paired;
   truncated.resize(60); // shorter than its probe's event: malformed
   for (auto *r : {&entry, &paired, &unpaired, &truncated})
-    views.on_event(r->data(), r->size());
+    calls.on_record(r->data(), r->size());
   CHECK(views.flush());
   views.finish();
   CHECK_FALSE(views.failed());
@@ -542,8 +551,10 @@ TEST_CASE("summary and views: decoded from records, entries and unpaired returns
   REQUIRE(lines.size() >= 3);
   CHECK(lines[2] == "  main.Say      1  3µs  3µs  3µs  3µs");
 
-  Views off(m, {.graph = false, .summary = false}, kStart, -1);
-  off.on_event(paired.data(), paired.size());
+  Calls calls_off(m, kStart);
+  Views off(calls_off, {.graph = false, .summary = false}, kStart, -1);
+  calls_off.add_sink(&off);
+  calls_off.on_record(paired.data(), paired.size());
   CHECK(off.summary_lines().empty());
 }
 
@@ -576,7 +587,9 @@ TEST_CASE("perfetto: strings that are not UTF-8 keep every byte, in slices and i
   char dir[] = "/tmp/weave-perfetto-XXXXXX";
   REQUIRE(mkdtemp(dir));
   std::string path = std::string(dir) + "/trace.json";
-  Views views(m, {.graph = false, .summary = false, .perfetto = path}, kStart, -1);
+  Calls calls(m, kStart);
+  Views views(calls, {.graph = false, .summary = false, .perfetto = path}, kStart, -1);
+  calls.add_sink(&views);
   std::string error;
   REQUIRE(views.open_files(error));
   auto say = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 72);
@@ -589,7 +602,7 @@ TEST_CASE("perfetto: strings that are not UTF-8 keep every byte, in slices and i
   put_u64(said, 48, 3 * us);
   put_string(said, 56, "\xfe");
   for (auto *r : {&say, &tick, &noted, &said})
-    views.on_event(r->data(), r->size());
+    calls.on_record(r->data(), r->size());
   views.finish();
   CHECK(views.folded_error().empty());
   std::string text;
@@ -657,13 +670,61 @@ TEST_CASE("probes[].name: two probes on one function print apart, in text lines 
 
   FILE *file = tmpfile();
   REQUIRE(file);
-  GraphView view(m, kStart, fileno(file));
+  Calls calls(m, kStart);
+  GraphView view(calls, kStart, fileno(file));
+  calls.add_sink(&view);
   for (auto *r : {&say, &slow, &slow_ret, &said})
-    view.on_event(r->data(), r->size());
+    calls.on_record(r->data(), r->size());
   view.finish();
   CHECK(read_all(fileno(file)) == "goroutine 5 (pid 100):\n"
-                                  "  0.000010 main.Say(s=\"x\") {\n"
-                                  "  0.000011   slow: main.Say(s=\"x\") = (~r0=\"y\")  1µs\n"
-                                  "  0.000013 } main.Say = (~r0=\"y\")  3µs\n");
+                                  "  0.000010 main.Say(s=\"x\") {  #1\n"
+                                  "  0.000011   slow: main.Say(s=\"x\") = (~r0=\"y\")  1µs  #2\n"
+                                  "  0.000013 } main.Say = (~r0=\"y\")  3µs  #1\n");
   fclose(file);
+}
+
+TEST_CASE("calls: ids pair by entry time, and a goroutine whose calls never return is held only so far") {
+  Manifest m = parse_ok(views_manifest());
+  Calls calls(m, kStart);
+  struct Seen final : EventSink {
+    std::vector<CallEvent> events;
+    void on_event(const CallEvent &e) override {
+      events.push_back(e);
+      events.back().entry = nullptr; // points into the stage only while it is handed out
+      events.back().unwound.clear();
+    }
+  } seen;
+  calls.add_sink(&seen);
+  // 5000 entries on goroutine 5, none returning: at most kMaxOpenPerTrack are held.
+  const uint64_t n = 5000;
+  for (uint64_t i = 0; i < n; ++i) {
+    auto entry = record(0, WEAVE_EVENT_ENTRY, 5, i * 10, 72);
+    REQUIRE(calls.on_record(entry.data(), entry.size()));
+  }
+  CHECK(calls.open_calls() <= Calls::kMaxOpenPerTrack);
+  CHECK(calls.open_calls() + calls.dropped() == n);
+  // The last call's return pairs with it by its entry time; the first call's was forgotten.
+  auto last = record(1, WEAVE_EVENT_RETURN, 5, (n - 1) * 10 + 7, 80);
+  put_u64(last, 48, 7);
+  REQUIRE(calls.on_record(last.data(), last.size()));
+  const CallEvent &r = seen.events.back();
+  CHECK(r.entry_seen);
+  CHECK(r.call == n); // ids count up from 1 in the order calls are first seen
+  CHECK(r.parent == n - 1);
+  CHECK(r.entry_ts_ns == kStart + (n - 1) * 10);
+  auto first = record(1, WEAVE_EVENT_RETURN, 5, 1'000'000, 80);
+  put_u64(first, 48, 1'000'000);
+  REQUIRE(calls.on_record(first.data(), first.size()));
+  CHECK_FALSE(seen.events.back().entry_seen);
+  CHECK(seen.events.back().call == n + 1); // an id of its own
+  // A return in the middle closes the calls opened after it as unwound.
+  uint64_t open_before = calls.open_calls();
+  auto middle = record(1, WEAVE_EVENT_RETURN, 5, (n - 10) * 10 + 3, 80);
+  put_u64(middle, 48, 3);
+  REQUIRE(calls.on_record(middle.data(), middle.size()));
+  CHECK(seen.events.back().call == n - 9);
+  CHECK(calls.open_calls() == open_before - 9); // itself and the 8 opened after it
+  std::vector<uint8_t> short_record(20, 0);
+  CHECK_FALSE(calls.on_record(short_record.data(), short_record.size()));
+  CHECK(calls.malformed() == 1);
 }

@@ -1,0 +1,3 @@
+module weave.test/spawn
+
+go 1.19
