@@ -7,7 +7,7 @@ _weave_takes_value() {
   case $1 in
   -o | --output | --dump | --clang | --runtime | --format | --pid) return 0 ;;
   --binary | --attach | --folded | --folded-weight | --perfetto | --otlp | --service-name | --metrics) return 0 ;;
-  -c | --capture | --when | --when-return | --min-duration | --stack) return 0 ;;
+  -c | --capture | --when | --when-return | --min-duration | --stack | --debug-file | --debug-dir) return 0 ;;
   esac
   return 1
 }
@@ -90,8 +90,12 @@ _weave() {
     COMPREPLY=() # a URL, a name, an address or an expression: nothing to offer
     return
     ;;
-  --clang | --runtime | --binary | --folded | --perfetto)
+  --clang | --runtime | --binary | --folded | --perfetto | --debug-file)
     COMPREPLY=($(compgen -f -- "$cur"))
+    return
+    ;;
+  --debug-dir)
+    COMPREPLY=($(compgen -d -- "$cur"))
     return
     ;;
   esac
@@ -104,12 +108,12 @@ _weave() {
     local trace_options='--capture --when --when-return --min-duration --stack --inlined'
     local options='--help'
     case $command in
-    build) options+=' --output --dump --clang --runtime --timings' ;;
-    check) ;;
+    build) options+=' --output --dump --clang --runtime --timings --debug-file --debug-dir' ;;
+    check) options+=' --debug-file --debug-dir' ;;
     run) options+=" --format --output --pid --clang --runtime $tracer_options" ;;
     trace) options+=" --format --output --pid --clang --runtime $tracer_options $trace_options" ;;
-    funcs) options+=' --names' ;;
-    *) options+=' --version --output --dump --clang --runtime --timings' ;; # weave SPEC BIN is build
+    funcs) options+=' --names --debug-file --debug-dir' ;;
+    *) options+=' --version --output --dump --clang --runtime --timings --debug-file --debug-dir' ;; # weave SPEC BIN is build
     esac
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
     return

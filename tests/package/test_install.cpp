@@ -220,7 +220,7 @@ std::vector<std::string> help_options(const std::string &command) {
 
 TEST_CASE("weave run --<TAB> and weave trace --<TAB> complete every option their --help lists, the tracer's too") {
   std::string completion = installed_prefix() + "/share/bash-completion/completions/weave";
-  for (const std::string command : {"build", "run", "trace", "funcs"}) {
+  for (const std::string command : {"build", "check", "run", "trace", "funcs"}) {
     CAPTURE(command);
     std::vector<std::string> wanted = help_options(command);
     REQUIRE(wanted.size() >= 1);
