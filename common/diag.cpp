@@ -3,14 +3,25 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace weave {
 
 namespace {
 
+std::map<std::string, std::string> &source_texts() {
+  static std::map<std::string, std::string> texts;
+  return texts;
+}
+
 std::string source_line(const SourceLoc &loc) {
-  std::ifstream in(loc.file);
+  auto text = source_texts().find(loc.file);
+  std::istringstream memory(text != source_texts().end() ? text->second : std::string());
+  std::ifstream file;
+  if (text == source_texts().end())
+    file.open(loc.file);
+  std::istream &in = text != source_texts().end() ? static_cast<std::istream &>(memory) : file;
   std::string line;
   for (int n = 1; std::getline(in, line); ++n)
     if (n == loc.line)
@@ -71,6 +82,10 @@ void format_one(std::ostringstream &out, const UserError &error) {
 }
 
 } // namespace
+
+void set_source_text(const std::string &name, std::string text) {
+  source_texts()[name] = std::move(text);
+}
 
 std::string format_error(const UserError &error) {
   std::ostringstream out;

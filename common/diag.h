@@ -43,6 +43,10 @@ UserError combine_errors(std::vector<UserError> errors);
 // The offset of the first byte of `text` that does not belong to well-formed UTF-8, or npos.
 size_t invalid_utf8(std::string_view text);
 
+// Text that is not a file, shown under errors located in it by this name (weave trace's command
+// line, say); a name given again replaces its text.
+void set_source_text(const std::string &name, std::string text);
+
 // Renders an error with its location, the offending source line and a caret under the column
 // (when the file can be read), and the hint; then its others (at most kMaxErrorsShown in all, then
 // how many more there are) and, for more than one, the count.

@@ -22,6 +22,7 @@
 #include "plan/plan.h"
 #include "run/run.h"
 #include "spec/spec.h"
+#include "common/tracer_options.h"
 
 #include <CLI/CLI.hpp>
 
@@ -29,7 +30,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <iostream>
 #include <optional>
@@ -91,18 +95,10 @@ struct Generated {
 // The pipeline up to the generated text, shared by build, check and run. `record_as` is the
 // binary's path as the outputs record it (weave::recorded_target_path). With `dump` naming a
 // stage or file it prints that instead and returns nothing. Throws UserError.
-std::optional<Generated> generate_outputs(const std::string &spec_path,
-                                          const std::string &binary_path,
-                                          const std::string &record_as,
-                                          const std::string &dump = {},
-                                          weave::Timings *timings = nullptr,
-                                          const weave::DebugSearch &debug_search = {}) {
-  weave::Spec spec = weave::parse_spec_file(spec_path);
-  weave::mark(timings, "spec");
-  if (dump == "spec") {
-    std::cout << weave::dump_spec(spec);
-    return std::nullopt;
-  }
+std::optional<Generated> generate_from_spec(const weave::Spec &spec, const std::string &binary_path,
+                                            const std::string &record_as, const std::string &dump = {},
+                                            weave::Timings *timings = nullptr,
+                                            const weave::DebugSearch &debug_search = {}) {
   weave::BinaryImage image = load_with_debug(binary_path, debug_search);
   weave::mark(timings, "binary");
   // Stripped binaries have no DWARF (unless a debug file was found): functions then come from
@@ -137,6 +133,19 @@ std::optional<Generated> generate_outputs(const std::string &spec_path,
     return std::nullopt;
   }
   return Generated{std::move(plan), std::move(files)};
+}
+
+std::optional<Generated> generate_outputs(const std::string &spec_path, const std::string &binary_path,
+                                          const std::string &record_as, const std::string &dump = {},
+                                          weave::Timings *timings = nullptr,
+                                          const weave::DebugSearch &debug_search = {}) {
+  weave::Spec spec = weave::parse_spec_file(spec_path);
+  weave::mark(timings, "spec");
+  if (dump == "spec") {
+    std::cout << weave::dump_spec(spec);
+    return std::nullopt;
+  }
+  return generate_from_spec(spec, binary_path, record_as, dump, timings, debug_search);
 }
 
 std::string runtime_path(const std::string &given) {
@@ -178,6 +187,9 @@ void add_build_options(CLI::App &cmd, BuildArgs &args) {
   add_debug_options(cmd, args.debug);
 }
 
+void hint_argument_order(weave::UserError &e, const std::string &command,
+                         const std::vector<std::string> &positionals);
+
 struct CheckArgs {
   std::string spec_path;
   std::string binary_path;
@@ -203,7 +215,8 @@ int check(const CheckArgs &args) {
     here = weave::recorded_target_path(args.binary_path, args.dir);
     recorded = weave::checked_in_target_path(args.dir);
     out = generate_outputs(args.spec_path, args.binary_path, recorded.value_or(here), {}, nullptr, args.debug);
-  } catch (const weave::UserError &e) {
+  } catch (weave::UserError &e) {
+    hint_argument_order(e, "check", {args.spec_path, args.binary_path, args.dir});
     diagnose(weave::format_error(e));
     return cannot_regen();
   } catch (const std::exception &e) {
@@ -244,6 +257,208 @@ int run(RunArgs &args) {
   });
 }
 
+// ---- weave trace: the spec made from the command line ------------------------------------------
+
+// The name errors in the quick spec carry until they are moved onto the command line.
+constexpr const char *kQuickSpecName = "<weave trace spec>";
+constexpr const char *kCommandLineName = "command line";
+
+// The command line as it was typed, for errors located in it: the arguments joined by blanks,
+// quoted as a shell would need them, with where each one's text begins.
+struct CommandLine {
+  std::string text;
+  std::vector<std::string> args;
+  std::vector<int> columns; // 1-based column of each argument's first character (inside its quotes)
+
+  explicit CommandLine(const std::vector<std::string> &argv) : args(argv) {
+    for (const std::string &arg : argv) {
+      if (!text.empty())
+        text += ' ';
+      bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789-_./=:,@%+") == std::string::npos;
+      if (!plain)
+        text += '\'';
+      columns.push_back(static_cast<int>(text.size()) + 1);
+      for (char c : arg)
+        text += c == '\'' && !plain ? std::string("'\\''") : std::string(1, c);
+      if (!plain)
+        text += '\'';
+    }
+  }
+
+  // The column of `value` where an argument gives it: the whole argument, or after "=" or a short
+  // option's letter (--when=EXPR, -cEXPR). 0 when no argument does.
+  int column_of(const std::string &value) const {
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i] == value)
+        return columns[i];
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].size() > value.size() && args[i].ends_with(value) && args[i][0] == '-')
+        return columns[i] + static_cast<int>(args[i].size() - value.size());
+    return 0;
+  }
+};
+
+// An error located in the quick spec, located instead at the command-line argument its text came
+// from (the spec weave trace made is nobody's file): "command line:1:40", the line, a caret.
+void move_to_command_line(weave::UserError &error, const weave::QuickSpec &spec, const CommandLine &line) {
+  auto move = [&](weave::UserError &e) {
+    if (e.loc.file != kQuickSpecName)
+      return;
+    const weave::QuickSpecOrigin *origin = nullptr;
+    for (const weave::QuickSpecOrigin &o : spec.origins)
+      if (o.line == e.loc.line && (!origin || o.column <= e.loc.column))
+        origin = &o;
+    for (const weave::QuickSpecOrigin &o : spec.origins) // a key of the probe: its function's argument
+      if (!origin && o.line < e.loc.line)
+        origin = &o;
+    int column = origin ? line.column_of(origin->value) : 0;
+    if (column > 0 && origin->line == e.loc.line && e.loc.column > origin->column)
+      column += e.loc.column - origin->column;
+    e.loc = weave::SourceLoc{kCommandLineName, column > 0 ? 1 : 0, column};
+  };
+  move(error);
+  for (weave::UserError &other : error.others)
+    move(other);
+}
+
+// The binary process `pid` runs, by the path its /proc/PID/exe link names (when that is still a
+// file), else through the link itself.
+std::string process_binary(int pid) {
+  std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  std::error_code ec;
+  if (!std::filesystem::exists("/proc/" + std::to_string(pid), ec))
+    throw weave::UserError("no-such-process", "--pid " + std::to_string(pid) + ": no such process", {},
+                           "give the id of a running process (pgrep NAME finds it)");
+  std::filesystem::path target = std::filesystem::read_symlink(link, ec);
+  if (!ec && std::filesystem::is_regular_file(target, ec))
+    return target.string();
+  return link;
+}
+
+bool is_regular_file(const std::string &path) {
+  std::error_code ec;
+  return !path.empty() && std::filesystem::is_regular_file(path, ec);
+}
+
+struct TraceArgs {
+  RunArgs run;
+  std::vector<std::string> functions;
+  weave::QuickSpecArgs quick;
+  std::vector<std::string> argv; // weave's own, for errors located on the command line
+};
+
+int trace(TraceArgs &args) {
+  weave::RunOptions &options = args.run.options;
+  // --pid N alone names the binary: the process's own. A first word that is no file is then a
+  // function.
+  if (options.pid > 0 && !is_regular_file(options.binary_path)) {
+    if (!options.binary_path.empty())
+      args.functions.insert(args.functions.begin(), options.binary_path);
+    options.binary_path = process_binary(options.pid);
+    std::cerr << "weave: process " << options.pid << " runs " << options.binary_path << "\n";
+  }
+  if (args.functions.empty())
+    throw weave::UserError("no-functions", "weave trace needs the functions to trace after the binary", {},
+                           "weave trace BINARY FUNCTION... (weave funcs BINARY lists them)");
+  args.quick.functions = args.functions;
+  // A stripped binary's parameters are known only from a spec's declarations: without them its
+  // calls are still counted and timed, which is what is traced, and said.
+  weave::require_regular_binary(options.binary_path);
+  weave::BinaryImage image = load_with_debug(options.binary_path, {});
+  if (!image.has_dwarf && args.quick.captures.empty() && args.quick.when.empty() && args.quick.when_return.empty()) {
+    args.quick.values = false;
+    diagnose("weave: note: " + options.binary_path +
+             " has no DWARF (stripped): tracing its calls and their durations, without values; to "
+             "capture values, declare the parameters in a spec (params: [...], man weave-spec) and weave run it\n");
+  }
+  // --folded is a flame graph of the entries' stacks: weave trace asks for them.
+  bool folded = std::find(options.tracer_flags.begin(), options.tracer_flags.end(), "--folded") !=
+                options.tracer_flags.end();
+  if (folded && args.quick.stack == 0)
+    args.quick.stack = 64;
+
+  weave::QuickSpec quick = weave::quick_spec(args.quick);
+  CommandLine line(args.argv);
+  weave::set_source_text(kCommandLineName, line.text);
+  // Checked whole before anything is written: an error points at the argument, and the cache
+  // holds nothing of a spec that does not work.
+  weave::Spec spec;
+  try {
+    spec = weave::parse_spec_text(quick.text, kQuickSpecName);
+  } catch (weave::UserError &e) {
+    move_to_command_line(e, quick, line);
+    throw;
+  }
+  options.spec_text = quick.text;
+  args.run.options.runtime_path = runtime_path(args.run.runtime);
+  auto build = [&](const std::string &out_dir) {
+    try {
+      std::optional<Generated> out = generate_from_spec(
+          spec, options.binary_path, std::filesystem::absolute(options.binary_path).lexically_normal().string());
+      weave::build_output(out->plan, out->files, {out_dir, args.run.clang, options.runtime_path});
+    } catch (weave::UserError &e) {
+      move_to_command_line(e, quick, line);
+      throw;
+    }
+  };
+  auto ready = [&] {
+    std::string saved = weave::save_quick_spec(quick.text, options.cache_root);
+    std::cerr << "weave: tracing with this spec (" << saved << "; save it to edit it, then: weave run SPEC "
+              << options.binary_path << "):\n"
+              << quick.text;
+  };
+  weave::run_cached(options, build, ready);
+}
+
+// The form of each command, for hints about arguments in the wrong order.
+std::string command_form(const std::string &command) {
+  if (command == "check")
+    return "weave check SPEC BINARY DIR";
+  if (command == "run")
+    return "weave run SPEC BINARY [-- ARGS]";
+  if (command == "trace")
+    return "weave trace BINARY FUNCTION... [-- ARGS]";
+  if (command == "funcs")
+    return "weave funcs BINARY [PATTERN]";
+  return "weave build SPEC BINARY";
+}
+
+bool is_elf_file(const std::string &path) {
+  if (!is_regular_file(path))
+    return false;
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in.gcount() == 4 && std::memcmp(magic, "\x7f" "ELF", 4) == 0;
+}
+
+// Arguments swapped, or a spec given to a command that takes none: the hint says the form of the
+// command that was run, whichever it was.
+void hint_argument_order(weave::UserError &e, const std::string &command,
+                         const std::vector<std::string> &positionals) {
+  if (e.id == "spec-not-text") {
+    if (size_t at = e.hint.find("weave build SPEC BINARY"); at != std::string::npos)
+      e.hint.replace(at, std::string("weave build SPEC BINARY").size(), command_form(command));
+    return;
+  }
+  if ((command != "trace" && command != "funcs") || positionals.empty() ||
+      (e.id != "not-elf" && e.id != "binary-unreadable"))
+    return;
+  const std::string &first = positionals.front();
+  for (size_t i = 1; i < positionals.size(); ++i)
+    if (is_elf_file(positionals[i])) {
+      e.hint = "the binary comes first: " + command_form(command) + " (" + positionals[i] + " is the program)";
+      return;
+    }
+  for (const char *ext : {".yaml", ".yml", ".json"})
+    if (first.ends_with(ext)) {
+      e.hint = "weave " + command + " takes a binary, not a spec: " + command_form(command) +
+               "; to trace with a spec: weave run SPEC BINARY";
+      return;
+    }
+}
+
 // The top of `weave --help`, also what `weave` alone prints: the README's form first.
 constexpr const char *kUsage =
     "Usage: weave SPEC BIN [-o DIR]\n"
@@ -270,7 +485,8 @@ std::string check_pid(const std::string &text) {
   return "";
 }
 
-// The options weave run and weave trace pass on to the tracer they start.
+// The options weave run and weave trace pass on to the tracer they start: every option of the
+// tracer's own table (common/tracer_options.h), so none can be missing here.
 void add_tracer_options(CLI::App &cmd, weave::RunOptions &options) {
   cmd.add_option("--format", options.format, "tracer output: text or json")->check(CLI::IsMember({"text", "json"}));
   cmd.add_option("-o,--output", options.output, "tracer -o: events to this file; stdout stays the program's");
@@ -278,20 +494,53 @@ void add_tracer_options(CLI::App &cmd, weave::RunOptions &options) {
       ->check(CLI::Validator(check_pid, ""))
       ->type_name("PID");
   // Passed on as given, in the order given; the tracer checks them before it attaches.
-  auto pass_on = [&](const char *flag, const char *type, const char *help) {
-    std::string name = flag;
-    cmd.add_option_function<std::string>(
-           name, [&options, name](const std::string &value) { options.tracer_flags.insert(options.tracer_flags.end(), {name, value}); },
-           help)
-        ->type_name(type);
+  auto push = [&options](std::initializer_list<std::string> words) {
+    options.tracer_flags.insert(options.tracer_flags.end(), words);
   };
-  pass_on("--otlp", "URL", "tracer --otlp: send every paired call as a span to this OTLP/HTTP collector");
-  pass_on("--metrics", "ADDR:PORT",
-          "tracer --metrics: serve Prometheus /metrics here (127.0.0.1:PORT: this host only; :PORT: every "
-          "interface)");
-  pass_on("--service-name", "NAME", "tracer --service-name: the spans' service.name");
-  pass_on("--perfetto", "FILE", "tracer --perfetto: a timeline of the paired calls");
-  pass_on("--folded", "FILE", "tracer --folded: stacks for a flame graph");
+  for (const weave::TracerOption &option : weave::kTracerOptions) {
+    if (option.forward != weave::TracerOption::kPass)
+      continue;
+    std::string name = option.name;
+    std::string help = std::string("tracer ") + option.name + ": " + option.help;
+    CLI::Option *added = nullptr;
+    switch (option.takes) {
+    case weave::TracerOption::kFlag:
+      added = cmd.add_flag_callback(option.names, [push, name] { push({name}); }, help);
+      break;
+    case weave::TracerOption::kCount:
+      added = cmd.add_flag_function(
+          option.names,
+          [push, name](std::int64_t n) {
+            for (std::int64_t i = 0; i < n; ++i)
+              push({name});
+          },
+          help);
+      break;
+    case weave::TracerOption::kValue:
+      added = cmd.add_option_function<std::string>(
+          option.names, [push, name](const std::string &value) { push({name, value}); }, help);
+      added->type_name(option.type_name);
+      break;
+    case weave::TracerOption::kOptionalValue: {
+      // --stats or --stats=N: a flag that takes a value only after '=', so that the next word
+      // (the binary) is never taken for it.
+      static std::deque<std::string> values; // CLI11 keeps a reference to the flag's variable
+      added = cmd.add_flag(option.names, values.emplace_back(), help)
+                  ->each([push, name](const std::string &value) {
+                    push({value == "true" ? name : name + "=" + value});
+                  });
+      added->option_text("[=" + std::string(option.type_name) + "]");
+      break;
+    }
+    }
+    if (*option.choices) {
+      std::vector<std::string> choices;
+      std::istringstream words(option.choices);
+      for (std::string word; words >> word;)
+        choices.push_back(word);
+      added->check(CLI::IsMember(choices).description("")); // the type name lists them already
+    }
+  }
 }
 
 } // namespace
@@ -324,7 +573,7 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", std::string("weave ") + WEAVE_VERSION);
   app.require_subcommand(1);
   std::string color = "auto";
-  app.add_option("--color", color,
+  CLI::Option *color_option = app.add_option("--color", color,
                  "colour diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -384,19 +633,52 @@ int main(int argc, char **argv) {
   run_cmd->add_option("--clang", run_args.clang, "clang executable used to compile the probes");
   run_cmd->add_option("--runtime", run_args.runtime, "tracer runtime to embed the probes into");
 
-  RunArgs trace_args;
-  std::vector<std::string> trace_functions;
+  TraceArgs trace_args;
+  trace_args.argv.assign(argv, argv + argc);
+  trace_args.argv[0] = "weave";
   CLI::App *trace_cmd = app.add_subcommand(
       "trace", "trace functions without a spec file: every parameter, and the results at every "
-               "RET (args: all, return: true); prints the spec it used, to save and edit");
+               "RET (args: all, return: true), or what -c, --when and the other options ask; prints the "
+               "spec it used, to save and edit. Every tracer option is taken and passed on");
   trace_cmd->footer("  -- ARGS  start the binary with ARGS, traced; without -- every process running "
-                    "it is traced\n\nExample: weave trace ./server 'main.(*Server).Handle' -- "
-                    "-port 8080\nBuilt and cached as weave run does.");
-  trace_cmd->add_option("binary", trace_args.options.binary_path, "Go binary to trace")->required();
-  trace_cmd->add_option("function", trace_functions,
-                        "Go function names or globs, as weave funcs lists them")
-      ->required();
-  add_tracer_options(*trace_cmd, trace_args.options);
+                    "it is traced (with --pid, that process: BINARY may then be left out)\n\n"
+                    "Examples:\n"
+                    "  weave trace ./server 'main.(*Server).Handle' -- -port 8080   # every parameter and result\n"
+                    "  weave trace ./server 'main.*' --graph                  # call trees of every process running it\n"
+                    "  weave trace --pid 1234 'main.(*Server).*' --stats      # one running process, by its pid alone\n"
+                    "  weave trace ./server main.Handle -c req.URL.Path -c req.Method --when 'len(req.URL.Path) > 1'\n"
+                    "  weave trace ./server main.Handle --min-duration 5ms --perfetto slow.json\n"
+                    "  weave trace ./server 'main.*' --folded out.folded       # stacks on by themselves: a flame graph\n"
+                    "\n"
+                    "Errors point at the argument that caused them. Built and cached as weave run does; the spec "
+                    "is written to the cache only once it builds.");
+  trace_cmd->add_option("binary", trace_args.run.options.binary_path,
+                        "Go binary to trace (with --pid N it may be left out: the process's own)");
+  trace_cmd->add_option("function", trace_args.functions,
+                        "Go function names or globs, as weave funcs lists them");
+  trace_cmd->add_option("-c,--capture", trace_args.quick.captures,
+                        "capture this value instead of every parameter (repeatable): req.URL.Path, len(xs), *p")
+      ->type_name("EXPR")
+      ->allow_extra_args(false);
+  trace_cmd->add_option("--when", trace_args.quick.when,
+                        "only calls whose entry values make this true, decided in BPF: 'req.Header.Port == 8081'")
+      ->type_name("EXPR");
+  trace_cmd->add_option("--when-return", trace_args.quick.when_return,
+                        "only calls whose results make this true, decided at the return: 'err != nil'")
+      ->type_name("EXPR");
+  trace_cmd->add_option("--min-duration", trace_args.quick.min_duration,
+                        "only calls that took at least this long: 500us, 5ms, 1.5s")
+      ->type_name("DURATION");
+  trace_cmd->add_option("--stack", trace_args.quick.stack,
+                        "the caller stack at entry, up to N frames (on by itself, 64, with --folded)")
+      ->check(CLI::Range(1, 64).description(""))
+      ->type_name("N");
+  trace_cmd->add_flag("--inlined", trace_args.quick.inlined,
+                      "also the copies the compiler inlined into callers, for globs too (names given "
+                      "exactly have them anyway)");
+  add_tracer_options(*trace_cmd, trace_args.run.options);
+  trace_cmd->add_option("--clang", trace_args.run.clang, "clang executable used to compile the probes");
+  trace_cmd->add_option("--runtime", trace_args.run.runtime, "tracer runtime to embed the probes into");
 
   std::string funcs_binary, funcs_pattern;
   bool funcs_names = false;
@@ -420,7 +702,7 @@ int main(int argc, char **argv) {
   try {
     std::reverse(args.begin(), args.end());
     app.parse(args);
-    if (((*run_cmd && run_args.options.pid > 0) || (*trace_cmd && trace_args.options.pid > 0)) &&
+    if (((*run_cmd && run_args.options.pid > 0) || (*trace_cmd && trace_args.run.options.pid > 0)) &&
         has_program_args)
       throw CLI::ValidationError("--pid and -- ARGS exclude each other: trace a running process, "
                                  "or start one");
@@ -429,6 +711,10 @@ int main(int argc, char **argv) {
     return code == 0 ? 0 : kExitUsage;
   }
   g_color = weave::use_color(color, STDERR_FILENO);
+  // weave's --color is the tracer's too: its text events are coloured the same way.
+  if (color_option->count() > 0)
+    for (weave::RunOptions *options : {&run_args.options, &trace_args.run.options})
+      options->tracer_flags.insert(options->tracer_flags.end(), {"--color", color});
   run_args.options.program_args = std::move(program_args);
   run_args.options.start_program = has_program_args;
   try {
@@ -439,15 +725,9 @@ int main(int argc, char **argv) {
     if (*run_cmd)
       return run(run_args);
     if (*trace_cmd) {
-      std::string spec = weave::quick_spec(trace_functions);
-      trace_args.options.spec_path = weave::save_quick_spec(spec, trace_args.options.cache_root);
-      std::cerr << "weave: tracing with this spec (" << trace_args.options.spec_path
-                << "; save it to edit it, then: weave run SPEC " << trace_args.options.binary_path
-                << "):\n"
-                << spec;
-      trace_args.options.program_args = run_args.options.program_args;
-      trace_args.options.start_program = has_program_args;
-      return run(trace_args);
+      trace_args.run.options.program_args = run_args.options.program_args;
+      trace_args.run.options.start_program = has_program_args;
+      return trace(trace_args);
     }
     if (*funcs_cmd) {
       weave::BinaryImage image = funcs_names ? weave::load_binary(funcs_binary) : load_with_debug(funcs_binary, funcs_debug);
@@ -467,7 +747,15 @@ int main(int argc, char **argv) {
         diagnose("weave: warning: " + w + "\n");
       return 0;
     }
-  } catch (const weave::UserError &e) {
+  } catch (weave::UserError &e) {
+    std::string command = *check_cmd ? "check" : *run_cmd ? "run" : *trace_cmd ? "trace" : *funcs_cmd ? "funcs" : "build";
+    std::vector<std::string> positionals =
+        *trace_cmd ? std::vector<std::string>{trace_args.run.options.binary_path}
+        : *funcs_cmd ? std::vector<std::string>{funcs_binary, funcs_pattern}
+                     : std::vector<std::string>{};
+    if (*trace_cmd)
+      positionals.insert(positionals.end(), trace_args.functions.begin(), trace_args.functions.end());
+    hint_argument_order(e, command, positionals);
     diagnose(weave::format_error(e));
     return kExitUserError;
   } catch (const std::exception &e) {

@@ -8,6 +8,7 @@
 //          [-- CMD ARGS...]
 #include <CLI/CLI.hpp>
 #include <bpf/libbpf.h>
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #include "binary_watch.h"
 #include "calls.h"
 #include "common/color.h"
+#include "common/tracer_options.h"
 #include "fleet.h"
 #include "gobinary/elf_notes.h"
 #include "loader.h"
@@ -171,6 +173,35 @@ CLI::Validator whole_number(long long min, long long max, const std::string &wan
       "");
 }
 
+// What process `pid` runs, for messages: its executable's path, or /proc/PID/exe when unreadable.
+std::string process_exe_name(pid_t pid) {
+  std::error_code ec;
+  std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  std::filesystem::path target = std::filesystem::read_symlink(link, ec);
+  return ec ? link : target.string();
+}
+
+// "" when the parser's options are exactly common/tracer_options.h's, else what differs: weave run and
+// weave trace offer and pass on the table's options, so the two must not drift.
+std::string options_match_table(const CLI::App &app) {
+  size_t registered = 0;
+  for (const CLI::Option *option : app.get_options()) {
+    if (option == app.get_help_ptr())
+      continue;
+    ++registered;
+    const std::string name = "--" + option->get_lnames().front();
+    bool found = false;
+    for (const TracerOption &entry : kTracerOptions)
+      found |= name == entry.name;
+    if (!found)
+      return "the option " + name + " is not in common/tracer_options.h";
+  }
+  for (const TracerOption &entry : kTracerOptions)
+    if (!app.get_option_no_throw(entry.name))
+      return std::string("common/tracer_options.h lists ") + entry.name + ", which the tracer does not take";
+  return registered == std::size(kTracerOptions) ? "" : "common/tracer_options.h repeats an option";
+}
+
 int parse_command_line(int argc, char **argv, Options &opt) {
   // Everything after the first "--" is the command, taken verbatim: CLI11 would otherwise try to
   // read the command's own flags (`-rounds 2`) as ours.
@@ -192,94 +223,53 @@ int parse_command_line(int argc, char **argv, Options &opt) {
     }
   };
   app.formatter(std::make_shared<UsageWithCommand>());
-  app.add_option("--format", opt.format, "output: text lines, or JSON lines")
+  // Every option's help is the shared table's (common/tracer_options.h), which weave run and weave
+  // trace pass on from; options_match_table below keeps the two the same.
+  auto help = [](const char *name) { return std::string(tracer_option(name).help); };
+  app.add_option("--format", opt.format, help("--format"))
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  app.add_option("-o,--output", opt.output,
-                 "write the events (or --graph's trees) to FILE, created or truncated, instead of "
-                 "stdout, which then stays the traced program's alone; messages and summaries "
-                 "stay on stderr");
-  app.add_option("--color", opt.color,
-                 "colour text events: auto (when the output is a terminal and NO_COLOR is not "
-                 "set), always, never")
+  app.add_option("-o,--output", opt.output, help("--output"));
+  app.add_option("--color", opt.color, help("--color"))
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  app.add_option("--pid", opt.pid, "trace only process N, until it exits")
+  app.add_option("--pid", opt.pid, help("--pid"))
       ->check(whole_number(1, 0x3fffffff, "a process id (a number from 1 up)"))
       ->type_name("N");
-  app.add_option("--binary", opt.binary,
-                 "the binary to attach to (default: CMD, /proc/N/exe, or the path recorded at "
-                 "build time)");
-  app.add_option("--attach", opt.attach,
-                 "how to attach: one uprobe_multi link per probe (Linux 6.6+), one perf-event "
-                 "link per attach point, or auto: uprobe_multi when the kernel has it")
+  app.add_option("--binary", opt.binary, help("--binary"));
+  app.add_option("--attach", opt.attach, help("--attach"))
       ->check(CLI::IsMember({"auto", "multi", "perf"}))
       ->capture_default_str();
-  app.add_option("--ring-size", opt.ring_size,
-                 "bytes of the ring buffer the probes write events into, a power of two with an "
-                 "optional K, M or G (e.g. 64M): larger loses fewer events under load (default: the "
-                 "spec's options.ring_size, else 16M)")
+  app.add_option("--ring-size", opt.ring_size, help("--ring-size"))
       ->check([](const std::string &text) { return ring_size_bytes(text) ? std::string() : std::string("expected a power of two from 4K to 1G, e.g. 16M or 67108864"); })
       ->type_name("BYTES");
-  app.add_option("--stats", opt.stats,
-                 "print per-probe hits, events, lost events and BPF run time to stderr at exit, "
-                 "and every SECONDS seconds with --stats=SECONDS")
+  app.add_option("--stats", opt.stats, help("--stats"))
       ->expected(0, 1)
       ->default_str("0")
       ->check(whole_number(0, 0x7fffffff, "a number of seconds (0: only at exit)"))
       ->option_text("[SECONDS]"); // plain --stats is the usual form: no type, no "=0" default
-  app.add_option("--folded", opt.folded,
-                 "write the entries' stacks (probes with stack: N) to FILE at exit in the folded format "
-                 "flame graph tools read (flamegraph.pl, inferno, speedscope): 'main.main;main.f;main.g 12', "
-                 "inlined frames marked _[i]")
-      ->type_name("FILE");
-  app.add_option("--folded-weight", opt.folded_weight,
-                 "what a --folded stack weighs: calls (default), or time: the nanoseconds its calls took "
-                 "(needs return: true)")
+  app.add_option("--folded", opt.folded, help("--folded"))->type_name("FILE");
+  app.add_option("--folded-weight", opt.folded_weight, help("--folded-weight"))
       ->check(CLI::IsMember({"calls", "time"}))
       ->type_name("calls|time");
-  app.add_option("--perfetto", opt.perfetto,
-                 "write every paired call as a slice on its goroutine's track to FILE (Chrome trace-event "
-                 "JSON: ui.perfetto.dev, about:tracing and speedscope open it), captures and results as its "
-                 "arguments")
-      ->type_name("FILE");
-  app.add_option("--otlp", opt.otlp,
-                 "send every paired call as an OpenTelemetry span to the collector at URL (OTLP/HTTP, "
-                 "JSON; /v1/traces is appended to a URL without a path; the host an IP address), "
-                 "captures as weave.arg.*, results as weave.result.*, nested calls as children. Sent in "
-                 "batches from a thread of its own: a slow or dead collector costs dropped spans, counted "
-                 "in --stats and the summary, never the event loop's or the program's time")
-      ->type_name("URL");
-  app.add_option("--service-name", opt.service_name,
-                 "the spans' service.name (default: the traced binary's file name)")
-      ->type_name("NAME");
-  app.add_option("--metrics", opt.metrics,
-                 "serve Prometheus metrics at http://ADDR:PORT/metrics while tracing: per probe hits, "
-                 "events, lost, filtered, limited and BPF ns/run, per function calls and a latency "
-                 "histogram, weave_call_duration_seconds (refreshed every second). ADDR is the interface: "
-                 "127.0.0.1:9464 for this host only; :PORT (or 0.0.0.0:PORT) listens on EVERY interface, "
-                 "so anyone who can reach the host can read the metrics; port 0 picks a free port, "
-                 "printed at start")
-      ->type_name("ADDR:PORT");
-  app.add_flag("--graph", opt.graph,
-               "print a call tree per goroutine (text only), each when its outermost traced call "
-               "returns, instead of a line per event");
-  app.add_flag("--no-summary", opt.no_summary,
-               "do not print the latency summary (calls, min/p50/p99/max and a histogram per "
-               "function) to stderr at exit");
-  app.add_flag("--exit-after-attach", opt.exit_after_attach,
-               "attach, detach and exit, saying how long each took (for measuring; a command "
-               "after -- is not started)");
-  app.add_flag("-v,--verbose", opt.verbosity,
-               "show libbpf's messages (twice: with its debug output)");
-  app.add_flag("--version", opt.version, "print versions and the target this tracer is for");
-  auto *object = app.add_option("--object", opt.object_path,
-                                "debugging: use this BPF object instead of the embedded one");
-  auto *manifest = app.add_option("--manifest", opt.manifest_path,
-                                  "debugging: use this manifest instead of the embedded one");
+  app.add_option("--perfetto", opt.perfetto, help("--perfetto"))->type_name("FILE");
+  app.add_option("--otlp", opt.otlp, help("--otlp"))->type_name("URL");
+  app.add_option("--service-name", opt.service_name, help("--service-name"))->type_name("NAME");
+  app.add_option("--metrics", opt.metrics, help("--metrics"))->type_name("ADDR:PORT");
+  app.add_flag("--graph", opt.graph, help("--graph"));
+  app.add_flag("--no-summary", opt.no_summary, help("--no-summary"));
+  app.add_flag("--exit-after-attach", opt.exit_after_attach, help("--exit-after-attach"));
+  app.add_flag("-v,--verbose", opt.verbosity, help("--verbose"));
+  app.add_flag("--version", opt.version, help("--version"));
+  auto *object = app.add_option("--object", opt.object_path, help("--object"));
+  auto *manifest = app.add_option("--manifest", opt.manifest_path, help("--manifest"));
   object->needs(manifest);
   manifest->needs(object);
   app.allow_extras();
+  if (std::string mismatch = options_match_table(app); !mismatch.empty()) {
+    say("internal error: {}", mismatch);
+    return 70;
+  }
   app.footer("  -- CMD ARGS...             attach first, then run CMD and trace only it; exit "
              "with its status\n\nWithout --pid or --, every process running the binary is "
              "traced until Ctrl-C.\n"
@@ -749,9 +739,17 @@ int resolve_binary(const Options &opt, const Manifest &manifest, Mode mode, std:
     return kExitSetup;
   }
   if (build_id != manifest.target.build_id) {
-    say("{} has build id {}, but this tracer was generated for build id {}; regenerate it with "
-        "weave build",
-        binary, build_id.empty() ? "(none)" : build_id, manifest.target.build_id);
+    // With --pid the process is what was named: it runs another program (or another build of it).
+    if (mode == Mode::Pid && opt.binary.empty())
+      say("--pid {}: that process is not running the binary this tracer was built for: it runs {} "
+          "(build id {}), and this tracer is for {} (build id {}); give the pid of a process running "
+          "{}, or build a tracer for {} (weave trace --pid {} FUNC... does)",
+          opt.pid, process_exe_name(opt.pid), build_id.empty() ? "(none)" : build_id, manifest.target.path,
+          manifest.target.build_id, manifest.target.path, process_exe_name(opt.pid), opt.pid);
+    else
+      say("{} has build id {}, but this tracer was generated for build id {}; regenerate it with "
+          "weave build",
+          binary, build_id.empty() ? "(none)" : build_id, manifest.target.build_id);
     return kExitSetup;
   }
   return -1;
@@ -1035,6 +1033,13 @@ int run(int argc, char **argv) {
   std::string binary, command_path;
   if (int code = resolve_binary(opt, manifest, mode, binary, command_path); code >= 0)
     return code;
+  // --folded writes the entries' stacks: without a probe that captures one the file stays empty,
+  // which is said rather than left to be found.
+  if (!opt.folded.empty() &&
+      std::none_of(manifest.probes.begin(), manifest.probes.end(), [](const ManifestProbe &p) { return p.stack_depth > 0; }))
+    say("warning: --folded {}: no probe of this tracer captures stacks (stack: N in the spec; weave trace "
+        "--folded asks for them), so the file will be empty",
+        opt.folded);
 
   install_signal_handlers();
   Child child;

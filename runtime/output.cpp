@@ -1,5 +1,7 @@
 #include "output.h"
 #include "calls.h"
+
+#include "common/glyphs.h"
 #include "common/color.h"
 #include "symbolize.h"
 
@@ -198,7 +200,7 @@ void append_duration(std::string &out, uint64_t ns) {
   if (ns < 1000)
     snprintf(buffer, sizeof buffer, "%lluns", static_cast<unsigned long long>(ns));
   else if (ns < 1000000)
-    snprintf(buffer, sizeof buffer, "%.3gµs", ns / 1e3);
+    snprintf(buffer, sizeof buffer, "%.3g%.*ss", ns / 1e3, static_cast<int>(micro_sign().size()), micro_sign().data());
   else if (ns < 1000000000)
     snprintf(buffer, sizeof buffer, "%.3gms", ns / 1e6);
   else if (ns < 1000000000000ull)
@@ -455,7 +457,11 @@ void EventPrinter::format_text(const struct weave_event_header &h, const uint8_t
   append_u64(out, h.goid);
   if (color_)
     out += ansi::kReset;
-  out += h.kind == WEAVE_EVENT_RETURN ? " \u2190 " : " "; // ← marks a return, as in DESIGN.md
+  if (h.kind == WEAVE_EVENT_RETURN) { // ← marks a return, as in DESIGN.md (<- in an ASCII locale)
+    out += ' ';
+    out += return_arrow();
+  }
+  out += ' ';
   out += pp.text_name;
   if (color_)
     out += ansi::kBold;

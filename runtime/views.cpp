@@ -1,5 +1,7 @@
 #include "views.h"
 
+#include "common/glyphs.h"
+
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -277,7 +279,8 @@ void CallGraph::add(const GraphCall &call, std::string &out) {
     // writes it.
     if (keep_line(g, g.frames.empty())) {
       begin_line(g, call.ts_ns, true, g.frames.size());
-      g.text += "\u2190 ";
+      g.text += return_arrow();
+      g.text += ' ';
       g.text += call.text;
       if (call.duration_ns) {
         g.text += "  ";
@@ -391,9 +394,9 @@ void GraphView::process(GraphCall call, std::string_view text) {
   size_t end = text.find('\n');
   std::string_view body = text.substr(start, end - start);
   call.stack = end + 1 < text.size() ? text.substr(end + 1) : std::string_view();
-  constexpr std::string_view kArrow = "\u2190 ";
-  if (call.is_return && body.substr(0, kArrow.size()) == kArrow)
-    body.remove_prefix(kArrow.size());
+  const std::string_view arrow = return_arrow();
+  if (call.is_return && body.substr(0, arrow.size()) == arrow && body.substr(arrow.size(), 1) == " ")
+    body.remove_prefix(arrow.size() + 1);
   if (call.duration_ns) {
     size_t gap = body.rfind("  ");
     if (gap != std::string_view::npos)

@@ -1,33 +1,57 @@
 #!/usr/bin/env bash
-# Installs everything weave needs to build and test, from Debian 12's packages only.
-# Run as root on a fresh machine; on a machine that has them all it only checks.
+# Installs what building and running weave needs, from Debian 12's packages only; with --tests also
+# the test stack (the oracles, viewers, the package and VM tests' tools, the arm64 cross sysroot),
+# as scripts/build.sh and scripts/test.sh ask. Run as root on a fresh machine; on a machine that has
+# them all it only checks.
+#   scripts/install-deps.sh           weave, its tracer runtime, man pages, the example
+#   scripts/install-deps.sh --tests   and everything the test suite runs
 set -euo pipefail
+
+tests=
+case "${1:-}" in
+--tests) tests=1 ;;
+"") ;;
+-h | --help)
+  sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+  ;;
+*)
+  echo "install-deps: unknown argument '$1' (--tests: also the test stack)" >&2
+  exit 2
+  ;;
+esac
 
 packages=(
   build-essential cmake ninja-build pkg-config make   # toolchain
   clang llvm                                          # clang -target bpf compiles the probes
-  libclang-rt-14-dev                                  # libFuzzer and the sanitizers' runtimes (fuzz/)
   libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev  # BPF loading, ELF and DWARF reading
   nlohmann-json3-dev libyaml-cpp-dev libkainjow-mustache-dev libcli11-dev libfmt-dev libzydis-dev
-  doctest-dev                                         # unit tests
-  golang-1.19                                         # the pinned toolchain of fixtures and goldens
+  doctest-dev                                         # unit tests (CMake looks for it always)
+  golang-1.19                                         # the pinned toolchain of the example, fixtures and goldens
+  help2man go-md2man                                  # the man pages: weave(1), weave-tracer(1), weave-spec(5)
+  file dpkg-dev                                       # cpack -G DEB: dpkg-shlibdeps finds the package's Depends
+)
+
+test_packages=(
+  libclang-rt-14-dev                                  # libFuzzer and the sanitizers' runtimes (fuzz/)
   delve                                               # dlv: the second oracle (tests/delve), reads DWARF location lists
   util-linux                                          # setpriv, for the unprivileged-load test
   prometheus                                          # the fleet test scrapes the tracer's --metrics with it
-  help2man go-md2man                                  # the man pages: weave(1), weave-tracer(1), weave-spec(5)
-  file dpkg-dev                                       # cpack -G DEB: dpkg-shlibdeps finds the package's Depends
   debootstrap                                         # the package test installs the .deb into a fresh Debian root
   bash-completion zsh fish man-db groff-base          # the completion and man page tests run them
   curl                                                # the real-services test drives Caddy with it (tests/services)
   chromium                                            # headless, opens --perfetto/--folded in speedscope (e2e_test_viewers)
 )
 
-# npm fetches the real stripped Go binaries the esbuild tests trace (tests/npm/fetch.sh) and the
-# speedscope viewer (tests/viewers/fetch-speedscope.sh, driven by Node); they skip with a message
-# when the registry cannot be reached. Machines that already have Node.js and npm
-# from elsewhere keep theirs: Debian's npm would conflict with another nodejs package.
-if ! command -v npm >/dev/null 2>&1; then
-  packages+=(npm ca-certificates)
+if [ -n "$tests" ]; then
+  packages+=("${test_packages[@]}")
+  # npm fetches the real stripped Go binaries the esbuild tests trace (tests/npm/fetch.sh) and the
+  # speedscope viewer (tests/viewers/fetch-speedscope.sh, driven by Node); they skip with a message
+  # when the registry cannot be reached. Machines that already have Node.js and npm
+  # from elsewhere keep theirs: Debian's npm would conflict with another nodejs package.
+  if ! command -v npm >/dev/null 2>&1; then
+    packages+=(npm ca-certificates)
+  fi
 fi
 
 missing=()
@@ -43,6 +67,11 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ -z "$tests" ]; then
+  echo "install-deps: weave's build and run dependencies are installed (the test stack: scripts/install-deps.sh --tests)"
+  exit 0
 fi
 
 # arm64 under emulation: qemu, the cross compiler, and a cache of Debian's arm64 static libraries,

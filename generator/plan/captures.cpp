@@ -1020,9 +1020,18 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
     }
     resolver.set_implicit_notes(nullptr);
   }
+  // Every capture is resolved on its own, so one run reports each one that cannot be.
+  std::vector<UserError> errors;
   for (const auto &cs : explicit_captures)
-    if (!captured(cs.expr))
-      captures.push_back(resolve_capture(with_nil(cs), values, function, what, resolver));
+    if (!captured(cs.expr)) {
+      try {
+        captures.push_back(resolve_capture(with_nil(cs), values, function, what, resolver));
+      } catch (const UserError &e) {
+        errors.push_back(e);
+      }
+    }
+  if (!errors.empty())
+    throw combine_errors(std::move(errors));
   if (captures.size() > kMaxCaptures)
     throw UserError("too-many-captures",
                     fmt::format("{} captures {} values at its {}; at most {}", function,

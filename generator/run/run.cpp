@@ -230,20 +230,6 @@ int open_checked_tracer(const fs::path &dir) {
   return fd;
 }
 
-// The binary must be a regular file before anything reads it: a FIFO would block the read forever.
-void require_regular_binary(const std::string &path) {
-  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0)
-    throw UserError("binary-unreadable", fmt::format("cannot open {}: {}", path, std::strerror(errno)));
-  struct stat st {};
-  fstat(fd, &st);
-  close(fd);
-  if (!S_ISREG(st.st_mode))
-    throw UserError("binary-unreadable",
-                    fmt::format("{} is {}, not a regular file: give the path of a Go executable", path,
-                                file_kind(st.st_mode)));
-}
-
 bool is_key(const std::string &name) {
   return name.size() == 64 &&
          std::all_of(name.begin(), name.end(), [](char c) { return isxdigit(c) && !isupper(c); });
@@ -270,6 +256,19 @@ void prune(const fs::path &root, const fs::path &keep) {
 
 } // namespace
 
+void require_regular_binary(const std::string &path) {
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    throw UserError("binary-unreadable", fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  struct stat st {};
+  fstat(fd, &st);
+  close(fd);
+  if (!S_ISREG(st.st_mode))
+    throw UserError("binary-unreadable",
+                    fmt::format("{} is {}, not a regular file: give the path of a Go executable", path,
+                                file_kind(st.st_mode)));
+}
+
 std::string default_cache_root() {
   if (const char *xdg = getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/')
     return (fs::path(xdg) / "weave").string();
@@ -281,16 +280,48 @@ std::string default_cache_root() {
                   {}, "set XDG_CACHE_HOME, or use weave build -o DIR");
 }
 
-std::string quick_spec(const std::vector<std::string> &functions) {
-  std::string text = "# weave trace: every parameter, and the results at every RET\nprobes:\n";
-  for (const std::string &function : functions) {
-    // Single-quoted: a method's "(*T)" and a glob's '*' are YAML syntax otherwise.
+QuickSpec quick_spec(const QuickSpecArgs &args) {
+  QuickSpec spec;
+  int line = 1;
+  auto add = [&](const std::string &text) {
+    spec.text += text;
+    line += static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  };
+  // `  KEY: 'VALUE'` single-quoted (a method's "(*T)", a glob's '*' and an expression's ':' or '#'
+  // are YAML syntax otherwise), its place kept for errors.
+  auto value = [&](const std::string &prefix, const std::string &text) {
     std::string quoted;
-    for (char c : function)
+    for (char c : text)
       quoted += c == '\'' ? std::string("''") : std::string(1, c);
-    text += "  - function: '" + quoted + "'\n    args: all\n    return: true\n";
+    spec.origins.push_back({line, static_cast<int>(prefix.size()) + 2, text});
+    add(prefix + "'" + quoted + "'\n");
+  };
+  std::string what = !args.values            ? "calls and their durations (no DWARF: no values)"
+                     : args.captures.empty() ? "every parameter, and the results at every RET"
+                                             : "these values, and the results at every RET";
+  add("# weave trace: " + what + "\nprobes:\n");
+  for (const std::string &function : args.functions) {
+    value("  - function: ", function);
+    if (!args.captures.empty()) {
+      add("    capture:\n");
+      for (const std::string &capture : args.captures)
+        value("      - ", capture);
+    } else if (args.values) {
+      add("    args: all\n");
+    }
+    add("    return: true\n");
+    if (!args.when.empty())
+      value("    when: ", args.when);
+    if (!args.when_return.empty())
+      value("    when_return: ", args.when_return);
+    if (!args.min_duration.empty())
+      value("    min_duration: ", args.min_duration);
+    if (args.stack > 0)
+      add("    stack: " + std::to_string(args.stack) + "\n");
+    if (args.inlined)
+      add("    inlined: true\n");
   }
-  return text;
+  return spec;
 }
 
 std::string save_quick_spec(const std::string &text, const std::string &cache_root) {
@@ -322,10 +353,13 @@ std::string cache_key(std::string_view spec_bytes, std::string_view binary_id,
 
 std::string cached_tracer(const RunOptions &options,
                           const std::function<void(const std::string &out_dir)> &build, int *tracer_fd) {
-  std::string spec, error;
-  if (ReadStatus read = read_regular_file(options.spec_path, kMaxSpecBytes, true, spec, error); read != ReadStatus::Ok)
+  std::string spec = options.spec_text, error;
+  if (ReadStatus read = spec.empty() ? read_regular_file(options.spec_path, kMaxSpecBytes, true, spec, error) : ReadStatus::Ok;
+      read != ReadStatus::Ok) {
+    parse_spec_file(options.spec_path); // its error names what the file is (a program: the arguments swapped)
     throw UserError(read == ReadStatus::TooLarge ? "spec-too-large" : "spec-unreadable",
                     fmt::format("cannot read {}: the spec file {}", options.spec_path, error));
+  }
   require_regular_binary(options.binary_path);
   std::string binary_id = read_build_id_file(options.binary_path, error);
   if (!error.empty())
@@ -386,11 +420,15 @@ std::vector<std::string> tracer_argv(const std::string &tracer, const RunOptions
     argv.push_back(options.output);
   }
   argv.insert(argv.end(), options.tracer_flags.begin(), options.tracer_flags.end());
+  const bool own_binary =
+      std::find(options.tracer_flags.begin(), options.tracer_flags.end(), "--binary") != options.tracer_flags.end();
   if (options.pid > 0) {
     argv.push_back("--pid");
     argv.push_back(std::to_string(options.pid));
-    argv.push_back("--binary");
-    argv.push_back(fs::absolute(options.binary_path).string());
+    if (!own_binary) {
+      argv.push_back("--binary");
+      argv.push_back(fs::absolute(options.binary_path).string());
+    }
   } else if (options.start_program) {
     // The tracer looks a command without a slash up in $PATH; the user meant this file.
     std::string program = options.binary_path;
@@ -399,7 +437,7 @@ std::vector<std::string> tracer_argv(const std::string &tracer, const RunOptions
     argv.push_back("--");
     argv.push_back(program);
     argv.insert(argv.end(), options.program_args.begin(), options.program_args.end());
-  } else {
+  } else if (!own_binary) {
     // The manifest records the path as given, relative to where the cache entry was first built.
     argv.push_back("--binary");
     argv.push_back(fs::absolute(options.binary_path).string());
@@ -408,9 +446,12 @@ std::vector<std::string> tracer_argv(const std::string &tracer, const RunOptions
 }
 
 void run_cached(const RunOptions &options,
-                const std::function<void(const std::string &out_dir)> &build) {
+                const std::function<void(const std::string &out_dir)> &build,
+                const std::function<void()> &ready) {
   int fd = -1;
   std::string tracer = cached_tracer(options, build, &fd);
+  if (ready)
+    ready();
   std::vector<std::string> argv = tracer_argv(tracer, options);
   std::vector<char *> args;
   for (auto &arg : argv)

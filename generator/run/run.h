@@ -46,6 +46,7 @@ private:
 
 struct RunOptions {
   std::string spec_path;
+  std::string spec_text;                 // the spec itself, when it is in memory (weave trace); else read from spec_path
   std::string binary_path;
   std::vector<std::string> program_args; // after --
   bool start_program = false;            // `--` was given: start the binary with program_args
@@ -57,14 +58,42 @@ struct RunOptions {
   std::string cache_root;                // default: default_cache_root()
 };
 
-// The spec of `weave trace BIN FUNC...`, for the first five minutes without a spec file: one probe
-// per function name or glob, with every parameter and the results at every RET (args: all,
-// return: true). YAML, printed so that it can be saved and edited.
-std::string quick_spec(const std::vector<std::string> &functions);
+// What `weave trace BIN FUNC...` asks for, for the first five minutes without a spec file: one
+// probe per function name or glob, with every parameter (or the -c captures) and the results at
+// every RET (args: all, return: true), and what the other options add.
+struct QuickSpecArgs {
+  std::vector<std::string> functions;
+  std::vector<std::string> captures; // -c: instead of every parameter
+  std::string when;                  // --when
+  std::string when_return;           // --when-return
+  std::string min_duration;          // --min-duration
+  int stack = 0;                     // --stack N (0: none)
+  bool inlined = false;              // --inlined: also the inlined copies a glob matches
+  bool values = true;                // false: calls and durations only (a stripped binary, nothing declared)
+};
+
+// Where a value of the quick spec came from: the text at line:column (1-based, the first character
+// of the value inside its quotes) is `value`, as one command-line argument gave it.
+struct QuickSpecOrigin {
+  int line = 0;
+  int column = 0;
+  std::string value;
+};
+
+struct QuickSpec {
+  std::string text; // YAML, printed so that it can be saved and edited
+  std::vector<QuickSpecOrigin> origins;
+};
+
+QuickSpec quick_spec(const QuickSpecArgs &args);
 
 // Writes a quick spec where `weave run` can key its cache on it, CACHE_ROOT/specs/SHA256.yaml (the
 // same text, the same file), and returns that path. Throws UserError [write-failed].
 std::string save_quick_spec(const std::string &text, const std::string &cache_root);
+
+// The binary must be a regular file before anything reads it: a FIFO would block the read forever.
+// Throws UserError [binary-unreadable].
+void require_regular_binary(const std::string &path);
 
 // $XDG_CACHE_HOME/weave when set (and absolute, as the XDG spec requires), else $HOME/.cache/weave.
 // Throws UserError [no-cache-dir] when neither variable helps.
@@ -89,12 +118,14 @@ std::string cached_tracer(const RunOptions &options,
                           int *tracer_fd = nullptr);
 
 // The tracer's command line: `tracer [--format F] -- BINARY ARGS...`, `tracer --pid N`, or, with
-// neither, `tracer --binary ABSOLUTE-BINARY` (every process running it).
+// neither, `tracer --binary ABSOLUTE-BINARY` (every process running it). A --binary among
+// tracer_flags is the user's, and replaces weave's.
 std::vector<std::string> tracer_argv(const std::string &tracer, const RunOptions &options);
 
 // cached_tracer, then execs the tracer in place of weave (its exit status is the traced program's,
-// as with `tracer -- CMD`). Returns only by throwing UserError.
+// as with `tracer -- CMD`), calling `ready` just before. Returns only by throwing UserError.
 [[noreturn]] void run_cached(const RunOptions &options,
-                             const std::function<void(const std::string &out_dir)> &build);
+                             const std::function<void(const std::string &out_dir)> &build,
+                             const std::function<void()> &ready = {});
 
 } // namespace weave

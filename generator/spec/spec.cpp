@@ -14,6 +14,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -510,6 +511,36 @@ TypeSpec parse_type(const YAML::Node &node, const std::string &path) {
   return type;
 }
 
+UserError duration_error(const YAML::Node &min, const std::string &path) {
+  return UserError("spec-schema",
+                   "min_duration: " + quote(min.Scalar()) + " is not a duration weave takes: more than 0 and at most 1h",
+                   location(min, path), "a number and a unit, ns, us, ms or s, from 1ns to 3600s: 500us, 5ms, 1.5s");
+}
+
+// The checks of values that depend on nothing else, made also when the spec has other errors (the
+// schema's, say), so that one run reports them all: `return: tru` does not hide a bad min_duration.
+void add_independent_errors(const YAML::Node &root, const std::string &path, std::vector<UserError> &errors) {
+  if (!root.IsMap())
+    return;
+  const YAML::Node probes = root["probes"];
+  if (!probes || !probes.IsSequence())
+    return;
+  for (const auto &probe : probes) {
+    if (!probe.IsMap())
+      continue;
+    const YAML::Node min = probe["min_duration"];
+    if (!min || !min.IsScalar() || parse_duration(min.Scalar()))
+      continue;
+    SourceLoc loc = location(min, path);
+    bool said = std::any_of(errors.begin(), errors.end(), [&](const UserError &e) {
+      auto same = [&](const UserError &x) { return x.loc.line == loc.line && x.loc.column == loc.column; };
+      return same(e) || std::any_of(e.others.begin(), e.others.end(), same);
+    });
+    if (!said)
+      errors.push_back(duration_error(min, path));
+  }
+}
+
 // Builds the Spec from a document the schema accepted. Throws every error it finds (combined).
 Spec build(const YAML::Node &root, const std::string &path) {
   Spec spec;
@@ -547,11 +578,7 @@ Spec build(const YAML::Node &root, const std::string &path) {
       if (auto ns = parse_duration(min.Scalar()))
         p.min_duration_ns = *ns;
       else
-        errors.emplace_back("spec-schema",
-                            "min_duration: " + quote(min.Scalar()) +
-                                " is not a duration weave takes: more than 0 and at most 1h",
-                            p.min_duration_loc,
-                            "a number and a unit, ns, us, ms or s, from 1ns to 3600s: 500us, 5ms, 1.5s");
+        errors.push_back(duration_error(min, path));
       if (!p.capture_return)
         errors.emplace_back("spec-schema", "min_duration needs return: true: a call's duration is known at its return",
                             p.min_duration_loc, "add return: true to the probe");
@@ -658,9 +685,14 @@ Spec parse_spec_text(const std::string &text, const std::string &path) {
                       "the spec must be a mapping with a \"probes\" list, found " +
                           describe_found(root),
                       location(root, path), kExample);
-    spec_schema::validate(root, spec_schema::spec_schema(), path);
+    try {
+      spec_schema::validate(root, spec_schema::spec_schema(), path);
+    } catch (const UserError &e) {
+      errors.push_back(e);
+    }
     if (errors.empty())
       return build(root, path);
+    add_independent_errors(root, path, errors);
   } catch (const UserError &e) {
     errors.push_back(e);
   }

@@ -6,6 +6,8 @@
 _weave_takes_value() {
   case $1 in
   -o | --output | --dump | --clang | --runtime | --format | --pid) return 0 ;;
+  --binary | --attach | --ring-size | --folded | --folded-weight | --perfetto | --otlp | --service-name | --metrics) return 0 ;;
+  -c | --capture | --when | --when-return | --min-duration | --stack | --debug-file | --debug-dir) return 0 ;;
   esac
   return 1
 }
@@ -76,21 +78,42 @@ _weave() {
     COMPREPLY=($(compgen -W "$(cd /proc 2>/dev/null && compgen -G '[0-9]*')" -- "$cur"))
     return
     ;;
-  --clang | --runtime)
+  --attach)
+    COMPREPLY=($(compgen -W 'auto multi perf' -- "$cur"))
+    return
+    ;;
+  --folded-weight)
+    COMPREPLY=($(compgen -W 'calls time' -- "$cur"))
+    return
+    ;;
+  --otlp | --service-name | --metrics | -c | --capture | --when | --when-return | --min-duration | --stack)
+    COMPREPLY=() # a URL, a name, an address or an expression: nothing to offer
+    return
+    ;;
+  --clang | --runtime | --binary | --folded | --perfetto | --debug-file)
     COMPREPLY=($(compgen -f -- "$cur"))
+    return
+    ;;
+  --debug-dir)
+    COMPREPLY=($(compgen -d -- "$cur"))
     return
     ;;
   esac
 
   if [[ $cur == -* ]]; then
+    # The tracer's options, which weave run and weave trace pass on (common/tracer_options.h; the
+    # package test checks these lists against each command's --help).
+    local tracer_options='--binary --attach --ring-size --stats --folded --folded-weight --perfetto --otlp --service-name
+      --metrics --graph --no-summary --exit-after-attach --verbose'
+    local trace_options='--capture --when --when-return --min-duration --stack --inlined'
     local options='--help'
     case $command in
-    build) options+=' --output --dump --clang --runtime --timings' ;;
-    check) ;;
-    run) options+=' --format --output --pid --clang --runtime' ;;
-    trace) options+=' --format --output --pid' ;;
-    funcs) options+=' --names' ;;
-    *) options+=' --version --output --dump --clang --runtime --timings' ;; # weave SPEC BIN is build
+    build) options+=' --output --dump --clang --runtime --timings --debug-file --debug-dir' ;;
+    check) options+=' --debug-file --debug-dir' ;;
+    run) options+=" --format --output --pid --clang --runtime $tracer_options" ;;
+    trace) options+=" --format --output --pid --clang --runtime $tracer_options $trace_options" ;;
+    funcs) options+=' --names --debug-file --debug-dir' ;;
+    *) options+=' --version --output --dump --clang --runtime --timings --debug-file --debug-dir' ;; # weave SPEC BIN is build
     esac
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
     return

@@ -43,8 +43,29 @@ complete -c weave -n "not __fish_seen_subcommand_from check run funcs" -l timing
 
 complete -c weave -n "__fish_seen_subcommand_from check" -F
 complete -c weave -n "__fish_seen_subcommand_from run" -F
-complete -c weave -n "__fish_seen_subcommand_from run" -l format -x -a 'text json' -d 'tracer output'
-complete -c weave -n "__fish_seen_subcommand_from run" -l pid -x -a '(__fish_complete_pids)' -d 'trace only this process'
+complete -c weave -n "__fish_seen_subcommand_from run trace" -l format -x -a 'text json' -d 'tracer output'
+complete -c weave -n "__fish_seen_subcommand_from run trace" -l pid -x -a '(__fish_complete_pids)' -d 'trace only this process'
+complete -c weave -n "__fish_seen_subcommand_from trace" -s o -l output -r -F -d 'tracer -o: events to this file'
+
+# The tracer's options, which weave run and weave trace pass on (common/tracer_options.h).
+for option in binary folded perfetto
+    complete -c weave -n "__fish_seen_subcommand_from run trace" -l $option -r -F -d "tracer --$option"
+end
+complete -c weave -n "__fish_seen_subcommand_from run trace" -l attach -x -a 'auto multi perf' -d 'how to attach'
+complete -c weave -n "__fish_seen_subcommand_from run trace" -l ring-size -x -d 'bytes of the ring buffer, e.g. 64M'
+complete -c weave -n "__fish_seen_subcommand_from run trace" -l folded-weight -x -a 'calls time' -d 'what a --folded stack weighs'
+for option in otlp service-name metrics
+    complete -c weave -n "__fish_seen_subcommand_from run trace" -l $option -x -d "tracer --$option"
+end
+for option in stats graph no-summary exit-after-attach
+    complete -c weave -n "__fish_seen_subcommand_from run trace" -l $option -d "tracer --$option"
+end
+complete -c weave -n "__fish_seen_subcommand_from run trace" -s v -l verbose -d "libbpf's messages"
+complete -c weave -n "__fish_seen_subcommand_from trace" -s c -l capture -x -d 'a value to capture (repeatable)'
+for option in when when-return min-duration stack
+    complete -c weave -n "__fish_seen_subcommand_from trace" -l $option -x -d "weave trace --$option"
+end
+complete -c weave -n "__fish_seen_subcommand_from trace" -l inlined -d 'also the inlined copies'
 
 complete -c weave -n "__fish_seen_subcommand_from funcs" -l names -d 'print only the names'
 complete -c weave -n "__fish_seen_subcommand_from funcs; and test (count (__weave_funcs_positionals)) -eq 0" -F

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -106,7 +107,7 @@ TEST_CASE("the man pages render without a warning, and weave(1) carries each com
     CHECK(man.out.empty());
   }
   auto text = shell("MANWIDTH=200 man -l " + quote(installed_prefix() + "/share/man/man1/weave.1.gz") + " | col -b");
-  for (const std::string command : {"build", "check", "run", "funcs"}) {
+  for (const std::string command : {"build", "check", "run", "trace", "funcs"}) {
     auto help = e2e::run({e2e::weave(), command, "--help"});
     // Each example line of the help, as the page renders it (tabs for runs of spaces aside).
     std::istringstream in(help.out);
@@ -121,6 +122,13 @@ TEST_CASE("the man pages render without a warning, and weave(1) carries each com
   auto tracer = shell("MANWIDTH=200 man -l " + quote(installed_prefix() + "/share/man/man1/weave-tracer.1.gz") +
                       " | col -b");
   CHECK(has(tracer.out, "--stats [SECONDS]"));
+  // weave trace is documented with every option it passes on to the tracer.
+  CHECK(has(text.out, "weave trace"));
+  CHECK(has(text.out, "--folded-weight"));
+  CHECK(has(text.out, "--when-return"));
+  // Markdown would read <optimized out> as an HTML tag, and drop it.
+  auto spec = shell("MANWIDTH=200 man -l " + quote(installed_prefix() + "/share/man/man5/weave-spec.5.gz") + " | col -b");
+  CHECK(std::regex_search(spec.out, std::regex(R"(<optimized\s+out>)"))); // justified: blanks may widen
 }
 
 TEST_CASE("weave-spec(5) documents every key of the schema with its type, bounds and default") {
@@ -138,7 +146,7 @@ TEST_CASE("weave-spec(5) documents every key of the schema with its type, bounds
     keys.push_back({key, value});
   for (auto &[key, value] : schema["$defs"]["params"]["items"]["properties"].items())
     keys.push_back({key, value});
-  CHECK(keys.size() == 24);
+  CHECK(keys.size() == 26);
   for (auto &[key, value] : keys) {
     CAPTURE(key);
     CHECK(has(page.out, key));
@@ -192,6 +200,50 @@ TEST_CASE("the bash completion completes a command, an option and a function nam
     CHECK(traced.out == "main.(*Server).Handle\nmain.main\n");
     auto dump = complete("weave build --dump probes.b", "weave build --dump probes.b", helpers);
     CHECK(dump.out == "probes.bpf.c\n");
+  }
+}
+
+// The option names a command's --help lists (the options table CLI11 prints), without --help.
+std::vector<std::string> help_options(const std::string &command) {
+  auto help = e2e::run({e2e::weave(), command, "--help"});
+  std::vector<std::string> names;
+  std::istringstream in(help.out);
+  std::regex option(R"(^  (?:-\w,\s*)?(--[a-z][a-z-]*))");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, option) && m[1] != "--help")
+      names.push_back(m[1]);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST_CASE("weave run --<TAB> and weave trace --<TAB> complete every option their --help lists, the tracer's too") {
+  std::string completion = installed_prefix() + "/share/bash-completion/completions/weave";
+  for (const std::string command : {"build", "check", "run", "trace", "funcs"}) {
+    CAPTURE(command);
+    std::vector<std::string> wanted = help_options(command);
+    REQUIRE(wanted.size() >= 1);
+    auto r = shell("source " + quote(completion) + "\nCOMP_LINE='weave " + command +
+                   " --'; COMP_POINT=${#COMP_LINE}; COMP_WORDS=(weave " + command +
+                   " --); COMP_CWORD=2\n_weave weave\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n");
+    std::vector<std::string> offered;
+    std::istringstream in(r.out);
+    for (std::string word; in >> word;)
+      if (word != "--help")
+        offered.push_back(word);
+    std::sort(offered.begin(), offered.end());
+    CHECK(offered == wanted);
+  }
+  // The tracer's options among them, as the issue that asked for them named them.
+  std::vector<std::string> run = help_options("run");
+  for (const std::string option : {"--otlp", "--metrics", "--service-name", "--perfetto", "--folded", "--graph", "--stats"})
+    CHECK_MESSAGE(std::find(run.begin(), run.end(), option) != run.end(), option);
+  // fish and zsh list the same tracer options.
+  for (const std::string file : {"share/fish/vendor_completions.d/weave.fish", "share/zsh/vendor-completions/_weave"}) {
+    std::string text = e2e::read_file(installed_prefix() + "/" + file);
+    for (const std::string &option : help_options("trace"))
+      CHECK_MESSAGE(has(text, option.substr(2)), file << ": " << option);
   }
 }
 

@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include <sstream>
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -191,6 +193,68 @@ TEST_CASE("weave run's tracer command line") {
   CHECK(weave::tracer_argv("/c/tracer", o) ==
         std::vector<std::string>{"/c/tracer", "-o", "events.jsonl", "--otlp", "http://127.0.0.1:4318", "--metrics",
                                  "127.0.0.1:9464", "--pid", "42", "--binary", "/srv/svc"});
+  // A --binary of the user's replaces weave's.
+  o.output = "";
+  o.tracer_flags = {"--binary", "/proc/42/exe", "--graph"};
+  CHECK(weave::tracer_argv("/c/tracer", o) ==
+        std::vector<std::string>{"/c/tracer", "--binary", "/proc/42/exe", "--graph", "--pid", "42"});
+  o.pid = 0;
+  CHECK(weave::tracer_argv("/c/tracer", o) ==
+        std::vector<std::string>{"/c/tracer", "--binary", "/proc/42/exe", "--graph"});
+}
+
+TEST_CASE("weave trace's spec: what each option adds, and where each value came from") {
+  weave::QuickSpecArgs args;
+  args.functions = {"main.(*S).Get", "pkg.it's"};
+  args.captures = {"r.URL.Path", "len(xs)"};
+  args.when = "r.Method == \"GET\"";
+  args.min_duration = "5ms";
+  args.stack = 8;
+  args.inlined = true;
+  weave::QuickSpec spec = weave::quick_spec(args);
+  CHECK(spec.text == "# weave trace: these values, and the results at every RET\n"
+                     "probes:\n"
+                     "  - function: 'main.(*S).Get'\n"
+                     "    capture:\n"
+                     "      - 'r.URL.Path'\n"
+                     "      - 'len(xs)'\n"
+                     "    return: true\n"
+                     "    when: 'r.Method == \"GET\"'\n"
+                     "    min_duration: '5ms'\n"
+                     "    stack: 8\n"
+                     "    inlined: true\n"
+                     "  - function: 'pkg.it''s'\n"
+                     "    capture:\n"
+                     "      - 'r.URL.Path'\n"
+                     "      - 'len(xs)'\n"
+                     "    return: true\n"
+                     "    when: 'r.Method == \"GET\"'\n"
+                     "    min_duration: '5ms'\n"
+                     "    stack: 8\n"
+                     "    inlined: true\n");
+  // Each origin is where its value's text starts, inside the quotes.
+  std::vector<std::string> lines;
+  std::istringstream in(spec.text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  REQUIRE(spec.origins.size() == 10);
+  for (const weave::QuickSpecOrigin &o : spec.origins) {
+    CAPTURE(o.value);
+    REQUIRE(o.line >= 1);
+    REQUIRE(o.line <= static_cast<int>(lines.size()));
+    const std::string &line = lines[o.line - 1];
+    CHECK(line[o.column - 2] == '\'');
+    std::string quoted;
+    for (char c : o.value)
+      quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    CHECK(line.substr(o.column - 1, quoted.size()) == quoted);
+  }
+  // A stripped binary without declarations: calls and durations only.
+  weave::QuickSpecArgs timed;
+  timed.functions = {"main.F"};
+  timed.values = false;
+  CHECK(weave::quick_spec(timed).text ==
+        "# weave trace: calls and their durations (no DWARF: no values)\nprobes:\n  - function: 'main.F'\n    return: true\n");
 }
 
 TEST_CASE("cached_tracer builds on a miss only, and keeps the 32 most recently used entries") {
