@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 
 using nlohmann::json;
 
@@ -51,7 +52,10 @@ void check_slow_calls(const std::string &fixture) {
   for (const json &t : truth)
     by_i[t["i"].get<int64_t>()] = t;
 
+  // A fast call is shown only when the program itself measured at least min_duration around it
+  // (a busy machine can stretch one): what the tracer decides is held to the program's own clock.
   int handle_entries = 0, handle_returns = 0, steps = 0, step_returns = 0;
+  std::set<int64_t> shown;
   for (size_t k = 0; k < events.size(); ++k) {
     const json &e = events[k];
     CAPTURE(e.dump());
@@ -67,7 +71,9 @@ void check_slow_calls(const std::string &fixture) {
     ++handle_entries;
     int64_t i = e["args"]["i"].get<int64_t>();
     const json &t = by_i.at(i);
-    CHECK(t["sleep_ms"] == 20); // only the slow calls
+    shown.insert(i);
+    if (t["sleep_ms"] != 20) // only the slow calls, and fast ones the program saw take 10 ms
+      CHECK(t["elapsed_ns"].get<uint64_t>() >= 10'000'000);
     CHECK(e["args"]["w.name"] == "w" + std::to_string(i));
     // The return follows its entry at once, with what the call left behind its pointers.
     REQUIRE(k + 1 < events.size());
@@ -96,8 +102,11 @@ void check_slow_calls(const std::string &fixture) {
     }
     CHECK(nested == std::vector<int64_t>{i, i + 100});
   }
-  CHECK(handle_entries == 4);
-  CHECK(handle_returns == 4);
+  for (const json &t : truth)
+    if (t["sleep_ms"] == 20)
+      CHECK(shown.count(t["i"].get<int64_t>()) == 1); // every slow call
+  CHECK(handle_entries >= 4);
+  CHECK(handle_returns == handle_entries);
   CHECK(steps == 16); // every Step call, the fast Handle calls' included
   CHECK(step_returns == 16);
 
@@ -110,9 +119,9 @@ void check_slow_calls(const std::string &fixture) {
     REQUIRE(std::regex_search(err, m, std::regex(std::string(R"(main\.Handle\s+)") + kind +
                                                  R"(\s+\d+\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+))")));
     CHECK(std::stoi(m[1]) == 8); // hits
-    CHECK(std::stoi(m[2]) == 4); // events: the slow calls
-    CHECK(std::stoi(m[3]) == 0); // lost
-    CHECK(std::stoi(m[4]) == 4); // filtered: the fast calls
+    CHECK(std::stoi(m[2]) == handle_entries); // events: the calls shown
+    CHECK(std::stoi(m[3]) == 0);              // lost
+    CHECK(std::stoi(m[4]) == 8 - handle_entries); // filtered: the fast calls
   }
   CHECK(err.find("evicted") == std::string::npos);
   CHECK(err.find("still in flight") == std::string::npos);
@@ -147,10 +156,15 @@ TEST_CASE("min_duration: --graph nests the calls made inside a held call under i
                     status + R"([,)][^\n]*ms  #\d+\n)");
     CHECK(std::regex_search(graph, tree));
   }
-  // The fast calls are not shown; their nested calls stand alone.
-  CHECK(graph.find("main.Handle(i=0") == std::string::npos);
-  CHECK(graph.find("main.Handle(i=2") == std::string::npos);
-  CHECK(std::regex_search(graph, std::regex(R"(\n +[0-9.]+ main\.Step\(n=2\) = )")));
+  // The fast calls are not shown (unless the program itself measured 10 ms around one: a busy
+  // machine); their nested calls stand alone.
+  for (const json &t : e2e::json_lines(traced.out)) {
+    if (t["sleep_ms"] == 20 || t["elapsed_ns"].get<uint64_t>() >= 10'000'000)
+      continue;
+    std::string i = std::to_string(t["i"].get<int64_t>());
+    CHECK(graph.find("main.Handle(i=" + i) == std::string::npos);
+    CHECK(std::regex_search(graph, std::regex(R"(\n +[0-9.]+ main\.Step\(n=)" + i + R"(\) = )")));
+  }
 }
 
 TEST_CASE("capture_at_return: a path with no pointer to follow is refused, saying why and where") {
