@@ -239,8 +239,9 @@ TEST_CASE("--stats: hits == events + lost when the ring buffer overflows") {
   std::string dir = e2e::temp_dir("attach-stats");
   std::string tracer = build(write_spec(dir, 10), dir);
   // Every process running the binary; the tracer is stopped while the program makes 2 x 40,000
-  // calls, 80,000 events of 64 bytes (with their ring-buffer headers) for a 4 MiB buffer.
-  auto trace = e2e::spawn({tracer, "--stats", "--binary", e2e::fixture("many")}, dir);
+  // calls, 80,000 events of 64 bytes (with their ring-buffer headers) for a 4 MiB buffer (asked
+  // for: the default is larger).
+  auto trace = e2e::spawn({tracer, "--stats", "--ring-size", "4M", "--binary", e2e::fixture("many")}, dir);
   REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing"), trace.read_err());
   kill(trace.pid, SIGSTOP);
   auto program = e2e::run({e2e::fixture("many"), "-rounds", "4000"}, 120000);
