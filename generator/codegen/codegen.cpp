@@ -135,6 +135,7 @@ struct RegionPlan {
 // read are loaded from ctx), 272 bytes in all with a 96-byte buffer.
 constexpr int64_t kRegionMax = 256;
 constexpr int64_t kStackOther = 96;
+constexpr int64_t kStackMargin = 128;
 
 bool region_eligible(const EventField &field) {
   return field.kind != "empty" && !field.by_walk && !field.map_walk && field.guard_field < 0;
@@ -189,7 +190,10 @@ RegionPlan plan_regions(const std::vector<const ValueRead *> &reads, int64_t sta
       parent = key;
     }
   }
-  int64_t limit = std::min<int64_t>(kRegionMax, (stack_left - 8 * int64_t(load_count)) / 8 * 8);
+  // kStackMargin: what the model above leaves out (clang's own temporaries grow with the number of
+  // values picked apart). Without it, a probe with 39 picked values planned to the byte (96 + 312 +
+  // a 104-byte buffer) failed clang's 512-byte check; such a probe reads value by value instead.
+  int64_t limit = std::min<int64_t>(kRegionMax, (stack_left - 8 * int64_t(load_count) - kStackMargin) / 8 * 8);
   if (limit < 16)
     return plan;
   // Split each base's loads into spans of at most `limit` bytes, 64 values.
