@@ -37,6 +37,7 @@ test_packages=(
   delve                                               # dlv: the second oracle (tests/delve), reads DWARF location lists
   util-linux                                          # setpriv, for the unprivileged-load test
   prometheus                                          # the fleet test scrapes the tracer's --metrics with it
+  bpftrace                                            # bench/ (run.sh, service.sh) measures weave against it side by side
   debootstrap                                         # the package test installs the .deb into a fresh Debian root
   bash-completion zsh fish man-db groff-base          # the completion and man page tests run them
   curl                                                # the real-services test drives Caddy with it (tests/services)
