@@ -1,4 +1,5 @@
 #include "gobinary/descriptor_names.h"
+#include "gobinary/elf_symbols.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -406,18 +407,7 @@ void FileDescriptorSpace::read_relocations() {
   if (!pread_all(fd_, machine, 2, 18))
     return;
   const uint64_t relative_type = (machine[0] | machine[1] << 8) == EM_AARCH64 ? 1027u : 8u; // R_*_RELATIVE
-  uint64_t rela = 0, relasz = 0, relaent = 24;
-  for (uint64_t off = 0; off + 16 <= dynamic.size(); off += 16) {
-    uint64_t tag = le(dynamic.data() + off, 8), value = le(dynamic.data() + off + 8, 8);
-    if (tag == DT_NULL)
-      break;
-    if (tag == DT_RELA)
-      rela = value;
-    else if (tag == DT_RELASZ)
-      relasz = value;
-    else if (tag == DT_RELAENT)
-      relaent = value;
-  }
+  const auto [rela, relasz, relaent] = read_dynamic_rela(dynamic.data(), dynamic.size());
   const LoadSegment *seg = rela ? file_segment(rela) : nullptr;
   if (!seg || relaent < 24 || relasz / relaent >= (1u << 26) || relasz > seg->file_size - (rela - seg->vaddr))
     return;

@@ -20,4 +20,26 @@ bool for_each_symbol(Elf *elf, Elf_Scn *scn, const GElf_Shdr &shdr,
   return true;
 }
 
+DynamicRela read_dynamic_rela(const uint8_t *dynamic, uint64_t size) {
+  auto le64 = [](const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i)
+      v = v << 8 | p[i];
+    return v;
+  };
+  DynamicRela out;
+  for (uint64_t off = 0; off + 16 <= size; off += 16) {
+    uint64_t tag = le64(dynamic + off), value = le64(dynamic + off + 8);
+    if (tag == DT_NULL)
+      break;
+    if (tag == DT_RELA)
+      out.rela = value;
+    else if (tag == DT_RELASZ)
+      out.relasz = value;
+    else if (tag == DT_RELAENT)
+      out.relaent = value;
+  }
+  return out;
+}
+
 } // namespace weave

@@ -4,6 +4,7 @@
 
 #include <gelf.h>
 
+#include <cstdint>
 #include <functional>
 
 namespace weave {
@@ -13,5 +14,13 @@ namespace weave {
 // data cannot be read.
 bool for_each_symbol(Elf *elf, Elf_Scn *scn, const GElf_Shdr &shdr,
                      const std::function<bool(const char *name, const GElf_Sym &symbol)> &visit);
+
+// DT_RELA, DT_RELASZ and DT_RELAENT of a 64-bit little-endian .dynamic (a PIE's relocations, which
+// the .gopclntab locator and the type-descriptor reader both follow); zeros where absent, relaent 24
+// by default.
+struct DynamicRela {
+  uint64_t rela = 0, relasz = 0, relaent = 24;
+};
+DynamicRela read_dynamic_rela(const uint8_t *dynamic, uint64_t size);
 
 } // namespace weave

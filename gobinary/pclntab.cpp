@@ -195,19 +195,7 @@ ElfFacts read_elf_facts(Image &img, const BinaryImage &binary, int fd) {
       const uint8_t *dynamic = img.at(phdr.p_vaddr, phdr.p_filesz);
       if (!dynamic)
         break;
-      uint64_t rela = 0, relasz = 0, relaent = 24;
-      for (uint64_t off = 0; off + 16 <= phdr.p_filesz; off += 16) {
-        const uint8_t *d = dynamic + off;
-        uint64_t tag = le(d, 8), value = le(d + 8, 8);
-        if (tag == DT_NULL)
-          break;
-        if (tag == DT_RELA)
-          rela = value;
-        else if (tag == DT_RELASZ)
-          relasz = value;
-        else if (tag == DT_RELAENT)
-          relaent = value;
-      }
+      const auto [rela, relasz, relaent] = read_dynamic_rela(dynamic, phdr.p_filesz);
       if (rela && relaent >= 24 && relasz / relaent < (1u << 26)) {
         const uint8_t *table = img.at(rela, relasz);
         for (uint64_t off = 0; table && off + 24 <= relasz; off += relaent)
