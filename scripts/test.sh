@@ -4,6 +4,12 @@
 # the suite, and then the stage is left out, as with WEAVE_SKIP_SANITIZE=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A disk that fills halfway through shows up as dozens of unrelated failures: say so first. From
+# nothing the run needs about 9 GB of toolchains and module caches and 6 GB of build tree.
+free_gb=$(df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }')
+if [ "${free_gb:-0}" -lt 15 ]; then
+  echo "scripts/test.sh: warning: $free_gb GB free here; a run from nothing needs about 15 GB" >&2
+fi
 # While weave compiles, the toolchains and modules the suite's setup steps need are downloaded
 # (scripts/prefetch.sh): on a machine without caches that is minutes of waiting on the network
 # taken off the run. Left out when only part of the suite is asked for.

@@ -196,6 +196,11 @@ std::string matrix_version() {
 }
 std::string source(const std::string &relative) { return std::string(WEAVE_SOURCE_DIR) + "/" + relative; }
 
+std::vector<std::string> &temp_dirs_made() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+
 std::string temp_dir(const std::string &name) {
   // A matrix row runs the same tests as the pinned build, maybe at the same time (ctest -j):
   // each toolchain gets directories of its own.
@@ -203,6 +208,7 @@ std::string temp_dir(const std::string &name) {
   fs::path dir = fs::path(WEAVE_BINARY_DIR) / "e2e-tmp" / row / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
+  temp_dirs_made().push_back(dir.string());
   return dir.string();
 }
 

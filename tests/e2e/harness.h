@@ -52,6 +52,9 @@ std::vector<std::string> objdump();
 std::string matrix_version();
 std::string source(const std::string &relative);
 std::string temp_dir(const std::string &name); // fresh, empty, under the build tree
+// Every directory temp_dir made in this process; tests/e2e/cleanup.cpp removes them after a run
+// whose test cases all passed.
+std::vector<std::string> &temp_dirs_made();
 std::string read_file(const std::string &path);
 
 // Exits the test process with ctest's skip code (77) after saying why, when the machine cannot run

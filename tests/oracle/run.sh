@@ -214,5 +214,10 @@ for s in $list; do
   one "$s" || rc=$?
   [ $rc != 77 ] || exit 77
   [ $rc = 0 ] || failed=1
+  # A seed with no mismatch leaves nothing to look at but its program and tracers (hundreds of MB
+  # over the suite): they go, unless WEAVE_KEEP_TMP=1. A failing seed's directory stays.
+  if [ $rc = 0 ] && [ -z "${WEAVE_KEEP_TMP:-}" ]; then
+    rm -rf "$work/$arch-$s-$count${omit:+-omit-$omit}"
+  fi
 done
 exit $failed
