@@ -5,7 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <fstream>
+#include <unistd.h>
 
 using nlohmann::json;
 
@@ -194,6 +196,52 @@ TEST_CASE("a window walk on g0 stops at the stack switch and names it") {
   }
   CHECK(switched > 0);
   MESSAGE(switched << " stacks end at the switch, " << whole << " whole");
+}
+
+TEST_CASE("a process whose binary was deleted after it started: arguments and whole stacks named") {
+  // A redeploy removes the file a running service was started from; `--pid` must still read the
+  // program the process runs (/proc/PID/exe), not whatever is, or is not, at the path now.
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("stacks-deleted");
+  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/stacks.yaml"), e2e::fixture("fixture"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  std::string copy = dir + "/fixture";
+  REQUIRE(e2e::run({"cp", e2e::fixture("fixture"), copy}).status == 0);
+  auto target = e2e::spawn({copy, "-wait-signal", "-rounds", "2", "-truth", dir + "/truth.jsonl"}, dir);
+  REQUIRE(target.wait_for_err("ready"));
+  REQUIRE(unlink(copy.c_str()) == 0);
+  REQUIRE(e2e::read_file("/proc/" + std::to_string(target.pid) + "/cmdline").rfind(copy, 0) == 0);
+  auto trace = e2e::spawn({dir + "/out/tracer", "--format", "json", "--pid", std::to_string(target.pid)}, dir);
+  REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing"), trace.read_err());
+  kill(target.pid, SIGUSR1);
+  CHECK(target.wait() == 0);
+  REQUIRE(trace.wait(20000) == 0);
+  std::vector<json> truth, events;
+  for (auto &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl")))
+    if (t["function"] == "main.Leaf")
+      truth.push_back(t);
+  for (auto &e : e2e::json_lines(trace.read_out()))
+    if (e["function"] == "main.Leaf")
+      events.push_back(e);
+  REQUIRE(truth.size() == 2);
+  REQUIRE(events.size() == truth.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    CAPTURE(i);
+    CHECK(events[i]["args"]["n"] == truth[i]["args"]["n"]);
+    const json &want = truth[i]["args"]["stack"];
+    const json &got = events[i]["stack"];
+    REQUIRE(want.size() >= 4); // main.Leaf's callers down to runtime.goexit
+    REQUIRE(got.is_array());
+    CHECK(got.size() == want.size());
+    for (size_t f = 0; f < std::min(got.size(), want.size()); ++f) {
+      CAPTURE(f);
+      CHECK(got[f]["function"] == want[f]["function"]);
+      CHECK(got[f]["file"] == want[f]["file"]);
+      CHECK(got[f]["line"] == want[f]["line"]);
+    }
+    CHECK(!events[i].contains("stack_end"));
+  }
 }
 
 TEST_CASE("text output lists one frame per line, inlined ones marked") {
