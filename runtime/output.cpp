@@ -776,7 +776,9 @@ void EventPrinter::append_interface(std::string &out, uint64_t bias, const Displ
 
 // A stack prints as Go's own traceback would name its frames, inlined calls expanded: in text one
 // indented line per frame after the event ("    main.caller (main.go:12) [inlined]"), in JSON a
-// "stack" array of {"function","file","line","inlined"} ({"pc":"0x..."} when unknown).
+// "stack" array of {"function","file","line","inlined","pc","module"} (only "pc" when unknown); "pc"
+// is the frame's return address as the process saw it, the same for a call and the frames inlined
+// into it.
 void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestProbe &probe,
                                 const uint8_t *event, bool json) {
   // stack_mode: window: the callers are unwound here, from the copied stack; the walk may end
@@ -833,7 +835,12 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
         append_json_string(out, f.file);
         out += ",\"line\":";
         append_u64(out, static_cast<uint64_t>(f.line));
-        out += f.inlined ? ",\"inlined\":true}" : ",\"inlined\":false}";
+        out += f.inlined ? ",\"inlined\":true" : ",\"inlined\":false";
+        out += ",\"pc\":\"";
+        append_hex(out, pc);
+        out += "\",\"module\":";
+        append_json_string(out, symbolizer_->module());
+        out += '}';
       } else {
         out += "    ";
         out += f.function;

@@ -1,5 +1,7 @@
 #include "symbolize.h"
 
+#include <filesystem>
+
 #include "common/diag.h"
 
 #include <cstdio>
@@ -12,7 +14,15 @@ Symbolizer::Symbolizer(const std::string &binary_path, const Manifest &manifest)
       types_(binary_path, manifest.target.build_id, manifest.target.go_version,
              static_cast<int>(manifest.target.pointer_size ? manifest.target.pointer_size : 8),
              manifest.type_descriptors ? manifest.type_descriptors->start : 0,
-             manifest.type_descriptors ? manifest.type_descriptors->end : 0) {}
+             manifest.type_descriptors ? manifest.type_descriptors->end : 0) {
+  module_ = path_;
+  std::error_code ec;
+  if (path_.rfind("/proc/", 0) == 0 && path_.size() > 4 && path_.compare(path_.size() - 4, 4, "/exe") == 0) {
+    std::string target = std::filesystem::read_symlink(path_, ec).string();
+    if (!ec && !target.empty())
+      module_ = target;
+  }
+}
 
 bool Symbolizer::load_functions() {
   if (loaded_)

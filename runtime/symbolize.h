@@ -47,8 +47,13 @@ public:
 
   const std::string &error() const { return error_; }
 
+  // The file the frames come from, as JSON's "module" names it: the binary's path, or for
+  // /proc/PID/exe (--pid) the path that link names ("... (deleted)" after a redeploy removed it).
+  const std::string &module() const { return module_; }
+
 private:
   std::string path_;
+  std::string module_;
   bool loaded_ = false;
   std::optional<BinaryImage> image_;
   std::optional<Pclntab> pcln_;

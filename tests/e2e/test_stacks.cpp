@@ -65,6 +65,11 @@ void check_stacks(const std::string &binary, const std::string &mode = "") {
       CHECK(got[f]["function"] == want[f]["function"]);
       CHECK(got[f]["file"] == want[f]["file"]);
       CHECK(got[f]["line"] == want[f]["line"]);
+      CHECK(got[f]["module"] == e2e::fixture(binary));
+      // The return address: an inlined frame shares its caller's, and each is in the binary.
+      REQUIRE(got[f]["pc"].is_string());
+      if (got[f]["inlined"] == true && f + 1 < got.size())
+        CHECK(got[f]["pc"] == got[f + 1]["pc"]);
     }
     // A complete stack says nothing of where it ended.
     CHECK(!events[i].contains("stack_end"));
@@ -239,6 +244,7 @@ TEST_CASE("a process whose binary was deleted after it started: arguments and wh
       CHECK(got[f]["function"] == want[f]["function"]);
       CHECK(got[f]["file"] == want[f]["file"]);
       CHECK(got[f]["line"] == want[f]["line"]);
+      CHECK(got[f]["module"] == copy + " (deleted)");
     }
     CHECK(!events[i].contains("stack_end"));
   }
