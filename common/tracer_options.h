@@ -61,6 +61,10 @@ inline constexpr TracerOption kTracerOptions[] = {
      "results as weave.result.*, nested calls as children. Sent in batches from a thread of its own: a "
      "slow or dead collector costs dropped spans, counted in --stats and the summary, never the event "
      "loop's or the program's time"},
+    {"--otlp-timeout", "--otlp-timeout", TracerOption::kValue, "SECONDS", "", TracerOption::kPass,
+     "the longest one request to the --otlp collector may take, and the longest the exit waits for the "
+     "spans still queued; what is not sent by then is dropped and counted (default: 2 s a request, 3 s "
+     "at exit)"},
     {"--service-name", "--service-name", TracerOption::kValue, "NAME", "", TracerOption::kPass,
      "the spans' service.name (default: the traced binary's file name)"},
     {"--metrics", "--metrics", TracerOption::kValue, "ADDR:PORT", "", TracerOption::kPass,

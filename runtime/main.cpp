@@ -4,7 +4,7 @@
 //
 //   tracer [--format text|json] [-o FILE] [--pid N] [--binary PATH] [--attach auto|multi|perf]
 //          [--stats[=SECONDS]] [--graph] [--no-summary] [--exit-after-attach] [-v] [--version]
-//          [--otlp URL] [--service-name NAME] [--metrics ADDR:PORT]
+//          [--otlp URL] [--otlp-timeout SECONDS] [--service-name NAME] [--metrics ADDR:PORT]
 //          [-- CMD ARGS...]
 #include <CLI/CLI.hpp>
 #include <bpf/libbpf.h>
@@ -147,6 +147,7 @@ struct Options {
   std::string folded_weight = "calls";
   std::string perfetto;           // --perfetto FILE
   std::string otlp;               // --otlp URL: spans to an OpenTelemetry collector (fleet.h)
+  int otlp_timeout = 0;           // --otlp-timeout SECONDS: a request's and the exit's (0: the defaults)
   std::string service_name;       // --service-name: their service.name
   std::string metrics;            // --metrics ADDR:PORT: Prometheus /metrics (fleet.h)
   bool no_summary = false;        // no latency summary at exit
@@ -254,6 +255,9 @@ int parse_command_line(int argc, char **argv, Options &opt) {
       ->type_name("calls|time");
   app.add_option("--perfetto", opt.perfetto, help("--perfetto"))->type_name("FILE");
   app.add_option("--otlp", opt.otlp, help("--otlp"))->type_name("URL");
+  app.add_option("--otlp-timeout", opt.otlp_timeout, help("--otlp-timeout"))
+      ->check(whole_number(1, 3600, "a number of seconds from 1 to 3600"))
+      ->type_name("SECONDS");
   app.add_option("--service-name", opt.service_name, help("--service-name"))->type_name("NAME");
   app.add_option("--metrics", opt.metrics, help("--metrics"))->type_name("ADDR:PORT");
   app.add_flag("--graph", opt.graph, help("--graph"));
@@ -322,6 +326,10 @@ int parse_command_line(int argc, char **argv, Options &opt) {
   }
   if (!opt.metrics.empty() && !parse_listen_address(opt.metrics, endpoint, address_error)) {
     say("--metrics {}: {}", opt.metrics, address_error);
+    return kExitSetup;
+  }
+  if (opt.otlp_timeout && opt.otlp.empty()) {
+    say("--otlp-timeout is for the spans --otlp sends; give --otlp URL too");
     return kExitSetup;
   }
   if (!opt.service_name.empty() && opt.otlp.empty()) {
@@ -810,11 +818,14 @@ std::unique_ptr<Sinks> open_sinks(const Manifest &manifest, const Options &opt, 
     return nullptr;
   }
   if (!opt.otlp.empty()) {
+    OtlpOptions otlp_options{.url = opt.otlp,
+                             .service_name = !opt.service_name.empty()
+                                                 ? opt.service_name
+                                                 : std::filesystem::path(binary).filename().string()};
+    if (opt.otlp_timeout)
+      otlp_options.request_timeout_ms = otlp_options.exit_timeout_ms = opt.otlp_timeout * 1000;
     sinks->otlp = std::make_unique<OtlpExporter>(
-        manifest,
-        OtlpOptions{.url = opt.otlp,
-                    .service_name = !opt.service_name.empty() ? opt.service_name
-                                                              : std::filesystem::path(binary).filename().string()},
+        manifest, otlp_options,
         OtlpResource{manifest.target.build_id, manifest.target.go_version, manifest.target.arch, binary});
     if (!sinks->otlp->start(error)) {
       say("--otlp {}", error);

@@ -6,7 +6,7 @@
 _weave_takes_value() {
   case $1 in
   -o | --output | --dump | --clang | --runtime | --format | --pid) return 0 ;;
-  --binary | --attach | --ring-size | --folded | --folded-weight | --perfetto | --otlp | --service-name | --metrics) return 0 ;;
+  --binary | --attach | --ring-size | --folded | --folded-weight | --perfetto | --otlp | --otlp-timeout | --service-name | --metrics) return 0 ;;
   -c | --capture | --when | --when-return | --min-duration | --stack | --debug-file | --debug-dir) return 0 ;;
   esac
   return 1
@@ -86,7 +86,7 @@ _weave() {
     COMPREPLY=($(compgen -W 'calls time' -- "$cur"))
     return
     ;;
-  --otlp | --service-name | --metrics | -c | --capture | --when | --when-return | --min-duration | --stack)
+  --otlp | --otlp-timeout | --service-name | --metrics | -c | --capture | --when | --when-return | --min-duration | --stack)
     COMPREPLY=() # a URL, a name, an address or an expression: nothing to offer
     return
     ;;
@@ -103,7 +103,7 @@ _weave() {
   if [[ $cur == -* ]]; then
     # The tracer's options, which weave run and weave trace pass on (common/tracer_options.h; the
     # package test checks these lists against each command's --help).
-    local tracer_options='--binary --attach --ring-size --stats --folded --folded-weight --perfetto --otlp --service-name
+    local tracer_options='--binary --attach --ring-size --stats --folded --folded-weight --perfetto --otlp --otlp-timeout --service-name
       --metrics --graph --no-summary --exit-after-attach --verbose'
     local trace_options='--capture --when --when-return --min-duration --stack --inlined'
     local options='--help'

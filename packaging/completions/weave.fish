@@ -54,7 +54,7 @@ end
 complete -c weave -n "__fish_seen_subcommand_from run trace" -l attach -x -a 'auto multi perf' -d 'how to attach'
 complete -c weave -n "__fish_seen_subcommand_from run trace" -l ring-size -x -d 'bytes of the ring buffer, e.g. 64M'
 complete -c weave -n "__fish_seen_subcommand_from run trace" -l folded-weight -x -a 'calls time' -d 'what a --folded stack weighs'
-for option in otlp service-name metrics
+for option in otlp otlp-timeout service-name metrics
     complete -c weave -n "__fish_seen_subcommand_from run trace" -l $option -x -d "tracer --$option"
 end
 for option in stats graph no-summary exit-after-attach

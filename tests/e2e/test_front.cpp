@@ -240,7 +240,7 @@ TEST_CASE("weave trace --pid N FUNC: the process's own binary, --binary and --at
   }
 }
 
-TEST_CASE("weave trace --exit-after-attach --metrics --otlp --service-name: passed on, and the tracer answers each") {
+TEST_CASE("weave trace --exit-after-attach --metrics --otlp --otlp-timeout --service-name: passed on, and the tracer answers each") {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("front-export");
   // --exit-after-attach attaches, detaches and exits.
@@ -264,6 +264,15 @@ TEST_CASE("weave trace --exit-after-attach --metrics --otlp --service-name: pass
                                        "--exit-after-attach"}));
   CHECK(named.status == 2);
   CHECK(contains(named.err, "--service-name names the spans --otlp sends"));
+  // --otlp-timeout likewise needs --otlp, and a number of seconds from 1 to 3600.
+  auto timeout = e2e::run(weave_in(dir, {"trace", e2e::fixture("fixture"), "main.Ints", "--otlp-timeout", "30",
+                                         "--exit-after-attach"}));
+  CHECK(timeout.status == 2);
+  CHECK(contains(timeout.err, "--otlp-timeout is for the spans --otlp sends"));
+  auto zero = e2e::run(weave_in(dir, {"trace", e2e::fixture("fixture"), "main.Ints", "--otlp", "http://127.0.0.1:9",
+                                      "--otlp-timeout", "0", "--exit-after-attach"}));
+  CHECK(zero.status == 2);
+  CHECK(contains(zero.err, "--otlp-timeout"));
   // --stats=SECONDS passes on as one word (the binary after it is not its value).
   auto stats = e2e::run(weave_in(dir, {"trace", "--stats=0", e2e::fixture("fixture"), "main.Ints", "--exit-after-attach"}));
   CHECK(stats.status == 0);
