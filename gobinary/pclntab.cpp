@@ -718,6 +718,7 @@ std::vector<Pclntab::Frame> Pclntab::symbolize(uint64_t pc, bool keep_wrappers) 
     position_known = false;
   }
   Frame physical{fn->name, "?", 0, false};
+  physical.wrapper = wrapper_id_ >= 0 && static_cast<int>(fn->func_id) == wrapper_id_;
   if (position_known) {
     try {
       file_line(pc, physical);

@@ -83,6 +83,9 @@ public:
     std::string file;     // "?" when unknown (as the runtime prints it)
     int line = 0;
     bool inlined = false; // an inlined call, not a physical frame
+    // The physical frame is a wrapper the compiler generated (an ABI wrapper, a method wrapper):
+    // runtime.Callers leaves it out unless it called a panic (traceback.go, elideWrapperCalling).
+    bool wrapper = false;
   };
   // The source frames at pc, innermost first, the physical function last: pcfile/pcln at pc for
   // the innermost frame, then up the inline tree (PCDATA_InlTreeIndex = 2, FUNCDATA_InlTree = 3)

@@ -53,7 +53,10 @@ UnwoundStack unwind_go_stack(const Pclntab &pcln, Arch arch, uint64_t bias, cons
       out.end = UnwoundStack::End::Top;
       return out;
     }
-    if (!innermost && (fn->flag & kFlagSPWrite)) {
+    // runtime.cgocallback writes SP, to move from the thread's stack to the goroutine's, but builds
+    // its frame on the goroutine's stack so that its return address is where the goroutine called
+    // into C: the runtime's own unwinder crosses it (traceback.go), and so does this one.
+    if (!innermost && (fn->flag & kFlagSPWrite) && fn->name != "runtime.cgocallback") {
       out.end = UnwoundStack::End::Switch;
       out.function = fn->name;
       return out;

@@ -10,7 +10,9 @@
 //               else at SP (the prologue stores LR at the new SP); the caller's SP is SP + delta
 // (GO-ABI.md; Go's runtime/traceback.go unwinder reads frames the same way). The walk stops where
 // the runtime's does, at a top frame (runtime.goexit, mstart, rt0_go: funcFlag TopFrame) or a
-// frame that switches stacks (funcFlag SPWrite: systemstack, mcall, asmcgocall), and otherwise
+// frame that switches stacks (funcFlag SPWrite: systemstack, mcall, asmcgocall; not
+// runtime.cgocallback, whose frame on the goroutine's stack returns to where the goroutine called
+// into C, so that a callback from C unwinds as runtime.Callers sees it), and otherwise
 // says why it stopped: the next word lies past the copied window, or a PC has no .gopclntab entry
 // (C code, a damaged stack). Never a guessed frame.
 #pragma once

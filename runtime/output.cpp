@@ -807,6 +807,13 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
   if (json)
     out += ",\"stack\":[";
   bool first = true;
+  // A frame-pointer walk that reaches C code (cgo) has one true return address into it, the Go
+  // frame's own; the next would be read through a %rbp the C code may use as it likes. So the walk
+  // ends at the first PC outside Go code, and says so.
+  UnwoundStack fp_end;
+  bool fp_stopped = false;
+  // The callee of the next frame, for leaving wrappers out as runtime.Callers does.
+  const std::string *callee = nullptr;
   uint32_t count = window ? static_cast<uint32_t>(window->return_addresses.size()) : probe.stack_depth;
   for (uint32_t i = 0; i < count; ++i) {
     uint64_t pc = window ? window->return_addresses[i] : load_u64(event + probe.stack_offset + 8 * i);
@@ -825,9 +832,23 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
         out += '\n';
       }
       first = false;
+      if (!window && symbolizer_ && symbolizer_->has_functions()) {
+        fp_end.end = UnwoundStack::End::Unknown;
+        fp_end.function = "0x";
+        char digits[17];
+        auto [end, ec] = std::to_chars(digits, digits + sizeof digits, pc, 16);
+        fp_end.function.append(digits, ec == std::errc() ? end : digits);
+        fp_stopped = true;
+        break;
+      }
       continue;
     }
     for (const auto &f : frames) {
+      const std::string *called = callee;
+      callee = &f.function;
+      if (f.wrapper && !(called && (*called == "runtime.gopanic" || *called == "runtime.sigpanic" ||
+                                    *called == "runtime.panicwrap")))
+        continue;
       if (json) {
         out += first ? "{\"function\":" : ",{\"function\":";
         append_json_string(out, f.function);
@@ -857,6 +878,8 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
     out += ']';
   if (window)
     append_stack_end(out, *window, probe.stack_window, json);
+  else if (fp_stopped)
+    append_stack_end(out, fp_end, 0, json);
 }
 
 // Where a window's walk stopped short of the stack's first frame, and why: in text one more line

@@ -45,8 +45,13 @@ const std::vector<Pclntab::Frame> &Symbolizer::frames(uint64_t bias, uint64_t re
   if (return_address == 0 || !load_functions())
     return none_;
   // A return address points after the call; the call itself, and so its line and inline tree, is
-  // at the byte before (as runtime.CallersFrames does).
-  uint64_t pc = return_address - bias - 1;
+  // at the byte before (as runtime.CallersFrames does). Except at a function's first byte: the
+  // runtime leaves such a "return address" where a goroutine switched stacks (the PC cgocallback
+  // returns to is systemstack_switch's entry), and its traceback names the function there.
+  uint64_t pc = return_address - bias;
+  const PclnFunction *at = pcln_->at_pc(pc);
+  if (!at || at->entry != pc)
+    pc -= 1;
   auto it = cache_.find(pc);
   if (it != cache_.end())
     return it->second;

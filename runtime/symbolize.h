@@ -46,6 +46,8 @@ public:
   const TypeNames &types() const { return types_; }
 
   const std::string &error() const { return error_; }
+  // The pclntab is loaded: a PC frames() has nothing for is outside Go code, not just unnamed.
+  bool has_functions() const { return pcln_.has_value(); }
 
   // The file the frames come from, as JSON's "module" names it: the binary's path, or for
   // /proc/PID/exe (--pid) the path that link names ("... (deleted)" after a redeploy removed it).

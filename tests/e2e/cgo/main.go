@@ -1,11 +1,15 @@
 // cgo is a fixture linked with C code that has thread-locals of its own: the C TLS block moves
 // where ABI0 code finds g (FS base - 0x30 here instead of - 8), and weave must derive that from
-// the binary. It prints what it passes to Add, one JSON line per call, to -truth.
+// the binary. It prints what it passes to Add, one JSON line per call, to -truth. With -callbacks
+// N it also calls C (c.c: c1 -> c2 -> c3) N times, which calls back into Go's Probed; Probed
+// records its argument and the stack runtime.Callers sees from it.
 package main
 
 /*
-__thread int counters[5];
-static int bump(int n) { counters[n % 5] += n; return counters[n % 5]; }
+#cgo CFLAGS: -O2 -fomit-frame-pointer
+#include <stdint.h>
+int bump(int n);
+int64_t c1(int64_t x);
 */
 import "C"
 
@@ -14,7 +18,40 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 )
+
+var enc *json.Encoder
+
+//export goCallback
+func goCallback(x C.int64_t) C.int64_t {
+	return C.int64_t(Probed(int64(x)))
+}
+
+// Probed is reached from C. Its callers, as the runtime sees them, skip the C frames: from
+// runtime.cgocallback the runtime's own unwinder goes on where the goroutine called into C.
+//
+//go:noinline
+func Probed(x int64) int64 {
+	pcs := make([]uintptr, 64)
+	k := runtime.Callers(2, pcs) // skip runtime.Callers and Probed itself
+	frames := runtime.CallersFrames(pcs[:k])
+	var list []map[string]any
+	for {
+		f, more := frames.Next()
+		list = append(list, map[string]any{"function": f.Function, "file": f.File, "line": f.Line})
+		if !more {
+			break
+		}
+	}
+	if err := enc.Encode(map[string]any{"function": "main.Probed", "args": map[string]any{"x": x}, "stack": list}); err != nil {
+		panic(err)
+	}
+	return x * 2
+}
+
+//go:noinline
+func callC(x int64) int64 { return int64(C.c1(C.int64_t(x))) }
 
 //go:noinline
 func Add(a int, s string) int {
@@ -23,13 +60,14 @@ func Add(a int, s string) int {
 
 func main() {
 	truthPath := flag.String("truth", "/dev/null", "file for the ground truth")
+	callbacks := flag.Int("callbacks", 0, "calls into C that call back into Go's Probed")
 	flag.Parse()
 	f, err := os.Create(*truthPath)
 	if err != nil {
 		panic(err)
 	}
 	defer f.Close()
-	enc := json.NewEncoder(f)
+	enc = json.NewEncoder(f)
 	sum := 0
 	for i := 0; i < 3; i++ {
 		s := fmt.Sprintf("cgo-%d", i)
@@ -37,6 +75,9 @@ func main() {
 			panic(err)
 		}
 		sum += Add(i*7, s)
+	}
+	for i := 0; i < *callbacks; i++ {
+		sum += int(callC(int64(10 * i)))
 	}
 	fmt.Fprintln(os.Stderr, "cgo done", sum)
 }
