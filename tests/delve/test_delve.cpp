@@ -100,7 +100,7 @@ std::string newer_fixture(const std::string &name) {
 
 // Exits with ctest's skip code when Debian's delve is not installed (scripts/install-deps.sh has it).
 void require_dlv() {
-  auto version = e2e::run({"dlv", "version"}, 10000);
+  auto version = e2e::run({"dlv", "version"});
   if (version.status != 0) {
     std::cout << "skipped: dlv (Debian package delve) is not installed: " << version.err << std::endl;
     std::exit(77);

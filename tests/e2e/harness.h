@@ -15,7 +15,9 @@ struct Result {
 };
 
 // Runs argv (no shell) to completion with a timeout (then SIGKILL, status 137); stdin is /dev/null.
-Result run(const std::vector<std::string> &argv, int timeout_ms = 60000);
+// The default timeout is a guard against a hang, five minutes: a build (clang) on a machine whose
+// cores are busy with other tests may take tens of seconds.
+Result run(const std::vector<std::string> &argv, int timeout_ms = 300000);
 
 // A process left running in the background, its output going to files. It is killed when the
 // object goes away still running (a failed REQUIRE must not leave tracers attached).
@@ -34,10 +36,13 @@ struct Background {
   std::string err_path;
   std::string read_out() const;
   std::string read_err() const;
-  // Waits until stderr contains `text`; false after timeout_ms.
-  bool wait_for_err(const std::string &text, int timeout_ms = 15000) const;
-  // Waits for exit; returns the status or -1 after timeout_ms (the process is then killed).
-  int wait(int timeout_ms = 60000);
+  // Waits until stderr contains `text`; false after timeout_ms. The default is a guard against a
+  // hang, two minutes: on a machine whose cores are busy with other tests, attaching a tracer or
+  // starting a Go program can take seconds, and a wait that gives up early is a flaky test.
+  bool wait_for_err(const std::string &text, int timeout_ms = 120000) const;
+  // Waits for exit; returns the status or -1 after timeout_ms (the process is then killed). A guard
+  // against a hang, as wait_for_err's, generous for a busy machine.
+  int wait(int timeout_ms = 180000);
 };
 Background spawn(const std::vector<std::string> &argv, const std::string &dir);
 

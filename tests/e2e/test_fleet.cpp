@@ -69,7 +69,7 @@ e2e::Background start_collector(const std::string &binary, const std::string &di
                            "      exporters: [debug]\n";
   e2e::Background collector = e2e::spawn({binary, "--config", "file:" + config}, dir);
   bool ready = false;
-  for (int i = 0; i < 120 && !ready; ++i) { // 60 s, or until it has exited
+  for (int i = 0; i < 600 && !ready; ++i) { // 5 min (a busy machine), or until it has exited
     ready = collector.wait_for_err("Everything is ready", 500);
     if (!ready && waitpid(collector.pid, nullptr, WNOHANG) == collector.pid)
       break;
@@ -441,7 +441,7 @@ TEST_CASE("--metrics: Prometheus scrapes the tracer, counts and a quantile agree
   double up = value_of(query("up{job=\"weave\"}"));
 
   kill(traced.pid, SIGINT);
-  REQUIRE(traced.wait(30000) == 0);
+  REQUIRE(traced.wait() == 0);
   std::string err = traced.read_err();
   INFO(err);
 
@@ -537,7 +537,7 @@ TEST_CASE("--otlp: the collector killed mid-run: output unchanged, exit 0, drops
   REQUIRE_MESSAGE(traced.wait_for_err("otlp: 29 spans, 29 sent", 300000), traced.read_err());
 
   kill(collector.pid, SIGKILL);
-  REQUIRE(collector.wait(10000) == 128 + SIGKILL);
+  REQUIRE(collector.wait() == 128 + SIGKILL);
 
   auto t0 = std::chrono::steady_clock::now();
   auto second = e2e::run({dir + "/fixture", "-rounds", "4", "-deep", "20", "-truth", dir + "/t2.jsonl"});

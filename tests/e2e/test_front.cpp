@@ -225,7 +225,7 @@ TEST_CASE("weave trace --pid N FUNC: the process's own binary, --binary and --at
   REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing 2 probes"), trace.read_err()); // entry and return
   kill(pid, SIGUSR1);
   CHECK(target.wait() == 0);
-  CHECK(trace.wait(20000) == 0);
+  CHECK(trace.wait() == 0);
   std::string err = trace.read_err();
   INFO(err);
   CHECK(contains(err, "weave: process " + std::to_string(pid) + " runs " + fs::canonical(e2e::fixture("fixture")).string()));

@@ -39,7 +39,7 @@ TEST_CASE("--pid traces one running process and exits when it does") {
   REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing"), trace.read_err());
   kill(target_pid, SIGUSR1);
   CHECK(target.wait() == 0);
-  CHECK(trace.wait(20000) == 0);
+  CHECK(trace.wait() == 0);
   auto events = e2e::json_lines(trace.read_out());
   CHECK(count_function(events, "main.Ints", target_pid) == 2);
   CHECK(events.size() == 2 * 9); // nine calls a round
@@ -58,7 +58,7 @@ TEST_CASE("without --pid or a command, every process running the binary is trace
   REQUIRE(first.status == 0);
   REQUIRE(second.status == 0);
   kill(trace.pid, SIGINT);
-  CHECK(trace.wait(20000) == 0);
+  CHECK(trace.wait() == 0);
   auto events = e2e::json_lines(trace.read_out());
   std::set<int> pids;
   for (const auto &e : events)
@@ -95,7 +95,7 @@ TEST_CASE("without privileges the tracer says it cannot load BPF") {
   std::string dir = e2e::temp_dir("mode-unprivileged");
   std::string tracer = build(dir);
   auto r = e2e::run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
-                     tracer, "--binary", e2e::fixture("fixture")}, 20000);
+                     tracer, "--binary", e2e::fixture("fixture")});
   CAPTURE(r.err);
   CHECK(r.status != 0);
   CHECK(r.err.find("cannot load BPF programs") != std::string::npos);
@@ -127,7 +127,7 @@ std::string trace_mid_call(const std::string &dir, const std::vector<std::string
   REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing"), trace.read_err());
   kill(target.pid, SIGUSR1); // the held calls return, then the second calls are made and traced
   CHECK(target.wait() == 0);
-  CHECK(trace.wait(20000) == 0);
+  CHECK(trace.wait() == 0);
   return trace.read_out();
 }
 

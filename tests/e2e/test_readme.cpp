@@ -187,13 +187,13 @@ e2e::Result run_command(const Sandbox &s, const YAML::Node &c, const std::string
   if (c["with_program"]) {
     // The tracer on every process running the binary: started, then the program, then Ctrl-C.
     auto tracer = e2e::spawn({"/bin/sh", "-c", "exec " + line}, s.dir);
-    bool tracing = tracer.wait_for_err("weave: tracing", 30000);
+    bool tracing = tracer.wait_for_err("weave: tracing", 120000);
     INFO(tracer.read_err());
     REQUIRE_MESSAGE(tracing, "the tracer did not start: " << line);
     auto program = e2e::run({"/bin/sh", "-c", c["with_program"].as<std::string>()});
     REQUIRE(program.status == 0);
     kill(tracer.pid, SIGINT);
-    r.status = tracer.wait(30000);
+    r.status = tracer.wait();
     r.out = tracer.read_out();
     r.err = tracer.read_err();
   } else {
@@ -430,14 +430,14 @@ TEST_CASE("the tracer's exit codes with -- CMD are the program's, 127 when it ca
   // 128 + the signal that killed it: the program waits for SIGUSR1, and gets SIGTERM.
   auto waiting = e2e::spawn({tracer, "--no-summary", "--", e2e::fixture("fixture"), "-wait-signal"}, dir);
   // The program says "ready" once it waits (the tracer attached before it started).
-  REQUIRE_MESSAGE(waiting.wait_for_err("ready\n", 30000), waiting.read_err());
+  REQUIRE_MESSAGE(waiting.wait_for_err("ready\n"), waiting.read_err());
   // The traced program is the tracer's child: /proc/PID/task/PID/children names it.
   std::string children;
   std::ifstream(fmt::format("/proc/{}/task/{}/children", waiting.pid, waiting.pid)) >> children;
   REQUIRE(!children.empty());
   int child = std::stoi(children);
   kill(child, SIGTERM);
-  CHECK(waiting.wait(30000) == 128 + SIGTERM);
+  CHECK(waiting.wait() == 128 + SIGTERM);
   // 127: a CMD that cannot be run, as in a shell.
   auto missing = e2e::run({tracer, "--", dir + "/no-such-program"});
   INFO(missing.err);
