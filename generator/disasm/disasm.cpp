@@ -2,6 +2,8 @@
 
 #include <Zydis/Zydis.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace weave {
@@ -168,6 +170,72 @@ CodeFacts analyze_arm64(const std::vector<uint8_t> &code, uint64_t vaddr) {
     }
   }
   return facts;
+}
+
+namespace {
+
+// Zydis register -> DWARF amd64 number (System V psABI): RAX 0, RDX 1, RCX 2, RBX 3, RSI 4, RDI 5,
+// RBP 6, RSP 7, R8-R15 8-15; -1 for others. Sub-registers count as their whole register.
+int dwarf_number(ZydisRegister reg) {
+  ZydisRegister wide = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, reg);
+  static const ZydisRegister order[] = {ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RBX,
+                                        ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSP,
+                                        ZYDIS_REGISTER_R8,  ZYDIS_REGISTER_R9,  ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
+                                        ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15};
+  for (int i = 0; i < 16; ++i)
+    if (order[i] == wide)
+      return i;
+  return -1;
+}
+
+} // namespace
+
+Writes x86_64_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t start, uint64_t end) {
+  Writes w;
+  if (start < vaddr || end > vaddr + code.size() || start >= end) {
+    w.unknown_stack = true;
+    for (int r = 0; r < 16; ++r)
+      w.regs.push_back(r);
+    return w;
+  }
+  ZydisDecoder decoder;
+  ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+  ZydisDecodedInstruction insn;
+  ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+  auto reg = [&](int r) {
+    if (r >= 0 && std::find(w.regs.begin(), w.regs.end(), r) == w.regs.end())
+      w.regs.push_back(r);
+  };
+  for (uint64_t at = start; at < end;) {
+    size_t offset = at - vaddr;
+    if (ZYAN_FAILED(ZydisDecoderDecodeFull(&decoder, code.data() + offset, code.size() - offset, &insn, ops))) {
+      w.unknown_stack = true;
+      for (int r = 0; r < 16; ++r)
+        reg(r);
+      return w;
+    }
+    if (insn.mnemonic == ZYDIS_MNEMONIC_CALL)
+      for (int r = 0; r < 16; ++r)
+        if (r != 7) // a call returns with SP where it was; every other register may be reused
+          reg(r);
+    for (int i = 0; i < insn.operand_count; ++i) {
+      const ZydisDecodedOperand &op = ops[i];
+      if (!(op.actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+        continue;
+      if (op.type == ZYDIS_OPERAND_TYPE_REGISTER) {
+        reg(dwarf_number(op.reg.value));
+      } else if (op.type == ZYDIS_OPERAND_TYPE_MEMORY) {
+        if (op.mem.base == ZYDIS_REGISTER_RSP && op.mem.index == ZYDIS_REGISTER_NONE) {
+          int64_t from = op.mem.disp.has_displacement ? op.mem.disp.value : 0;
+          w.stack.push_back({from, from + op.size / 8});
+        } else if (op.mem.base == ZYDIS_REGISTER_RBP || op.mem.base == ZYDIS_REGISTER_RSP) {
+          w.unknown_stack = true;
+        }
+      }
+    }
+    at += insn.length;
+  }
+  return w;
 }
 
 } // namespace weave

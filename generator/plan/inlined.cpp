@@ -69,7 +69,8 @@ bool amd64_register(int dwarf, std::string &field, std::string &name) {
 } // namespace
 
 NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, const TypeTable &types,
-                         const BinaryImage &image, int64_t sp_delta) {
+                         const BinaryImage &image, int64_t sp_delta, bool at_line) {
+  const char *here = at_line ? "this PC" : "this copy";
   NamedValue value;
   value.name = param.name;
   value.type = type;
@@ -77,15 +78,16 @@ NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, 
   const ParamEntryLocation &loc = param.location;
   using Status = ParamEntryLocation::Status;
   if (loc.status == Status::NoAttribute) {
-    value.unavailable = "DWARF records no location for it at this copy";
+    value.unavailable = fmt::format("DWARF records no location for it at {}", here);
     return value;
   }
   if (loc.status == Status::Empty) {
-    value.unavailable = "optimized out at this copy";
+    value.unavailable = fmt::format("optimized out at {}", here);
     return value;
   }
   if (loc.status == Status::NotAtEntry) {
-    value.unavailable = "its location list does not cover the copy's first instruction";
+    value.unavailable = at_line ? "its location list does not cover this PC"
+                                : "its location list does not cover the copy's first instruction";
     return value;
   }
   // Only amd64 was checked against real programs (frame base = CFA = SP + SP delta + 8, the
@@ -115,8 +117,25 @@ NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, 
     value.unavailable = "DWARF's location for it (" + loc.ops + ") is not one weave reads";
     return value;
   }
+  // DWARF's own description is checked before it is believed: pieces that do not add up to the
+  // value (Go 1.26 writes some struct locals as 24 of 32 bytes, golang/go#72053) say nothing
+  // sound about which piece is which field.
+  uint64_t covered = 0;
+  for (const DwarfPiece &p : loc.pieces)
+    covered += p.size;
   std::vector<std::pair<uint64_t, uint64_t>> parts;
-  if (!scalar_parts(types, type, 0, ptr, parts)) {
+  const bool modelled = scalar_parts(types, type, 0, ptr, parts);
+  uint64_t scalar_bytes = 0;
+  for (const auto &part : parts)
+    scalar_bytes += part.second;
+  if (loc.pieces.size() > 1 || (loc.pieces.size() == 1 && loc.pieces[0].size)) {
+    uint64_t expected = modelled ? scalar_bytes : size;
+    if (covered != expected) {
+      value.unavailable = fmt::format("DWARF's pieces ({}) cover {} of its {} bytes", loc.ops, covered, expected);
+      return value;
+    }
+  }
+  if (!modelled) {
     value.unavailable = "weave does not read a " + types.at(type).name + " from DWARF pieces";
     return value;
   }
@@ -139,7 +158,7 @@ NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, 
       piece.sp_offset = sp_offset(p.cfa_offset);
     } else if (p.kind != DwarfPiece::Kind::Register || !amd64_register(p.reg, piece.reg, piece.reg_name)) {
       value.unavailable = p.kind == DwarfPiece::Kind::Absent
-                              ? "part of it is optimized out at this copy"
+                              ? fmt::format("part of it is optimized out at {}", here)
                               : "DWARF's location for it (" + loc.ops + ") is not one weave reads";
       return value;
     }
