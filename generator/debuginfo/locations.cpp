@@ -531,11 +531,14 @@ void fill_site(const std::string &path, Dwarf_Die *cu_die, LineSite &site, const
       start = i;
       break;
     }
+  std::optional<Dwarf_Die> inlined_origin;
   if (start > 0) {
     Dwarf_Attribute attr;
     Dwarf_Die origin;
-    if (dwarf_attr(&chain[start], DW_AT_abstract_origin, &attr) && dwarf_formref_die(&attr, &origin))
+    if (dwarf_attr(&chain[start], DW_AT_abstract_origin, &attr) && dwarf_formref_die(&attr, &origin)) {
       site.function = integrated_name(&origin);
+      inlined_origin = origin;
+    }
     site.inlined = true;
   }
   // Innermost first, so an inner declaration hides an outer one of the same name.
@@ -565,6 +568,36 @@ void fill_site(const std::string &path, Dwarf_Die *cu_die, LineSite &site, const
     }
     if (more_vars < 0)
       dwarf_fail(path, "cannot read the variables of " + site.physical);
+  }
+  // An inlined copy lists only the variables it has a location for; the function's own top-level
+  // ones it leaves out are in scope all the same, and located nowhere.
+  if (inlined_origin) {
+    Dwarf_Die var;
+    int more_vars = dwarf_child(&*inlined_origin, &var);
+    for (; more_vars == 0; more_vars = dwarf_siblingof(&var, &var)) {
+      int tag = dwarf_tag(&var);
+      if (tag != DW_TAG_variable && tag != DW_TAG_formal_parameter)
+        continue;
+      LineVariable v;
+      v.name = integrated_name(&var);
+      bool seen = v.name.empty();
+      for (const LineVariable &known : site.variables)
+        seen = seen || known.name == v.name;
+      if (seen)
+        continue;
+      v.type = type_name_of(&var);
+      v.is_param = tag == DW_TAG_formal_parameter;
+      v.decl_line = decl_line_of(&var);
+      v.location.name = v.name;
+      v.location.status = ParamEntryLocation::Status::NoAttribute;
+      Dwarf_Attribute attr;
+      bool flag = false;
+      v.is_result = dwarf_attr(&var, DW_AT_variable_parameter, &attr) && dwarf_formflag(&attr, &flag) == 0 && flag;
+      v.location.is_result = v.is_result;
+      site.variables.push_back(std::move(v));
+    }
+    if (more_vars < 0)
+      dwarf_fail(path, "cannot read the variables of " + site.function);
   }
 }
 

@@ -72,6 +72,39 @@ func shadow(x int) int {
 	return y
 }
 
+//go:noinline
+func touch(p *point) int { return p.X + len(p.Name) }
+
+// p's address goes to a function that keeps it no longer than the call: p lives in one stack slot.
+//
+//go:noinline
+func framed(k int) int {
+	p := point{X: k + 1, Y: k * 5, Name: names[(k+1)%len(names)]}
+	n := touch(&p)
+	record("framed", map[string]any{"p.X": p.X, "p.Y": p.Y, "p.Name": p.Name, "n": n}) // probe: framed
+	return n + p.Y
+}
+
+// twice is inlined into both callers: its line is probed in each copy, named after the caller.
+func twice(v int) int {
+	w := v * 2
+	return w + 1 // probe: twice
+}
+
+//go:noinline
+func callA(a int) int {
+	r := twice(a + 3)
+	record("twice:main.callA", map[string]any{"v": a + 3, "w": (a + 3) * 2})
+	return r
+}
+
+//go:noinline
+func callB(b int) int {
+	r := twice(b * 5)
+	record("twice:main.callB", map[string]any{"v": b * 5, "w": b * 5 * 2})
+	return r
+}
+
 func main() {
 	path := flag.String("truth", "", "write each probed line's locals here, one JSON line each")
 	rounds := flag.Int("rounds", 3, "passes over the functions")
@@ -91,6 +124,8 @@ func main() {
 		total += structs(r)
 		total += len(build(r * 7))
 		total += shadow(r)
+		total += framed(r)
+		total += callA(r) + callB(r)
 	}
 	fmt.Println("total", total, sink)
 }
