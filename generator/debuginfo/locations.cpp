@@ -610,6 +610,7 @@ LineSites read_line_sites(const std::string &path, const std::string &suffix, in
   std::vector<Dwarf_Die> cus;
   std::vector<std::vector<Row>> cu_rows; // each unit's rows, in table order
   std::vector<size_t> pc_cu;
+  std::vector<Dwarf_Addr> pc_block_start;
   std::set<std::string> files;
   Dwarf_CU *cu = nullptr;
   Dwarf_Die cu_die, sub_die;
@@ -640,11 +641,13 @@ LineSites read_line_sites(const std::string &path, const std::string &suffix, in
     std::vector<Row> &rows = cu_rows.emplace_back();
     const size_t cu_index = cu_rows.size() - 1;
     bool in_block = false;
+    Dwarf_Addr block_start = 0;
     std::optional<Dwarf_Addr> stmt;
     std::string stmt_file;
     auto close_block = [&](Dwarf_Addr end) {
       if (in_block && stmt && *stmt < end)
-        pcs.push_back({*stmt, stmt_file}), cus.push_back(cu_die), pc_cu.push_back(cu_index);
+        pcs.push_back({*stmt, stmt_file}), cus.push_back(cu_die), pc_cu.push_back(cu_index),
+            pc_block_start.push_back(block_start);
       in_block = false;
       stmt.reset();
     };
@@ -668,6 +671,7 @@ LineSites read_line_sites(const std::string &path, const std::string &suffix, in
       if (!in_block) {
         in_block = true;
         stmt_file = src;
+        block_start = addr;
       }
       if (is_stmt && !stmt)
         stmt = addr;
@@ -682,6 +686,7 @@ LineSites read_line_sites(const std::string &path, const std::string &suffix, in
     site.pc = pcs[i].first;
     site.file = pcs[i].second;
     site.line = line;
+    site.block_start = pc_block_start[i];
     std::vector<Row> rows = cu_rows[pc_cu[i]];
     // Ordered by address for the search (sequences do not overlap in Go's tables).
     std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.addr < b.addr; });

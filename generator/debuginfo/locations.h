@@ -126,6 +126,9 @@ struct LineSite {
     int line = 0;
   };
   std::vector<Interleaved> interleaved;
+  // Where the line's block begins: before `pc` when the block's first rows are not statement
+  // starts, whose code (of this very line) has then run at the PC.
+  uint64_t block_start = 0;
 };
 
 struct LineSites {

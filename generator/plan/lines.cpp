@@ -79,10 +79,16 @@ std::vector<NamedValue> site_values(const LineSite &site, DebugInfo &debug, cons
       delta = pcln->sp_delta(*fn, site.pc);
   // What the code of other lines moved inside this one writes (amd64: plan_line_probes refuses the rest).
   std::vector<std::pair<const LineSite::Interleaved *, Writes>> moved_writes;
-  if (const PclnFunction *fn = pcln ? pcln->at_pc(site.pc) : nullptr; fn && !site.interleaved.empty()) {
+  // What the line's own code before its statement start writes: a value it changes there is no
+  // longer the one the line starts with.
+  std::optional<Writes> early;
+  const PclnFunction *fn = pcln ? pcln->at_pc(site.pc) : nullptr;
+  if (fn && (!site.interleaved.empty() || site.block_start < site.pc)) {
     std::vector<uint8_t> code = read_bytes(image, fn->entry, fn->end - fn->entry);
     for (const LineSite::Interleaved &other : site.interleaved)
       moved_writes.push_back({&other, x86_64_writes(code, fn->entry, other.start, other.end)});
+    if (site.block_start < site.pc && site.block_start >= fn->entry)
+      early = x86_64_writes(code, fn->entry, site.block_start, site.pc);
   } else if (!site.interleaved.empty()) {
     Writes all;
     all.unknown_stack = true;
@@ -141,6 +147,34 @@ std::vector<NamedValue> site_values(const LineSite &site, DebugInfo &debug, cons
     if (located.unavailable.empty() && uses_stack && !delta)
       located = NamedValue{v.name, *type, {}, true, "its stack slot is relative to a frame size .gopclntab does not "
                                                   "record at this PC"};
+    // The line's own instructions before the PC: a write to where the value is at the PC means the
+    // line has already begun changing it (what they compute elsewhere is not where it is read).
+    if (site.block_start < site.pc && located.unavailable.empty()) {
+      bool changed = !early;
+      if (early) {
+        auto stored = [&](int64_t from, int64_t size) {
+          if (early->unknown_stack)
+            return true;
+          for (const auto &[a, b] : early->stack)
+            if (a < from + size && from < b)
+              return true;
+          return false;
+        };
+        changed = located.whole_in_memory &&
+                  stored(located.whole_sp_offset, static_cast<int64_t>(types.at(*type).size));
+        for (const NamedValue::InlinedPiece &piece : located.pieces)
+          changed = changed || (piece.memory ? stored(piece.sp_offset, static_cast<int64_t>(piece.size))
+                                             : std::find(early->regs.begin(), early->regs.end(),
+                                                         amd64_dwarf_number(piece.reg)) != early->regs.end());
+      }
+      if (changed) {
+        values.push_back(NamedValue{v.name, *type, {}, true,
+                                    fmt::format("this line's own code from {:#x}, before its statement start at "
+                                                "this PC, may already have changed it",
+                                                site.block_start)});
+        continue;
+      }
+    }
     // Where it is at the PC must not be written by that moved code either: a register it writes,
     // or a stack slot it stores to, would change the value with no sign in DWARF.
     if (located.unavailable.empty())

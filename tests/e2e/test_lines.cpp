@@ -199,6 +199,34 @@ TEST_CASE("line probes refuse an ambiguous file, a variable out of scope, and sa
   CHECK(err.find("[no-code-at-line]") != std::string::npos);
 }
 
+TEST_CASE("when: on a line probe's locals is decided in BPF, and the text output names the line") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("lines-when");
+  std::ofstream(dir + "/spec.yaml") << fmt::format("probes:\n  - line: lines/main.go:{}\n    capture: [s, k]\n"
+                                                   "    when: 'k > 7'\n",
+                                                   source_line("// probe: build"));
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("lines"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "--", e2e::fixture("lines"), "-truth", dir + "/truth.jsonl",
+                          "-rounds", "4"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  // The program's own builds with k > 7, in order, as the text output shows them.
+  std::string want;
+  for (const json &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl")))
+    if (t["probe"] == "build" && t["locals"]["k"].get<int>() > 7)
+      want += fmt::format("main.build at main.go:{}(s=\"{}\", k={})\n", source_line("// probe: build"),
+                          t["locals"]["s"].get<std::string>(), t["locals"]["k"].get<int>());
+  REQUIRE(!want.empty());
+  std::string got;
+  std::istringstream lines(traced.out);
+  for (std::string line; std::getline(lines, line);)
+    if (size_t at = line.find("main.build at "); at != std::string::npos)
+      got += line.substr(at) + "\n";
+  CHECK(got == want);
+}
+
 // Last: without a newer Go it exits with ctest's skip code.
 TEST_CASE("line probes on the same program built by a newer Go") {
   e2e::require_bpf();
