@@ -703,6 +703,7 @@ int main(int argc, char **argv) {
                     "  weave funcs ./bin 'main.*'          # main's functions: parameters, types, registers\n"
                     "  weave funcs ./bin '*.(*Server).*'   # the methods of every Server type\n"
                     "  weave funcs --names ./bin 'main.*'  # the names alone\n"
+                    "  weave funcs ./bin --line main.go:42  # the PCs of a source line, where each local is\n"
                     "\n"
                     "A name it prints is what a spec's function: takes (man weave-spec).");
 

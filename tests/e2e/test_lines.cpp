@@ -227,6 +227,46 @@ TEST_CASE("when: on a line probe's locals is decided in BPF, and the text output
   CHECK(got == want);
 }
 
+TEST_CASE("weave funcs --line lists the PCs and where each local is; weave trace FILE:LINE probes the line") {
+  e2e::require_bpf();
+  auto listed = e2e::run({e2e::weave(), "funcs", e2e::fixture("lines"), "--line",
+                          fmt::format("lines/main.go:{}", source_line("// probe: twice"))});
+  INFO(listed.err);
+  REQUIRE(listed.status == 0);
+  CHECK(listed.out.find(" in main.twice (inlined into main.callA)\n  v int: SP+40\n  w int: unavailable: ") !=
+        std::string::npos);
+  CHECK(listed.out.find(" in main.twice (inlined into main.callB)\n") != std::string::npos);
+  listed = e2e::run({e2e::weave(), "funcs", e2e::fixture("lines"), "--line",
+                     fmt::format("lines/main.go:{}", source_line("// probe: loop"))});
+  CHECK(listed.out.find("  sum int: unavailable: code of line " + std::to_string(source_line("sum += i * 3")) +
+                        " runs inside this line's") != std::string::npos);
+
+  std::string dir = e2e::temp_dir("lines-trace");
+  auto traced = e2e::run({"env", "XDG_CACHE_HOME=" + dir + "/cache", e2e::weave(), "trace", "--format", "json",
+                          e2e::fixture("lines"), fmt::format("lines/main.go:{}", source_line("// probe: framed")),
+                          "--", "-truth", dir + "/truth.jsonl", "-rounds", "3"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::vector<json> want;
+  for (const json &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl")))
+    if (t["probe"] == "framed")
+      want.push_back(t["locals"]);
+  std::vector<json> seen;
+  std::istringstream lines(traced.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with("{"))
+      seen.push_back(json::parse(line)["locals"]);
+  REQUIRE(seen.size() == want.size());
+  REQUIRE(seen.size() == 3);
+  // Every local (locals: all): the struct whole, the int it computed.
+  for (size_t i = 0; i < seen.size(); ++i) {
+    CHECK(seen[i]["p"]["X"] == want[i]["p.X"]);
+    CHECK(seen[i]["p"]["Y"] == want[i]["p.Y"]);
+    CHECK(seen[i]["p"]["Name"] == want[i]["p.Name"]);
+    CHECK(seen[i]["n"] == want[i]["n"]);
+  }
+}
+
 // Last: without a newer Go it exits with ctest's skip code.
 TEST_CASE("line probes on the same program built by a newer Go") {
   e2e::require_bpf();
