@@ -214,10 +214,12 @@ Writes x86_64_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t 
         reg(r);
       return w;
     }
-    if (insn.mnemonic == ZYDIS_MNEMONIC_CALL)
+    if (insn.mnemonic == ZYDIS_MNEMONIC_CALL) {
       for (int r = 0; r < 16; ++r)
         if (r != 7) // a call returns with SP where it was; every other register may be reused
           reg(r);
+      w.unknown_stack = true; // and the callee may store through a pointer into this frame
+    }
     for (int i = 0; i < insn.operand_count; ++i) {
       const ZydisDecodedOperand &op = ops[i];
       if (!(op.actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
@@ -228,7 +230,9 @@ Writes x86_64_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t 
         if (op.mem.base == ZYDIS_REGISTER_RSP && op.mem.index == ZYDIS_REGISTER_NONE) {
           int64_t from = op.mem.disp.has_displacement ? op.mem.disp.value : 0;
           w.stack.push_back({from, from + op.size / 8});
-        } else if (op.mem.base == ZYDIS_REGISTER_RBP || op.mem.base == ZYDIS_REGISTER_RSP) {
+        } else if (op.mem.base != ZYDIS_REGISTER_RIP || op.mem.index != ZYDIS_REGISTER_NONE) {
+          // Through BP, an index, or a pointer, which may hold the address of a local in this
+          // frame: any slot may be written. RIP-relative stores reach globals only.
           w.unknown_stack = true;
         }
       }

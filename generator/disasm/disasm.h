@@ -35,7 +35,8 @@ CodeFacts analyze_arm64(const std::vector<uint8_t> &code, uint64_t vaddr);
 // What the amd64 instructions starting in [start, end) may write, for a line probe deciding whether
 // code the compiler moved inside a line changes a value after the probe: registers by DWARF number
 // (0-15; a CALL writes all but SP), stack bytes at SP + offset (stores based on SP), and
-// `unknown_stack` for a store based on BP (the frame pointer) or that could not be decoded.
+// `unknown_stack` for a store through BP, an index or any pointer (which may hold the address of a
+// local of this frame), a CALL (whose callee may), or code that could not be decoded.
 struct Writes {
   std::vector<int> regs;
   std::vector<std::pair<int64_t, int64_t>> stack; // [from, to) relative to SP

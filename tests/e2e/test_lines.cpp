@@ -227,7 +227,7 @@ TEST_CASE("when: on a line probe's locals is decided in BPF, and the text output
   CHECK(got == want);
 }
 
-TEST_CASE("weave funcs --line lists the PCs and where each local is; weave trace FILE:LINE probes the line") {
+TEST_CASE("weave funcs --line lists the PCs and where each local is, and weave trace FILE:LINE probes the line") {
   e2e::require_bpf();
   auto listed = e2e::run({e2e::weave(), "funcs", e2e::fixture("lines"), "--line",
                           fmt::format("lines/main.go:{}", source_line("// probe: twice"))});
