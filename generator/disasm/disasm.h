@@ -43,5 +43,7 @@ struct Writes {
   bool unknown_stack = false;
 };
 Writes x86_64_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t start, uint64_t end);
+// The same for 386 code (32-bit mode), registers by the i386 DWARF numbers (0-7; SP is 4).
+Writes i386_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t start, uint64_t end);
 
 } // namespace weave

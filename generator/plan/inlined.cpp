@@ -66,6 +66,18 @@ bool amd64_register(int dwarf, std::string &field, std::string &name) {
   return true;
 }
 
+// DWARF register number -> pt_regs field and assembler name on 386 (System V i386 psABI numbering;
+// a 386 process's uprobe context is the 64-bit pt_regs, its registers in the low halves).
+bool i386_register(int dwarf, std::string &field, std::string &name) {
+  static const char *fields[] = {"ax", "cx", "dx", "bx", "sp", "bp", "si", "di"};
+  static const char *names[] = {"EAX", "ECX", "EDX", "EBX", "ESP", "EBP", "ESI", "EDI"};
+  if (dwarf < 0 || dwarf > 7)
+    return false;
+  field = fields[dwarf];
+  name = names[dwarf];
+  return true;
+}
+
 } // namespace
 
 NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, const TypeTable &types,
@@ -92,7 +104,12 @@ NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, 
   }
   // Only amd64 was checked against real programs (frame base = CFA = SP + SP delta + 8, the
   // return address the call pushed; tests/e2e/test_inlined.cpp).
-  if (image.arch != Arch::X86_64) {
+  // Line probes read 386 values too (tests/e2e/test_lines.cpp checks them on a real program).
+  const bool i386 = at_line && image.arch == Arch::I386;
+  auto machine_register = [&](int dwarf, std::string &field, std::string &name) {
+    return i386 ? i386_register(dwarf, field, name) : amd64_register(dwarf, field, name);
+  };
+  if (image.arch != Arch::X86_64 && !i386) {
     value.unavailable = "values at inlined copies are read on amd64 only";
     return value;
   }
@@ -109,7 +126,7 @@ NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, 
     }
     NamedValue::InlinedPiece piece;
     if (p.kind == DwarfPiece::Kind::Register && size <= static_cast<uint64_t>(ptr) &&
-        amd64_register(p.reg, piece.reg, piece.reg_name)) {
+        machine_register(p.reg, piece.reg, piece.reg_name)) {
       piece.size = size;
       value.pieces.push_back(piece);
       return value;
@@ -156,7 +173,7 @@ NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, 
     if (p.kind == DwarfPiece::Kind::Memory) {
       piece.memory = true;
       piece.sp_offset = sp_offset(p.cfa_offset);
-    } else if (p.kind != DwarfPiece::Kind::Register || !amd64_register(p.reg, piece.reg, piece.reg_name)) {
+    } else if (p.kind != DwarfPiece::Kind::Register || !machine_register(p.reg, piece.reg, piece.reg_name)) {
       value.unavailable = p.kind == DwarfPiece::Kind::Absent
                               ? fmt::format("part of it is optimized out at {}", here)
                               : "DWARF's location for it (" + loc.ops + ") is not one weave reads";

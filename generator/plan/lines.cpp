@@ -19,12 +19,13 @@ namespace weave {
 
 namespace {
 
-// pt_regs field ("dx") -> DWARF amd64 register number (System V psABI), -1 when unknown.
-int amd64_dwarf_number(const std::string &field) {
-  static const char *fields[] = {"ax", "dx", "cx", "bx", "si", "di", "bp", "sp",
-                                 "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"};
-  for (int i = 0; i < 16; ++i)
-    if (field == fields[i])
+// pt_regs field ("dx") -> DWARF register number (System V amd64 or i386 psABI), -1 when unknown.
+int dwarf_register_number(const std::string &field, bool i386) {
+  static const char *amd64[] = {"ax", "dx", "cx", "bx", "si", "di", "bp", "sp",
+                                "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"};
+  static const char *x86[] = {"ax", "cx", "dx", "bx", "sp", "bp", "si", "di"};
+  for (int i = 0; i < (i386 ? 8 : 16); ++i)
+    if (field == (i386 ? x86[i] : amd64[i]))
       return i;
   return -1;
 }
@@ -77,7 +78,10 @@ std::vector<NamedValue> site_values(const LineSite &site, DebugInfo &debug, cons
   if (pcln)
     if (const PclnFunction *fn = pcln->at_pc(site.pc))
       delta = pcln->sp_delta(*fn, site.pc);
-  // What the code of other lines moved inside this one writes (amd64: plan_line_probes refuses the rest).
+  // What the code of other lines moved inside this one writes (amd64 and 386: plan_line_probes
+  // refuses the rest).
+  const bool i386 = image.arch == Arch::I386;
+  auto writes_in = i386 ? i386_writes : x86_64_writes;
   std::vector<std::pair<const LineSite::Interleaved *, Writes>> moved_writes;
   // What the line's own code before its statement start writes: a value it changes there is no
   // longer the one the line starts with.
@@ -86,9 +90,9 @@ std::vector<NamedValue> site_values(const LineSite &site, DebugInfo &debug, cons
   if (fn && (!site.interleaved.empty() || site.block_start < site.pc)) {
     std::vector<uint8_t> code = read_bytes(image, fn->entry, fn->end - fn->entry);
     for (const LineSite::Interleaved &other : site.interleaved)
-      moved_writes.push_back({&other, x86_64_writes(code, fn->entry, other.start, other.end)});
+      moved_writes.push_back({&other, writes_in(code, fn->entry, other.start, other.end)});
     if (site.block_start < site.pc && site.block_start >= fn->entry)
-      early = x86_64_writes(code, fn->entry, site.block_start, site.pc);
+      early = writes_in(code, fn->entry, site.block_start, site.pc);
   } else if (!site.interleaved.empty()) {
     Writes all;
     all.unknown_stack = true;
@@ -165,7 +169,7 @@ std::vector<NamedValue> site_values(const LineSite &site, DebugInfo &debug, cons
         for (const NamedValue::InlinedPiece &piece : located.pieces)
           changed = changed || (piece.memory ? stored(piece.sp_offset, static_cast<int64_t>(piece.size))
                                              : std::find(early->regs.begin(), early->regs.end(),
-                                                         amd64_dwarf_number(piece.reg)) != early->regs.end());
+                                                         dwarf_register_number(piece.reg, i386)) != early->regs.end());
       }
       if (changed) {
         values.push_back(NamedValue{v.name, *type, {}, true,
@@ -194,7 +198,7 @@ std::vector<NamedValue> site_values(const LineSite &site, DebugInfo &debug, cons
             written = written || stored(piece.sp_offset, static_cast<int64_t>(piece.size));
             continue;
           }
-          int number = amd64_dwarf_number(piece.reg);
+          int number = dwarf_register_number(piece.reg, i386);
           written = written || number < 0 ||
                     std::find(writes.regs.begin(), writes.regs.end(), number) != writes.regs.end();
         }
@@ -235,9 +239,9 @@ std::vector<ProbePlan> plan_line_probes(const ProbeSpec &spec, const std::string
                                 "and location lists",
                                 image.path),
                     spec.line_loc, "build the binary without -ldflags=-w, or give weave its debug file");
-  if (image.arch != Arch::X86_64)
+  if (image.arch != Arch::X86_64 && image.arch != Arch::I386)
     throw UserError("unsupported-line-arch",
-                    fmt::format("line probes are built for amd64 binaries only, and {} is {}", image.path,
+                    fmt::format("line probes are built for amd64 and 386 binaries only, and {} is {}", image.path,
                                 arch_name(image.arch)),
                     spec.line_loc);
   std::vector<LineSite> sites = resolve_sites(spec.line_file, spec.line, spec.function, spec.line_loc, dwarf_file);
