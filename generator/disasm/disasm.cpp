@@ -220,8 +220,9 @@ Writes x86_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t sta
     ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
   ZydisDecodedInstruction insn;
   ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+  // SP holds no variable: a CALL's push and return leave it where it was.
   auto reg = [&](int r) {
-    if (r >= 0 && std::find(w.regs.begin(), w.regs.end(), r) == w.regs.end())
+    if (r >= 0 && r != sp_number && std::find(w.regs.begin(), w.regs.end(), r) == w.regs.end())
       w.regs.push_back(r);
   };
   for (uint64_t at = start; at < end;) {
