@@ -285,6 +285,10 @@ std::vector<ProbePlan> plan_line_probes(const ProbeSpec &spec, const std::string
       for (const LineVariable &v : site.variables) {
         if (v.name == parsed.root && v.decl_line > site.line)
           later = fmt::format(" (it is declared at line {}, after it)", v.decl_line);
+        if (v.name == "&" + parsed.root)
+          later = fmt::format(" as a value: it was moved to the heap, and DWARF locates only its address (&{}), "
+                              "which this version does not follow",
+                              parsed.root);
         if (v.decl_line <= site.line && is_identifier(v.name) && seen.insert(v.name).second)
           names += (names.empty() ? "" : ", ") + v.name;
       }
