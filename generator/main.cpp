@@ -18,6 +18,9 @@
 #include "common/diag.h"
 #include "debuginfo/debuginfo.h"
 #include "funcs/funcs.h"
+#include <charconv>
+#include "plan/lines.h"
+#include <fmt/format.h>
 #include "gobinary/pclntab.h"
 #include "plan/plan.h"
 #include "run/run.h"
@@ -680,7 +683,7 @@ int main(int argc, char **argv) {
   trace_cmd->add_option("--clang", trace_args.run.clang, "clang executable used to compile the probes");
   trace_cmd->add_option("--runtime", trace_args.run.runtime, "tracer runtime to embed the probes into");
 
-  std::string funcs_binary, funcs_pattern;
+  std::string funcs_binary, funcs_pattern, funcs_line;
   bool funcs_names = false;
   weave::DebugSearch funcs_debug;
   CLI::App *funcs_cmd = app.add_subcommand(
@@ -691,11 +694,16 @@ int main(int argc, char **argv) {
   funcs_cmd->add_flag("--names", funcs_names,
                       "print only the matching names, one per line, from .gopclntab (for scripts and "
                       "shell completion; nothing matching prints nothing)");
+  funcs_cmd->add_option("--line", funcs_line,
+                        "instead of functions: the PCs source line FILE:LINE maps to (FILE a path suffix) and, "
+                        "at each, where DWARF puts every local in scope (PATTERN, if given, names the function)")
+      ->type_name("FILE:LINE");
   add_debug_options(*funcs_cmd, funcs_debug);
   funcs_cmd->footer("Examples:\n"
                     "  weave funcs ./bin 'main.*'          # main's functions: parameters, types, registers\n"
                     "  weave funcs ./bin '*.(*Server).*'   # the methods of every Server type\n"
                     "  weave funcs --names ./bin 'main.*'  # the names alone\n"
+                    "  weave funcs ./bin --line main.go:42  # the PCs of a source line, where each local is\n"
                     "\n"
                     "A name it prints is what a spec's function: takes (man weave-spec).");
 
@@ -740,6 +748,29 @@ int main(int argc, char **argv) {
       }
       auto debug = image.has_dwarf ? weave::DebugInfo::open(weave::dwarf_path(image), image.ptr_size) : nullptr;
       std::optional<weave::Pclntab> pcln = weave::Pclntab::load(image);
+      if (!funcs_line.empty()) {
+        size_t colon = funcs_line.rfind(':');
+        int number = 0;
+        if (colon == std::string::npos || colon == 0 ||
+            std::from_chars(funcs_line.data() + colon + 1, funcs_line.data() + funcs_line.size(), number).ec !=
+                std::errc{} ||
+            number < 1)
+          throw weave::UserError("bad-line", "--line must be FILE:LINE, found " + funcs_line);
+        if (!debug)
+          throw weave::UserError("no-dwarf-lines", funcs_binary + " has no DWARF: lines map to PCs and locals "
+                                                                  "through DWARF's line table and location lists");
+        for (const weave::LineListing &l :
+             weave::list_line_sites(funcs_line.substr(0, colon), number, funcs_pattern, weave::dwarf_path(image),
+                                    *debug, image, pcln ? &*pcln : nullptr, debug->types())) {
+          std::cout << fmt::format("{}:{} pc {:#x} in {}", l.site.file, l.site.line, l.site.pc, l.site.function);
+          if (l.site.inlined)
+            std::cout << " (inlined into " << l.site.physical << ")";
+          std::cout << "\n";
+          for (const weave::LineValue &v : l.values)
+            std::cout << fmt::format("  {} {}: {}\n", v.name, v.type, v.where);
+        }
+        return 0;
+      }
       std::vector<std::string> warnings;
       std::cout << weave::list_functions(image, debug.get(), pcln ? &*pcln : nullptr, funcs_pattern, &warnings);
       std::cout.flush();

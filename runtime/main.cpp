@@ -621,6 +621,8 @@ void print_stats(const Manifest &m, const StatsReport &report, const char *when)
 // ", inlined into main.loop2 at main.go:63" for an inlined copy's probe: one function's copies
 // are told apart in the summary as in the events.
 std::string inlined_label(const ManifestProbe &probe) {
+  if (probe.line) // a line probe's PCs: ", at 0x4a0fd3" (", at 0x4a1b51 in main.callA" for a copy inlined there)
+    return fmt::format(", at {:#x}{}", probe.line->pc, probe.line->inlined ? " in " + probe.line->physical : "");
   if (!probe.inlined_into)
     return "";
   const auto &into = *probe.inlined_into;
@@ -640,7 +642,9 @@ void print_summary(const Manifest &m, const EventWriter &writer, uint64_t malfor
     total_lost += l;
     if (m.probes.size() <= kListedProbes || l > 0)
       say("{} ({}{}): {}, {} lost", m.probes[i].name,
-          !m.probes[i].attach.empty() && m.probes[i].attach[0].kind == AttachKind::Return ? "return" : "entry",
+          m.probes[i].line                                                                  ? "line"
+          : !m.probes[i].attach.empty() && m.probes[i].attach[0].kind == AttachKind::Return ? "return"
+                                                                                            : "entry",
           inlined_label(m.probes[i]), count(writer.events_per_probe()[i], "event"), l);
   }
   if (m.probes.size() > 1)

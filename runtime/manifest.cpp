@@ -429,6 +429,17 @@ ManifestProbe parse_probe(const json &p, size_t index, uint32_t header_size) {
                                                     optional_string(into, ipath, "physical"),
                                                     u32_at(into, ipath, "line", UINT32_MAX)};
   }
+  if (p.contains("line")) {
+    const json &at = object_at(p, path, "line");
+    std::string lpath = path + ".line";
+    ManifestProbe::Line line;
+    line.file = string_at(at, lpath, "file");
+    line.physical = optional_string(at, lpath, "physical");
+    line.line = u32_at(at, lpath, "line", UINT32_MAX);
+    line.pc = u64_at(at, lpath, "pc");
+    line.inlined = at.contains("inlined") && at["inlined"].is_boolean() && at["inlined"].get<bool>();
+    probe.line = std::move(line);
+  }
   if (p.contains("dictionary")) {
     // A generic shape instance: its dictionary pointer, captured as a one-word pointer, names
     // the instantiation the caller wrote.

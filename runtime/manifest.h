@@ -122,6 +122,16 @@ struct ManifestProbe {
     uint32_t line = 0;
   };
   std::optional<InlinedInto> inlined_into;
+  // A source-line probe ("line"): its events are shown as line events, at file:line and pc, their
+  // captures the locals there. `physical` holds the PC; `inlined`: the line's function was inlined
+  // there.
+  struct Line {
+    std::string file, physical;
+    uint32_t line = 0;
+    uint64_t pc = 0;
+    bool inlined = false;
+  };
+  std::optional<Line> line;
 };
 
 struct Manifest {

@@ -286,6 +286,20 @@ EventPrinter::EventPrinter(const Manifest &manifest, OutputFormat format, uint64
       pp.json_inlined = ",\"inlined_into\":{\"function\":" + json_quoted(into.function) +
                         ",\"file\":" + json_quoted(into.file) + ",\"line\":" + std::to_string(into.line) + "}";
     }
+    if (probe.line) {
+      const auto &at = *probe.line;
+      std::string base = at.file.substr(at.file.rfind('/') + 1);
+      pp.is_line = true;
+      pp.text_inlined = " at " + base + ":" + std::to_string(at.line);
+      if (at.inlined)
+        pp.text_inlined += " [inlined into " + at.physical + "]";
+      char pc[32];
+      std::snprintf(pc, sizeof pc, "0x%llx", static_cast<unsigned long long>(at.pc));
+      pp.json_line = ",\"file\":" + json_quoted(at.file) + ",\"line\":" + std::to_string(at.line) +
+                     ",\"pc\":\"" + pc + "\"";
+      if (at.inlined)
+        pp.json_line += ",\"inlined_into\":{\"function\":" + json_quoted(at.physical) + "}";
+    }
     size_t fields = 0;
     for (const ManifestCapture &capture : probe.captures) {
       PreparedCapture pc;
@@ -533,9 +547,10 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
   truncated_lengths_.clear();
   unavailable_.clear();
   out += pp.json_prefix;
-  out += kind_name(h.kind);
+  out += pp.is_line ? "line" : kind_name(h.kind);
   out += '"';
   out += pp.json_inlined;
+  out += pp.json_line;
   if (const std::string *name = instantiation(probe, event, bias)) {
     out += ",\"instantiation\":";
     append_json_string(out, *name);
@@ -553,7 +568,7 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
     append_u64(out, call);
   }
   // A return event carries the function's results; an entry event its arguments.
-  out += h.kind == WEAVE_EVENT_RETURN ? ",\"results\":{" : ",\"args\":{";
+  out += h.kind == WEAVE_EVENT_RETURN ? ",\"results\":{" : pp.is_line ? ",\"locals\":{" : ",\"args\":{";
   bool first = true;
   for (size_t c = 0; c < probe.captures.size(); ++c) {
     const ManifestCapture &capture = probe.captures[c];

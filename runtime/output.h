@@ -92,6 +92,10 @@ private:
     std::string text_inlined; // " [inlined into main.caller at main.go:25]" for an inlined copy
     std::string text_name;    // "slow: " when the probe's name is not its function's (probes[].name)
     std::string json_inlined; // ,"inlined_into":{...}
+    // A line probe: events are of kind "line", with ,"file":..,"line":..,"pc":"0x.." after the kind
+    // and their values under "locals"; text shows " at main.go:23" after the function.
+    bool is_line = false;
+    std::string json_line;
     std::vector<PreparedCapture> captures;
   };
 

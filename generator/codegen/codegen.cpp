@@ -1022,6 +1022,13 @@ std::string render_manifest(const Plan &plan) {
                              {"file", probe.inlined_into->file},
                              {"line", probe.inlined_into->line},
                              {"physical", probe.inlined_into->physical}};
+      // A source-line probe: its events are "line" events, with where the line is.
+      if (probe.line)
+        p["line"] = {{"file", probe.line->file},
+                     {"line", probe.line->line},
+                     {"pc", probe.line->pc},
+                     {"physical", probe.line->physical},
+                     {"inlined", probe.line->inlined}};
       // The condition the entry program evaluates (its returns follow the entry's verdict).
       if (!probe.entry.filter_text.empty())
         p["when"] = probe.entry.filter_text;

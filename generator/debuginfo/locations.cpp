@@ -7,7 +7,10 @@
 
 #include "common/diag.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <optional>
+#include <set>
 #include <cstring>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -413,6 +416,289 @@ std::vector<InlinedCopyLocations> read_inlined_locations(
   if (status < 0)
     dwarf_fail(path, "cannot read compile units");
   return copies;
+}
+
+
+bool path_suffix_matches(std::string_view name, std::string_view suffix) {
+  if (suffix.empty() || !name.ends_with(suffix))
+    return false;
+  return name.size() == suffix.size() || suffix.front() == '/' || name[name.size() - suffix.size() - 1] == '/';
+}
+
+namespace {
+
+// The chain of scopes from `die` (which contains pc) down to the innermost one containing pc.
+void scope_chain(const std::string &path, Dwarf_Die die, Dwarf_Addr pc, std::vector<Dwarf_Die> &chain) {
+  chain.push_back(die);
+  for (int depth = 0; depth < 200; ++depth) {
+    Dwarf_Die child;
+    int more = dwarf_child(&chain.back(), &child);
+    bool descended = false;
+    for (; more == 0; more = dwarf_siblingof(&child, &child)) {
+      int tag = dwarf_tag(&child);
+      if (tag != DW_TAG_lexical_block && tag != DW_TAG_inlined_subroutine)
+        continue;
+      int has = dwarf_haspc(&child, pc);
+      if (has < 0)
+        dwarf_fail(path, "cannot read the ranges of a scope");
+      if (has > 0) {
+        chain.push_back(child);
+        descended = true;
+        break;
+      }
+    }
+    if (more < 0)
+      dwarf_fail(path, "cannot walk a scope");
+    if (!descended)
+      return;
+  }
+  dwarf_fail(path, "scopes nest too deep");
+}
+
+int decl_line_of(Dwarf_Die *die) {
+  Dwarf_Attribute attr;
+  Dwarf_Word line = 0;
+  if (dwarf_attr_integrate(die, DW_AT_decl_line, &attr) && dwarf_formudata(&attr, &line) == 0 && line < 1u << 30)
+    return static_cast<int>(line);
+  return 0;
+}
+
+// The start of every entry of a DIE's location list; false for a single expression (or none).
+bool location_starts(const std::string &path, Dwarf_Die *die, std::vector<uint64_t> &starts) {
+  Dwarf_Attribute attr;
+  if (!dwarf_attr(die, DW_AT_location, &attr) || is_block_form(dwarf_whatform(&attr)))
+    return false;
+  Dwarf_Addr base = 0, start = 0, end = 0;
+  Dwarf_Op *expr = nullptr;
+  size_t len = 0;
+  ptrdiff_t offset = 0;
+  for (int n = 0; n < 1 << 16 && (offset = dwarf_getlocations(&attr, offset, &base, &start, &end, &expr, &len)) > 0;
+       ++n)
+    starts.push_back(start);
+  if (offset < 0)
+    dwarf_fail(path, "cannot read a location list");
+  return true;
+}
+
+struct Row {
+  Dwarf_Addr addr = 0;
+  int line = 0;
+  bool same_file = false, end_sequence = false;
+};
+
+void fill_site(const std::string &path, Dwarf_Die *cu_die, LineSite &site, const std::vector<Row> &rows) {
+  Dwarf_Die child;
+  int more = dwarf_child(cu_die, &child);
+  for (; more == 0; more = dwarf_siblingof(&child, &child)) {
+    if (dwarf_tag(&child) != DW_TAG_subprogram)
+      continue;
+    int has = dwarf_haspc(&child, site.pc);
+    if (has < 0)
+      dwarf_fail(path, "cannot read the ranges of a subprogram");
+    if (has > 0)
+      break;
+  }
+  if (more != 0)
+    return; // no subprogram holds the PC: the site has no function and no variables
+  site.physical = integrated_name(&child);
+  site.function = site.physical;
+  // Rows of other lines inside this line's code in the function, from the PC on.
+  Dwarf_Addr fn_low = 0, fn_high = 0;
+  if (dwarf_lowpc(&child, &fn_low) == 0 && dwarf_highpc(&child, &fn_high) == 0) {
+    auto at = std::lower_bound(rows.begin(), rows.end(), site.pc,
+                               [](const Row &r, Dwarf_Addr pc) { return r.addr < pc; });
+    Dwarf_Addr last_end = site.pc;
+    std::vector<LineSite::Interleaved> others;
+    for (auto it = at; it != rows.end() && it + 1 != rows.end() && it->addr < fn_high && !it->end_sequence; ++it) {
+      Dwarf_Addr end = (it + 1)->addr;
+      if (end <= it->addr)
+        continue;
+      if (it->same_file && it->line == site.line)
+        last_end = end;
+      else
+        others.push_back({it->addr, end, it->line});
+    }
+    for (const auto &o : others)
+      if (o.start < last_end)
+        site.interleaved.push_back(o);
+  }
+  std::vector<Dwarf_Die> chain;
+  scope_chain(path, child, site.pc, chain);
+  // The line's own function: the innermost inlined copy holding the PC, else the subprogram.
+  size_t start = 0;
+  for (size_t i = chain.size(); i-- > 1;)
+    if (dwarf_tag(&chain[i]) == DW_TAG_inlined_subroutine) {
+      start = i;
+      break;
+    }
+  std::optional<Dwarf_Die> inlined_origin;
+  if (start > 0) {
+    Dwarf_Attribute attr;
+    Dwarf_Die origin;
+    if (dwarf_attr(&chain[start], DW_AT_abstract_origin, &attr) && dwarf_formref_die(&attr, &origin)) {
+      site.function = integrated_name(&origin);
+      inlined_origin = origin;
+    }
+    site.inlined = true;
+  }
+  // Innermost first, so an inner declaration hides an outer one of the same name.
+  for (size_t i = chain.size(); i-- > start;) {
+    Dwarf_Die var;
+    int more_vars = dwarf_child(&chain[i], &var);
+    for (; more_vars == 0; more_vars = dwarf_siblingof(&var, &var)) {
+      int tag = dwarf_tag(&var);
+      if (tag != DW_TAG_variable && tag != DW_TAG_formal_parameter)
+        continue;
+      LineVariable v;
+      v.name = integrated_name(&var);
+      if (v.name.empty())
+        continue;
+      bool hidden = false;
+      for (const LineVariable &seen : site.variables)
+        hidden = hidden || seen.name == v.name;
+      if (hidden)
+        continue;
+      v.type = type_name_of(&var);
+      v.is_param = tag == DW_TAG_formal_parameter;
+      v.decl_line = decl_line_of(&var);
+      v.location = read_param(path, &var, site.pc);
+      v.whole_function = !location_starts(path, &var, v.location_starts);
+      v.is_result = v.location.is_result;
+      site.variables.push_back(std::move(v));
+    }
+    if (more_vars < 0)
+      dwarf_fail(path, "cannot read the variables of " + site.physical);
+  }
+  // An inlined copy lists only the variables it has a location for; the function's own top-level
+  // ones it leaves out are in scope all the same, and located nowhere.
+  if (inlined_origin) {
+    Dwarf_Die var;
+    int more_vars = dwarf_child(&*inlined_origin, &var);
+    for (; more_vars == 0; more_vars = dwarf_siblingof(&var, &var)) {
+      int tag = dwarf_tag(&var);
+      if (tag != DW_TAG_variable && tag != DW_TAG_formal_parameter)
+        continue;
+      LineVariable v;
+      v.name = integrated_name(&var);
+      bool seen = v.name.empty();
+      for (const LineVariable &known : site.variables)
+        seen = seen || known.name == v.name;
+      if (seen)
+        continue;
+      v.type = type_name_of(&var);
+      v.is_param = tag == DW_TAG_formal_parameter;
+      v.decl_line = decl_line_of(&var);
+      v.location.name = v.name;
+      v.location.status = ParamEntryLocation::Status::NoAttribute;
+      Dwarf_Attribute attr;
+      bool flag = false;
+      v.is_result = dwarf_attr(&var, DW_AT_variable_parameter, &attr) && dwarf_formflag(&attr, &flag) == 0 && flag;
+      v.location.is_result = v.is_result;
+      site.variables.push_back(std::move(v));
+    }
+    if (more_vars < 0)
+      dwarf_fail(path, "cannot read the variables of " + site.function);
+  }
+}
+
+} // namespace
+
+LineSites read_line_sites(const std::string &path, const std::string &suffix, int line) {
+  DwarfFile file(path);
+  LineSites out;
+  std::vector<std::pair<Dwarf_Addr, std::string>> pcs; // with the CU offset's die kept below
+  std::vector<Dwarf_Die> cus;
+  std::vector<std::vector<Row>> cu_rows; // each unit's rows, in table order
+  std::vector<size_t> pc_cu;
+  std::vector<Dwarf_Addr> pc_block_start;
+  std::set<std::string> files;
+  Dwarf_CU *cu = nullptr;
+  Dwarf_Die cu_die, sub_die;
+  uint8_t unit_type = 0;
+  int status;
+  while ((status = dwarf_get_units(file.dwarf, cu, &cu, nullptr, &unit_type, &cu_die, &sub_die)) == 0) {
+    // Only units whose file table names a matching file.
+    Dwarf_Files *srcfiles = nullptr;
+    size_t nfiles = 0;
+    if (dwarf_getsrcfiles(&cu_die, &srcfiles, &nfiles) != 0)
+      continue; // a unit with no line table
+    bool any = false;
+    for (size_t i = 0; i < nfiles; ++i) {
+      const char *name = dwarf_filesrc(srcfiles, i, nullptr, nullptr);
+      if (name && path_suffix_matches(name, suffix)) {
+        any = true;
+        files.insert(name);
+      }
+    }
+    if (!any)
+      continue;
+    Dwarf_Lines *lines = nullptr;
+    size_t nlines = 0;
+    if (dwarf_getsrclines(&cu_die, &lines, &nlines) != 0)
+      dwarf_fail(path, "cannot read a line table");
+    // A block: consecutive rows of this file and line; its PC is its first is_stmt row's address,
+    // kept when an instruction really starts there (the next row after the block is further on).
+    std::vector<Row> &rows = cu_rows.emplace_back();
+    const size_t cu_index = cu_rows.size() - 1;
+    bool in_block = false;
+    Dwarf_Addr block_start = 0;
+    std::optional<Dwarf_Addr> stmt;
+    std::string stmt_file;
+    auto close_block = [&](Dwarf_Addr end) {
+      if (in_block && stmt && *stmt < end)
+        pcs.push_back({*stmt, stmt_file}), cus.push_back(cu_die), pc_cu.push_back(cu_index),
+            pc_block_start.push_back(block_start);
+      in_block = false;
+      stmt.reset();
+    };
+    for (size_t i = 0; i < nlines; ++i) {
+      Dwarf_Line *row = dwarf_onesrcline(lines, i);
+      Dwarf_Addr addr = 0;
+      int lineno = 0;
+      bool end_sequence = false, is_stmt = false;
+      if (!row || dwarf_lineaddr(row, &addr) != 0 || dwarf_lineno(row, &lineno) != 0 ||
+          dwarf_lineendsequence(row, &end_sequence) != 0 || dwarf_linebeginstatement(row, &is_stmt) != 0)
+        dwarf_fail(path, "cannot read a line table row");
+      const char *src = dwarf_linesrc(row, nullptr, nullptr);
+      bool match = !end_sequence && lineno == line && src && path_suffix_matches(src, suffix);
+      rows.push_back({addr, lineno, src && path_suffix_matches(src, suffix), end_sequence});
+      if (!match) {
+        close_block(addr);
+        continue;
+      }
+      if (in_block && stmt_file != src) // another matching file: another block
+        close_block(addr);
+      if (!in_block) {
+        in_block = true;
+        stmt_file = src;
+        block_start = addr;
+      }
+      if (is_stmt && !stmt)
+        stmt = addr;
+    }
+    close_block(~Dwarf_Addr{0});
+  }
+  if (status < 0)
+    dwarf_fail(path, "cannot read compile units");
+  out.files.assign(files.begin(), files.end());
+  for (size_t i = 0; i < pcs.size(); ++i) {
+    LineSite site;
+    site.pc = pcs[i].first;
+    site.file = pcs[i].second;
+    site.line = line;
+    site.block_start = pc_block_start[i];
+    std::vector<Row> rows = cu_rows[pc_cu[i]];
+    // Ordered by address for the search (sequences do not overlap in Go's tables).
+    std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.addr < b.addr; });
+    fill_site(path, &cus[i], site, rows);
+    out.sites.push_back(std::move(site));
+  }
+  std::sort(out.sites.begin(), out.sites.end(), [](const LineSite &a, const LineSite &b) { return a.pc < b.pc; });
+  // Two blocks of one line may begin at the same PC in two units' tables: keep one.
+  out.sites.erase(std::unique(out.sites.begin(), out.sites.end(),
+                              [](const LineSite &a, const LineSite &b) { return a.pc == b.pc; }),
+                  out.sites.end());
+  return out;
 }
 
 } // namespace weave

@@ -86,3 +86,62 @@ std::vector<InlinedCopyLocations> read_inlined_locations(
     const std::string &path, const std::function<bool(std::string_view)> &wanted);
 
 } // namespace weave
+
+namespace weave {
+
+// A local variable or parameter in scope at one PC of a source line, with its location there.
+struct LineVariable {
+  std::string name;
+  std::string type;      // the DWARF type's name, as find_type() takes it
+  bool is_param = false; // DW_TAG_formal_parameter
+  bool is_result = false;
+  int decl_line = 0;     // DW_AT_decl_line, 0 when DWARF gives none
+  // At the PC: AtEntry when a location covers it (`pieces`), NotAtEntry when the list has no entry
+  // there, Empty when optimized out everywhere, NoAttribute when DWARF gives no location at all.
+  ParamEntryLocation location;
+  // Where each entry of its location list begins (empty for one expression for the whole
+  // function, `whole_function`): a value or place that changes inside the line's code.
+  std::vector<uint64_t> location_starts;
+  bool whole_function = false;
+};
+
+// LineSite is one PC a source line maps to: the first is_stmt row of one contiguous block of the
+// line in the DWARF line table.
+struct LineSite {
+  uint64_t pc = 0;
+  std::string file;     // the line table's file name
+  int line = 0;
+  std::string function; // the function the line is written in (an inlined copy's origin)
+  std::string physical; // the out-of-line subprogram whose code holds the PC
+  bool inlined = false; // the line is in a copy of `function` inlined into `physical`
+  // In scope at the PC, innermost scope first; a name an inner scope redeclares hides the outer
+  // one (which is left out). Scope: the DW_TAG_lexical_block / DW_TAG_inlined_subroutine ranges
+  // that contain the PC, from the line's own function (an inlined copy's, not its caller's).
+  std::vector<LineVariable> variables;
+  // Code of other lines the compiler scheduled inside this line's (rows of another line between
+  // the PC and the end of the line's last row in the function): a statement of an earlier line
+  // that completes there has not run yet at the PC.
+  struct Interleaved {
+    uint64_t start = 0, end = 0;
+    int line = 0;
+  };
+  std::vector<Interleaved> interleaved;
+  // Where the line's block begins: before `pc` when the block's first rows are not statement
+  // starts, whose code (of this very line) has then run at the PC.
+  uint64_t block_start = 0;
+};
+
+struct LineSites {
+  std::vector<std::string> files; // every line-table file name `suffix` matches, sorted
+  std::vector<LineSite> sites;    // by PC, for every file in `files`
+};
+
+// The PCs source line `line` of the files whose names end in `suffix` (a whole path component:
+// "lines/main.go" matches "example.com/lines/main.go", not "xlines/main.go") map to, read with
+// libdw (dwarf_getsrclines), with the variables in scope at each. Throws like read_entry_locations.
+LineSites read_line_sites(const std::string &path, const std::string &suffix, int line);
+
+// Whether `name` ends in `suffix` at a path component boundary.
+bool path_suffix_matches(std::string_view name, std::string_view suffix);
+
+} // namespace weave

@@ -2,6 +2,8 @@
 
 #include <Zydis/Zydis.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace weave {
@@ -168,6 +170,106 @@ CodeFacts analyze_arm64(const std::vector<uint8_t> &code, uint64_t vaddr) {
     }
   }
   return facts;
+}
+
+namespace {
+
+// Zydis register -> DWARF amd64 number (System V psABI): RAX 0, RDX 1, RCX 2, RBX 3, RSI 4, RDI 5,
+// RBP 6, RSP 7, R8-R15 8-15; -1 for others. Sub-registers count as their whole register.
+int dwarf_number_i386(ZydisRegister reg) {
+  ZydisRegister wide = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LEGACY_32, reg);
+  static const ZydisRegister order[] = {ZYDIS_REGISTER_EAX, ZYDIS_REGISTER_ECX, ZYDIS_REGISTER_EDX, ZYDIS_REGISTER_EBX,
+                                        ZYDIS_REGISTER_ESP, ZYDIS_REGISTER_EBP, ZYDIS_REGISTER_ESI, ZYDIS_REGISTER_EDI};
+  for (int i = 0; i < 8; ++i)
+    if (order[i] == wide)
+      return i;
+  return -1;
+}
+
+int dwarf_number(ZydisRegister reg) {
+  ZydisRegister wide = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, reg);
+  static const ZydisRegister order[] = {ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RBX,
+                                        ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSP,
+                                        ZYDIS_REGISTER_R8,  ZYDIS_REGISTER_R9,  ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
+                                        ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15};
+  for (int i = 0; i < 16; ++i)
+    if (order[i] == wide)
+      return i;
+  return -1;
+}
+
+} // namespace
+
+namespace {
+
+Writes x86_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t start, uint64_t end, bool long_mode) {
+  const int nregs = long_mode ? 16 : 8, sp_number = long_mode ? 7 : 4;
+  const ZydisRegister sp = long_mode ? ZYDIS_REGISTER_RSP : ZYDIS_REGISTER_ESP;
+  const ZydisRegister ip = long_mode ? ZYDIS_REGISTER_RIP : ZYDIS_REGISTER_NONE;
+  Writes w;
+  if (start < vaddr || end > vaddr + code.size() || start >= end) {
+    w.unknown_stack = true;
+    for (int r = 0; r < nregs; ++r)
+      w.regs.push_back(r);
+    return w;
+  }
+  ZydisDecoder decoder;
+  if (long_mode)
+    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+  else
+    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
+  ZydisDecodedInstruction insn;
+  ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+  // SP holds no variable: a CALL's push and return leave it where it was.
+  auto reg = [&](int r) {
+    if (r >= 0 && r != sp_number && std::find(w.regs.begin(), w.regs.end(), r) == w.regs.end())
+      w.regs.push_back(r);
+  };
+  for (uint64_t at = start; at < end;) {
+    size_t offset = at - vaddr;
+    if (ZYAN_FAILED(ZydisDecoderDecodeFull(&decoder, code.data() + offset, code.size() - offset, &insn, ops))) {
+      w.unknown_stack = true;
+      for (int r = 0; r < nregs; ++r)
+        reg(r);
+      return w;
+    }
+    if (insn.mnemonic == ZYDIS_MNEMONIC_CALL) {
+      for (int r = 0; r < nregs; ++r)
+        if (r != sp_number) // a call returns with SP where it was; every other register may be reused
+          reg(r);
+      w.unknown_stack = true; // and the callee may store through a pointer into this frame
+    }
+    for (int i = 0; i < insn.operand_count; ++i) {
+      const ZydisDecodedOperand &op = ops[i];
+      if (!(op.actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+        continue;
+      if (op.type == ZYDIS_OPERAND_TYPE_REGISTER) {
+        reg(long_mode ? dwarf_number(op.reg.value) : dwarf_number_i386(op.reg.value));
+      } else if (op.type == ZYDIS_OPERAND_TYPE_MEMORY) {
+        if (op.mem.base == sp && op.mem.index == ZYDIS_REGISTER_NONE) {
+          int64_t from = op.mem.disp.has_displacement ? op.mem.disp.value : 0;
+          w.stack.push_back({from, from + op.size / 8});
+        } else if ((op.mem.base != ip && op.mem.base != ZYDIS_REGISTER_NONE) || op.mem.index != ZYDIS_REGISTER_NONE ||
+                   (!long_mode && op.mem.base == ZYDIS_REGISTER_NONE && op.mem.segment != ZYDIS_REGISTER_DS)) {
+          // Through BP, an index, or a pointer, which may hold the address of a local in this
+          // frame: any slot may be written. RIP-relative stores reach globals only.
+          w.unknown_stack = true;
+        }
+      }
+    }
+    at += insn.length;
+  }
+  return w;
+}
+
+} // namespace
+
+Writes x86_64_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t start, uint64_t end) {
+  return x86_writes(code, vaddr, start, end, true);
+}
+
+Writes i386_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t start, uint64_t end) {
+  return x86_writes(code, vaddr, start, end, false);
 }
 
 } // namespace weave

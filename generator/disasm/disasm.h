@@ -32,4 +32,18 @@ CodeFacts analyze_i386(const std::vector<uint8_t> &code, uint64_t vaddr);
 // after that BLS. Two exact encodings are all it takes, so no arm64 decoder library is involved.
 CodeFacts analyze_arm64(const std::vector<uint8_t> &code, uint64_t vaddr);
 
+// What the amd64 instructions starting in [start, end) may write, for a line probe deciding whether
+// code the compiler moved inside a line changes a value after the probe: registers by DWARF number
+// (0-15; a CALL writes all but SP), stack bytes at SP + offset (stores based on SP), and
+// `unknown_stack` for a store through BP, an index or any pointer (which may hold the address of a
+// local of this frame), a CALL (whose callee may), or code that could not be decoded.
+struct Writes {
+  std::vector<int> regs;
+  std::vector<std::pair<int64_t, int64_t>> stack; // [from, to) relative to SP
+  bool unknown_stack = false;
+};
+Writes x86_64_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t start, uint64_t end);
+// The same for 386 code (32-bit mode), registers by the i386 DWARF numbers (0-7; SP is 4).
+Writes i386_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t start, uint64_t end);
+
 } // namespace weave

@@ -66,10 +66,23 @@ bool amd64_register(int dwarf, std::string &field, std::string &name) {
   return true;
 }
 
+// DWARF register number -> pt_regs field and assembler name on 386 (System V i386 psABI numbering;
+// a 386 process's uprobe context is the 64-bit pt_regs, its registers in the low halves).
+bool i386_register(int dwarf, std::string &field, std::string &name) {
+  static const char *fields[] = {"ax", "cx", "dx", "bx", "sp", "bp", "si", "di"};
+  static const char *names[] = {"EAX", "ECX", "EDX", "EBX", "ESP", "EBP", "ESI", "EDI"};
+  if (dwarf < 0 || dwarf > 7)
+    return false;
+  field = fields[dwarf];
+  name = names[dwarf];
+  return true;
+}
+
 } // namespace
 
 NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, const TypeTable &types,
-                         const BinaryImage &image, int64_t sp_delta) {
+                         const BinaryImage &image, int64_t sp_delta, bool at_line) {
+  const char *here = at_line ? "this PC" : "this copy";
   NamedValue value;
   value.name = param.name;
   value.type = type;
@@ -77,20 +90,26 @@ NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, 
   const ParamEntryLocation &loc = param.location;
   using Status = ParamEntryLocation::Status;
   if (loc.status == Status::NoAttribute) {
-    value.unavailable = "DWARF records no location for it at this copy";
+    value.unavailable = fmt::format("DWARF records no location for it at {}", here);
     return value;
   }
   if (loc.status == Status::Empty) {
-    value.unavailable = "optimized out at this copy";
+    value.unavailable = fmt::format("optimized out at {}", here);
     return value;
   }
   if (loc.status == Status::NotAtEntry) {
-    value.unavailable = "its location list does not cover the copy's first instruction";
+    value.unavailable = at_line ? "its location list does not cover this PC"
+                                : "its location list does not cover the copy's first instruction";
     return value;
   }
   // Only amd64 was checked against real programs (frame base = CFA = SP + SP delta + 8, the
   // return address the call pushed; tests/e2e/test_inlined.cpp).
-  if (image.arch != Arch::X86_64) {
+  // Line probes read 386 values too (tests/e2e/test_lines.cpp checks them on a real program).
+  const bool i386 = at_line && image.arch == Arch::I386;
+  auto machine_register = [&](int dwarf, std::string &field, std::string &name) {
+    return i386 ? i386_register(dwarf, field, name) : amd64_register(dwarf, field, name);
+  };
+  if (image.arch != Arch::X86_64 && !i386) {
     value.unavailable = "values at inlined copies are read on amd64 only";
     return value;
   }
@@ -107,7 +126,7 @@ NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, 
     }
     NamedValue::InlinedPiece piece;
     if (p.kind == DwarfPiece::Kind::Register && size <= static_cast<uint64_t>(ptr) &&
-        amd64_register(p.reg, piece.reg, piece.reg_name)) {
+        machine_register(p.reg, piece.reg, piece.reg_name)) {
       piece.size = size;
       value.pieces.push_back(piece);
       return value;
@@ -115,8 +134,25 @@ NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, 
     value.unavailable = "DWARF's location for it (" + loc.ops + ") is not one weave reads";
     return value;
   }
+  // DWARF's own description is checked before it is believed: pieces that do not add up to the
+  // value (Go 1.26 writes some struct locals as 24 of 32 bytes, golang/go#72053) say nothing
+  // sound about which piece is which field.
+  uint64_t covered = 0;
+  for (const DwarfPiece &p : loc.pieces)
+    covered += p.size;
   std::vector<std::pair<uint64_t, uint64_t>> parts;
-  if (!scalar_parts(types, type, 0, ptr, parts)) {
+  const bool modelled = scalar_parts(types, type, 0, ptr, parts);
+  uint64_t scalar_bytes = 0;
+  for (const auto &part : parts)
+    scalar_bytes += part.second;
+  if (loc.pieces.size() > 1 || (loc.pieces.size() == 1 && loc.pieces[0].size)) {
+    uint64_t expected = modelled ? scalar_bytes : size;
+    if (covered != expected) {
+      value.unavailable = fmt::format("DWARF's pieces ({}) cover {} of its {} bytes", loc.ops, covered, expected);
+      return value;
+    }
+  }
+  if (!modelled) {
     value.unavailable = "weave does not read a " + types.at(type).name + " from DWARF pieces";
     return value;
   }
@@ -137,9 +173,9 @@ NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, 
     if (p.kind == DwarfPiece::Kind::Memory) {
       piece.memory = true;
       piece.sp_offset = sp_offset(p.cfa_offset);
-    } else if (p.kind != DwarfPiece::Kind::Register || !amd64_register(p.reg, piece.reg, piece.reg_name)) {
+    } else if (p.kind != DwarfPiece::Kind::Register || !machine_register(p.reg, piece.reg, piece.reg_name)) {
       value.unavailable = p.kind == DwarfPiece::Kind::Absent
-                              ? "part of it is optimized out at this copy"
+                              ? fmt::format("part of it is optimized out at {}", here)
                               : "DWARF's location for it (" + loc.ops + ") is not one weave reads";
       return value;
     }

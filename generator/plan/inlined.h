@@ -28,8 +28,10 @@ struct InlinedCopies {
 // The value of parameter `param` at an inlined copy's first instruction `pc`, or why it is not
 // available there: DWARF's location at pc, pieces matched to the type's scalar parts, stack slots
 // turned from the CFA into SP offsets with the SP delta .gopclntab records at pc.
+// `at_line`: the value of a local at a source-line probe's PC (reasons then say "this PC").
+// Pieces whose sizes do not add up to the value's are refused with how much they cover.
 NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, const TypeTable &types,
-                         const BinaryImage &image, int64_t sp_delta);
+                         const BinaryImage &image, int64_t sp_delta, bool at_line = false);
 
 // Where `value` is read from, for listings: "RBX", "SP+40", "RAX,SP+16", or "unavailable: why".
 std::string describe_inlined_value(const NamedValue &value);

@@ -16,6 +16,7 @@
 #include "plan/attach.h"
 #include "plan/captures.h"
 #include "plan/inlined.h"
+#include "plan/lines.h"
 #include "plan/sharing.h"
 #include "plan/signature.h"
 #include "plan/wildcards.h"
@@ -432,7 +433,11 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   // An exactly named function that cannot be probed stops the build, but only once every probe has
   // been planned: each independent error is reported in the same run.
   std::vector<UserError> errors;
-  const std::vector<ExpandedProbe> expanded_probes = expand_wildcards(spec, names, generated, plan.warnings, pcln);
+  // Line probes ("line:") are planned apart, after the functions' (plan/lines.h).
+  Spec function_spec = spec;
+  std::erase_if(function_spec.probes, [](const ProbeSpec &p) { return p.line > 0; });
+  const std::vector<ExpandedProbe> expanded_probes =
+      expand_wildcards(function_spec, names, generated, plan.warnings, pcln);
   // The inlined copies of every function that wants them, from the inline trees (PCs, call sites)
   // and DWARF (parameters, where it has an entry at the same first instruction).
   std::set<std::string> inlined_wanted;
@@ -530,13 +535,26 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
                                             expanded.pattern, e.what(), e.id));
     }
   }
+  for (const ProbeSpec &probe_spec : spec.probes) {
+    if (probe_spec.line <= 0)
+      continue;
+    try {
+      for (ProbePlan &probe : plan_line_probes(probe_spec, dwarf_path(image), debug, image, pcln, captures,
+                                               function_abi(target, true).name,
+                                               static_cast<int>(plan.probes.size()),
+                                               static_cast<size_t>(spec.options.max_functions), plan.warnings))
+        plan.probes.push_back(std::move(probe));
+    } catch (const UserError &e) {
+      errors.push_back(e);
+    }
+  }
   if (!errors.empty())
     throw combine_errors(std::move(errors));
   // A function named exactly that the compiler also inlined somewhere: the calls there run no code
   // of its own, so its probe never sees them. Said, or the missing calls would look like none.
   // (Reading every inline tree took 0.08 s over cmd/compile's 14k functions; globs are not asked,
   // as hundreds of matches would bury the output in warnings.)
-  for (const ProbeSpec &probe : spec.probes) {
+  for (const ProbeSpec &probe : function_spec.probes) {
     if (!pcln || is_function_glob(probe.function) || probe.inlined.value_or(true))
       continue;
     if (!sites)
@@ -619,6 +637,9 @@ std::string dump_plan(const Plan &plan) {
     if (probe.inlined_into)
       out << fmt::format("  inlined into {} at {}:{} (in {})\n", probe.inlined_into->function,
                          probe.inlined_into->file, probe.inlined_into->line, probe.inlined_into->physical);
+    if (probe.line)
+      out << fmt::format("  line {}:{} pc={:#x} in {}{}\n", probe.line->file, probe.line->line, probe.line->pc,
+                         probe.line->physical, probe.line->inlined ? " (inlined)" : "");
     for (const auto &a : probe.attach)
       out << fmt::format("  attach {} vaddr={:#x} file_offset={:#x} cookie={} ({})\n", a.kind,
                          a.vaddr, a.file_offset, a.cookie, a.note);

@@ -222,6 +222,18 @@ struct ProbePlan {
     std::string physical;
   };
   std::optional<InlinedInto> inlined_into;
+  // A source-line probe ("line:"): one probe per PC the line maps to, its entry event attached at
+  // that PC and filled in with the locals DWARF locates there. `function` is the function the line
+  // is written in; `physical` the one whose code holds the PC (another, when the line's function
+  // was inlined there: `inlined`).
+  struct Line {
+    std::string file; // the line table's file name
+    int line = 0;
+    uint64_t pc = 0;
+    std::string physical;
+    bool inlined = false;
+  };
+  std::optional<Line> line;
 };
 
 // ProgramPlan: one BPF program, shared by every event whose program would be the same code: same

@@ -301,6 +301,28 @@ QuickSpec quick_spec(const QuickSpecArgs &args) {
                                              : "these values, and the results at every RET";
   add("# weave trace: " + what + "\nprobes:\n");
   for (const std::string &function : args.functions) {
+    // FILE.go:LINE is a source line: a line probe, its locals instead of parameters and results.
+    size_t colon = function.rfind(':');
+    if (colon != std::string::npos && colon >= 3 && function.compare(colon - 3, 3, ".go") == 0 &&
+        colon + 1 < function.size() &&
+        std::all_of(function.begin() + static_cast<std::ptrdiff_t>(colon) + 1, function.end(),
+                    [](char c) { return c >= '0' && c <= '9'; })) {
+      value("  - line: ", function);
+      if (!args.captures.empty()) {
+        add("    capture:\n");
+        for (const std::string &capture : args.captures)
+          value("      - ", capture);
+      } else if (args.values) {
+        add("    locals: all\n");
+      }
+      if (!args.when.empty())
+        value("    when: ", args.when);
+      if (!args.when_return.empty())
+        value("    when_return: ", args.when_return);
+      if (!args.min_duration.empty())
+        value("    min_duration: ", args.min_duration);
+      continue;
+    }
     value("  - function: ", function);
     if (!args.captures.empty()) {
       add("    capture:\n");

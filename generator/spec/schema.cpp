@@ -25,7 +25,7 @@ const std::set<std::string> kAnnotations = {"$schema", "$id",         "$comment"
 const std::set<std::string> kAssertions = {
     "$ref",    "type",     "properties", "required",  "additionalProperties",
     "items",   "minItems", "maxItems",   "minLength", "maxLength",
-    "minimum", "maximum",  "enum"};
+    "minimum", "maximum",  "enum", "anyOf"};
 const std::set<std::string> kTypes = {"object", "array", "string", "integer", "boolean"};
 
 [[noreturn]] void unsupported(const std::string &what) {
@@ -260,6 +260,22 @@ private:
                hint.empty() ? hint : key + ": " + hint);
       }
     }
+    // "anyOf": [{"required": [...]}, ...]: one alternative's keys all given ("function" or "line"),
+    // else the first alternative's first key is reported missing, as "required" would.
+    if (s.contains("anyOf")) {
+      bool satisfied = false;
+      for (auto &alternative : s["anyOf"]) {
+        bool all = true;
+        for (auto &required : alternative["required"])
+          all = all && node[required.get<std::string>()];
+        satisfied = satisfied || all;
+      }
+      if (!satisfied) {
+        auto key = s["anyOf"][0]["required"][0].get<std::string>();
+        std::string hint = description(properties[key]);
+        record(loc, "missing required key " + quote(key) + in_owner(place), hint.empty() ? hint : key + ": " + hint);
+      }
+    }
     for (const auto &pair : node) {
       if (!pair.first.IsScalar())
         continue;
@@ -387,6 +403,20 @@ void check_schema(const Schema &root, const Schema &schema) {
       if (!key.is_string() || !schema.contains("properties") ||
           !schema["properties"].contains(key.get<std::string>()))
         throw std::logic_error("spec schema: required key " + key.dump() + " is not a property");
+  }
+  if (schema.contains("anyOf")) {
+    // Only alternatives of required keys, each a property.
+    if (!schema["anyOf"].is_array() || schema["anyOf"].empty())
+      unsupported("an \"anyOf\" that is not a non-empty array");
+    for (auto &alternative : schema["anyOf"]) {
+      if (!alternative.is_object() || alternative.size() != 1 || !alternative.contains("required") ||
+          !alternative["required"].is_array() || alternative["required"].empty())
+        unsupported("an \"anyOf\" alternative other than {\"required\": [keys]}");
+      for (auto &key : alternative["required"])
+        if (!key.is_string() || !schema.contains("properties") ||
+            !schema["properties"].contains(key.get<std::string>()))
+          throw std::logic_error("spec schema: anyOf key " + key.dump() + " is not a property");
+    }
   }
   if (schema.contains("items"))
     check_schema(root, schema["items"]);

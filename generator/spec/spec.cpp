@@ -550,10 +550,33 @@ Spec build(const YAML::Node &root, const std::string &path) {
   for (const auto &probe : root["probes"]) {
     ProbeSpec p;
     YAML::Node function = probe["function"];
-    p.function = function.Scalar();
-    p.loc = location(function, path);
+    YAML::Node line = probe["line"];
+    p.function = function ? function.Scalar() : "";
+    p.loc = location(function ? function : line, path);
+    if (line) {
+      const std::string text = line.Scalar();
+      p.line_loc = location(line, path);
+      size_t colon = text.rfind(':');
+      std::optional<long long> number;
+      if (colon != std::string::npos && colon > 0)
+        number = spec_schema::parse_integer(text.substr(colon + 1));
+      if (!number || *number < 1 || *number > (1 << 24)) {
+        errors.emplace_back("spec-schema", "line must be FILE:LINE with LINE a line number, found " + quote(text),
+                            p.line_loc, "e.g. line: internal/fs/realfs.go:142");
+        continue;
+      }
+      p.line_file = text.substr(0, colon);
+      p.line = static_cast<int>(*number);
+    }
+    if (YAML::Node locals = probe["locals"]) {
+      p.all_locals = true;
+      p.all_locals_loc = location(locals, path);
+      if (!line)
+        errors.emplace_back("spec-schema", "locals: all needs line: a function's entry has parameters (args: all)",
+                            p.all_locals_loc, "add line: FILE:LINE, or use args: all");
+    }
     YAML::Node name = probe["name"];
-    p.name = name ? name.Scalar() : p.function;
+    p.name = name ? name.Scalar() : line ? line.Scalar() : p.function;
     SourceLoc name_loc = name ? location(name, path) : p.loc;
     if (YAML::Node captures = probe["capture"])
       for (const auto &capture : captures)

@@ -78,6 +78,13 @@ struct ProbeSpec {
   // "inlined: true|false": also probe the function's inlined copies. Unset: yes for a function
   // named exactly (every call of it), no for a wildcard (whose matches can have thousands).
   std::optional<bool> inlined;
+  // "line: FILE:LINE": a source-line probe (FILE a path suffix) instead of a function's entry;
+  // `function`, when also given, narrows the match to that function's code ("" otherwise).
+  std::string line_file;
+  int line = 0;
+  SourceLoc line_loc;
+  bool all_locals = false; // "locals: all"
+  SourceLoc all_locals_loc;
   bool has_params = false;     // "params:" given (possibly empty)
   std::vector<ParamSpec> params;
   bool has_results = false;

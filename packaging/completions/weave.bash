@@ -112,7 +112,7 @@ _weave() {
     check) options+=' --debug-file --debug-dir' ;;
     run) options+=" --format --output --pid --clang --runtime $tracer_options" ;;
     trace) options+=" --format --output --pid --clang --runtime $tracer_options $trace_options" ;;
-    funcs) options+=' --names --debug-file --debug-dir' ;;
+    funcs) options+=' --names --line --debug-file --debug-dir' ;;
     *) options+=' --version --output --dump --clang --runtime --timings --debug-file --debug-dir' ;; # weave SPEC BIN is build
     esac
     COMPREPLY=($(compgen -W "$options" -- "$cur"))

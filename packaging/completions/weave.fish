@@ -68,5 +68,6 @@ end
 complete -c weave -n "__fish_seen_subcommand_from trace" -l inlined -d 'also the inlined copies'
 
 complete -c weave -n "__fish_seen_subcommand_from funcs" -l names -d 'print only the names'
+complete -c weave -n "__fish_seen_subcommand_from funcs" -l line -x -d 'the PCs of source line FILE:LINE and where each local is'
 complete -c weave -n "__fish_seen_subcommand_from funcs; and test (count (__weave_funcs_positionals)) -eq 0" -F
 complete -c weave -n __weave_funcs_wants_name -x -a '(__weave_function_names)'

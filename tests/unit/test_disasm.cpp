@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -204,4 +206,33 @@ TEST_CASE("386 and amd64: the stack check's end agrees with go tool objdump, all
     CHECK(checked > compared / 2);
     MESSAGE(c.file << ": " << compared << " functions, " << checked << " stack checks agree with go tool objdump");
   }
+}
+
+TEST_CASE("what moved code writes: registers by DWARF number, SP-relative slots, stores through pointers") {
+  // LEAQ (CX)(CX*2), DX; MOVQ DX, 0x20(SP)
+  std::vector<uint8_t> code = {0x48, 0x8d, 0x14, 0x49, 0x48, 0x89, 0x54, 0x24, 0x20};
+  Writes w = x86_64_writes(code, 0x1000, 0x1000, 0x1000 + code.size());
+  CHECK(w.regs == std::vector<int>{1}); // RDX is DWARF 1
+  REQUIRE(w.stack.size() == 1);
+  CHECK(w.stack[0] == std::pair<int64_t, int64_t>{0x20, 0x28});
+  CHECK(!w.unknown_stack);
+  // Only the range asked for: the store alone writes no register.
+  CHECK(x86_64_writes(code, 0x1000, 0x1004, 0x1009).regs.empty());
+  // MOVQ CX, 0(AX): through a pointer, which may hold a local's address.
+  std::vector<uint8_t> store = {0x48, 0x89, 0x08};
+  CHECK(x86_64_writes(store, 0x1000, 0x1000, 0x1003).unknown_stack);
+  // CALL: every register but SP, and any slot.
+  std::vector<uint8_t> call = {0xe8, 0, 0, 0, 0};
+  Writes c = x86_64_writes(call, 0x1000, 0x1000, 0x1005);
+  CHECK(c.regs.size() == 15);
+  CHECK(std::find(c.regs.begin(), c.regs.end(), 7) == c.regs.end());
+  CHECK(c.unknown_stack);
+  // 386: MOVL DX, 0x10(SP) writes a slot; LEAL (CX)(CX*2), DX writes EDX, DWARF 2 there.
+  std::vector<uint8_t> x86 = {0x8d, 0x14, 0x49, 0x89, 0x54, 0x24, 0x10};
+  Writes w32 = i386_writes(x86, 0x1000, 0x1000, 0x1007);
+  CHECK(w32.regs == std::vector<int>{2});
+  REQUIRE(w32.stack.size() == 1);
+  CHECK(w32.stack[0] == std::pair<int64_t, int64_t>{0x10, 0x14});
+  // A range outside the code: everything may be written.
+  CHECK(x86_64_writes(code, 0x1000, 0x2000, 0x2004).unknown_stack);
 }

@@ -1,0 +1,3 @@
+module weave.test/lines
+
+go 1.19
