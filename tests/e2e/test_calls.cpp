@@ -218,6 +218,11 @@ TEST_CASE("ancestry: a stripped build, runtime.g's layout from weave's table for
   check_created_by("spawn_stripped", kSpecStripped);
 }
 
+TEST_CASE("ancestry: a stripped 386 build, runtime.g's 4-byte-word layout from the table") {
+  e2e::require_bpf();
+  check_created_by("spawn_386_stripped", kSpecStripped);
+}
+
 TEST_CASE("ancestry: --graph heads each goroutine's tree with its maker, and nests it under the spawning call") {
   e2e::require_bpf();
   constexpr int kRequests = 3, kSpawn = 2;
