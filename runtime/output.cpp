@@ -900,8 +900,6 @@ void EventPrinter::append_stack_end(std::string &out, const UnwoundStack &stack,
 }
 
 
-// A func value prints as the name of the function it calls (main.handler, main.main.func1), or its
-// address when the binary's table does not know it; nil is nil/null.
 void EventPrinter::append_created_by(std::string &out, const struct weave_event_header &h, uint64_t bias) {
   // Goroutine 1 is main, made by the runtime's startup: no go statement to name (as in Calls::decode).
   if (!manifest_.has_gopc || h.goid <= 1 || !h.gopc)
@@ -940,6 +938,8 @@ void EventPrinter::append_created_by(std::string &out, const struct weave_event_
   out += '}';
 }
 
+// A func value prints as the name of the function it calls (main.handler, main.main.func1), or its
+// address when the binary's table does not know it; nil is nil/null.
 void EventPrinter::append_func(std::string &out, uint64_t bias, uint64_t pc, bool json) {
   if (pc == 0) {
     out += json ? "null" : "nil";
