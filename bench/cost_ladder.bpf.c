@@ -9,13 +9,15 @@
  *   0  return at once (the floor)
  *   1  + bpf_get_attach_cookie             which probe and attach point (shared programs)
  *   2  + bpf_get_current_pid_tgid, the pid filter and the hits counter (array lookups)
- *   3  + bpf_ringbuf_reserve / bpf_ringbuf_submit of the 136-byte event
+ *   3  + bpf_ringbuf_reserve / bpf_ringbuf_submit of the 152-byte event
  *   4  + bpf_ktime_get_ns                  the event's timestamp
  *   5  + one bpf_probe_read_user           the goroutine id, at g + 152
- *   6  + one more                          p.Count, at p + 8
- *   7  + the string's bytes                s, up to 64
+ *   6  + one more, 16 bytes                who made the goroutine: g.parentGoid and g.gopc, adjacent
+ *                                          (at g + 272 in Go 1.21-1.22 and 1.25, + 280 in the others)
+ *   7  + one more                          p.Count, at p + 8
+ *   8  + the string's bytes                s, up to 64
  *
- * Rung 7 is the generated program in all but the register copy and the fault bits.
+ * Rung 8 is the generated program in all but the register copy and the fault bits.
  */
 #define WEAVE_PROBE_COUNT 1
 #include "weave_bpf.h"
@@ -65,14 +67,18 @@ int floor_entry(struct weave_pt_regs_x86_64 *ctx)
 	const struct weave_pt_regs_x86_64 regs = *ctx;
 	e->n = regs.ax;
 	e->hdr.goid = 0;
+	e->hdr.parent_goid = 0;
+	e->hdr.gopc = 0;
 	e->count = 0;
 	e->s_len = regs.cx;
 	long fault = 0;
 	if (RUNG >= 5)
 		fault |= weave_load(&e->hdr.goid, regs.r14 + 152, 8);
 	if (RUNG >= 6)
-		fault |= weave_load((__u64 *)&e->count, regs.di + 8, 8);
+		bpf_probe_read_user(&e->hdr.parent_goid, 16, (const void *)(regs.r14 + 280));
 	if (RUNG >= 7)
+		fault |= weave_load((__u64 *)&e->count, regs.di + 8, 8);
+	if (RUNG >= 8)
 		fault |= weave_read_string(e->s_data, 64, regs.bx, regs.cx);
 	if (fault)
 		e->hdr.faults = 1;

@@ -323,7 +323,7 @@ fi
 if ! skipped costs; then
   LADDER_CALLS=${BENCH_LADDER_CALLS:-20000}
   say "bench: 6. cost ladder, $LADDER_CALLS calls per rung x $ROUNDS rounds"
-  rungs="0 1 2 3 4 5 6 7"
+  rungs="0 1 2 3 4 5 6 7 8"
   for n in $rungs; do
     clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -DRUNG=$n -I"$ROOT/templates" -c "$ROOT/bench/cost_ladder.bpf.c" -o "$WORK/ladder-$n.bpf.o"
   done
@@ -353,11 +353,12 @@ if ! skipped costs; then
       0) label="0 floor: return at once" ;;
       1) label="1 + bpf_get_attach_cookie" ;;
       2) label="2 + pid_tgid, pid filter, hits counter" ;;
-      3) label="3 + ring buffer reserve/submit (136-byte event)" ;;
+      3) label="3 + ring buffer reserve/submit (152-byte event)" ;;
       4) label="4 + bpf_ktime_get_ns" ;;
       5) label="5 + bpf_probe_read_user: goroutine id" ;;
-      6) label="6 + bpf_probe_read_user: p.Count" ;;
-      7) label="7 + bpf_probe_read_user: s's bytes (12 of 64)" ;;
+      6) label="6 + bpf_probe_read_user: parentGoid+gopc (16 B)" ;;
+      7) label="7 + bpf_probe_read_user: p.Count" ;;
+      8) label="8 + bpf_probe_read_user: s's bytes (12 of 64)" ;;
       generated) label="the generated probe (weave build of work.yaml)" ;;
       dropped) label="the same with when: 'n < 0', every call dropped" ;;
       esac

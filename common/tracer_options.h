@@ -54,7 +54,8 @@ inline constexpr TracerOption kTracerOptions[] = {
      "return: true)"},
     {"--perfetto", "--perfetto", TracerOption::kValue, "FILE", "", TracerOption::kPass,
      "write every paired call as a slice on its goroutine's track to FILE (Chrome trace-event JSON: "
-     "ui.perfetto.dev, about:tracing and speedscope open it), captures and results as its arguments"},
+     "ui.perfetto.dev, about:tracing and speedscope open it), captures and results as its arguments, and "
+     "a flow arrow from a spawning call to the goroutine it started"},
     {"--otlp", "--otlp", TracerOption::kValue, "URL", "", TracerOption::kPass,
      "send every paired call as an OpenTelemetry span to the collector at URL (OTLP/HTTP, JSON; "
      "/v1/traces is appended to a URL without a path; the host an IP address), captures as weave.arg.*, "
@@ -75,7 +76,8 @@ inline constexpr TracerOption kTracerOptions[] = {
      "host can read the metrics; port 0 picks a free port, printed at start"},
     {"--graph", "--graph", TracerOption::kFlag, "", "", TracerOption::kPass,
      "print a call tree per goroutine (text only), each when its outermost traced call returns, instead "
-     "of a line per event"},
+     "of a line per event; each tree says which goroutine made its goroutine and where, and a spawned "
+     "goroutine's tree goes under the traced call that spawned it"},
     {"--no-summary", "--no-summary", TracerOption::kFlag, "", "", TracerOption::kPass,
      "do not print the latency summary (calls, min/p50/p99/max and a histogram per function) to stderr "
      "at exit"},

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "event.h"
+#include "symbolize.h"
 
 namespace weave {
 
@@ -34,6 +35,7 @@ Calls::Calls(const Manifest &manifest, uint64_t start_ns)
 Calls::~Calls() = default;
 
 void Calls::set_symbolizer(Symbolizer *symbolizer) {
+  symbolizer_ = symbolizer;
   text_printer_.set_symbolizer(symbolizer);
   json_printer_.set_symbolizer(symbolizer);
 }
@@ -55,6 +57,10 @@ bool Calls::decode(const Manifest &manifest, const void *data, size_t size, Call
   e.pid = h.pid;
   e.tid = h.tid;
   e.goid = h.goid;
+  // Goroutine 1 is main, made by the runtime's startup code: there is no go statement to name.
+  e.gopc = manifest.has_gopc && h.goid > 1 ? h.gopc : 0;
+  e.parent_goid = manifest.has_parent_goid && e.gopc ? h.parent_goid : 0;
+  e.spawn_call = e.spawn_root = 0;
   e.ts_ns = h.ts_ns;
   e.faults = h.faults;
   e.bias = load_bias(h, probe);
@@ -101,6 +107,10 @@ void Calls::pair(CallEvent &e) {
       e.parent = it->second.back()->event.call;
       e.root = it->second.back()->event.root;
       e.depth = static_cast<uint32_t>(it->second.size());
+      e.spawn_call = it->second.front()->event.spawn_call;
+      e.spawn_root = it->second.front()->event.spawn_root;
+    } else {
+      find_spawn_call(e);
     }
     if (!e.returns)
       return;
@@ -179,11 +189,35 @@ void Calls::pair(CallEvent &e) {
   const CallEvent &entry = closed_.back()->event;
   e.entry = &entry;
   e.entry_seen = true;
+  e.spawn_call = entry.spawn_call;
+  e.spawn_root = entry.spawn_root;
   e.call = entry.call;
   e.parent = entry.parent;
   e.root = entry.root;
   e.depth = entry.depth;
   e.entry_ts_ns = e.duration_ns && e.duration_ns <= e.ts_ns ? e.ts_ns - e.duration_ns : entry.ts_ns;
+}
+
+// The parent goroutine's innermost open call of the function that ran the go statement (its
+// physical function, or one inlined there): a call open there now is still the one that spawned
+// this goroutine, since a goroutine's first traced call comes after its go statement. Without a
+// symbolizer (no .gopclntab), nothing is claimed.
+void Calls::find_spawn_call(CallEvent &e) {
+  if (!e.parent_goid || !e.gopc || !symbolizer_)
+    return;
+  auto parent = open_.find(Track{e.pid, e.parent_goid, true});
+  if (parent == open_.end() || parent->second.empty())
+    return;
+  const std::vector<Pclntab::Frame> &frames = symbolizer_->frames(e.bias, e.gopc);
+  for (size_t i = parent->second.size(); i-- > 0;) {
+    const CallEvent &open = parent->second[i]->event;
+    for (const Pclntab::Frame &frame : frames)
+      if (open.probe && frame.function == open.probe->function) {
+        e.spawn_call = open.call;
+        e.spawn_root = open.root;
+        return;
+      }
+  }
 }
 
 const std::string &Calls::text(const CallEvent &event) {

@@ -50,6 +50,19 @@ struct CallEvent {
   uint64_t bias = 0;       // load_bias(): where the process loaded a position-independent binary
   std::string_view record; // the raw record (header included), what EventPrinter decodes
 
+  // ---- Who made its goroutine (the manifest's "ancestry"; see created_by in symbolize.h) -------
+  // gopc: the return address of the go statement's call to newproc, as the process sees it (0:
+  // unknown, or none to name: goroutine 1, main, is made by the runtime's startup). parent_goid:
+  // the goroutine that ran the go statement (0: unknown, as before Go 1.21, which has no
+  // g.parentGoid, or a goroutine made by the runtime on its own stack).
+  uint64_t gopc = 0;
+  uint64_t parent_goid = 0;
+  // The call open on the parent goroutine when this goroutine's outermost call began, of the
+  // function holding the go statement (or one it was inlined into): where --graph places this
+  // goroutine's tree, and Perfetto and OTLP draw their arrow and link from. 0: none seen.
+  uint64_t spawn_call = 0;
+  uint64_t spawn_root = 0; // the outermost call open on the parent goroutine then (its `root`)
+
   // ---- The call it belongs to (pairing) --------------------------------------------------------
   // `call` identifies the call: an entry and its return carry the same id; ids count up from 1
   // in the order calls are first seen, so they are unique within one run of the tracer.
@@ -100,6 +113,7 @@ public:
   const std::string &text(const CallEvent &event);
   const std::string &json(const CallEvent &event);
   void set_symbolizer(Symbolizer *symbolizer);
+  Symbolizer *symbolizer() const { return symbolizer_; }
 
   // Calls open now, for tests and the exit report; records skipped as malformed.
   size_t open_calls() const;
@@ -129,6 +143,8 @@ private:
   using Track = std::tuple<uint32_t, uint64_t, bool>; // pid, goid or tid, is-goroutine
 
   void pair(CallEvent &event);
+  // Sets spawn_call and spawn_root for a goroutine's outermost call (see CallEvent::spawn_call).
+  void find_spawn_call(CallEvent &event);
   // Forgets the n outermost calls of `stack`: their returns will show their entries not seen.
   void drop_outer_half(std::vector<std::unique_ptr<Open>> &stack, size_t n);
 
@@ -146,6 +162,7 @@ private:
   const CallEvent *current_ = nullptr;            // the event being handed out (text/json cache key)
   bool text_ready_ = false, json_ready_ = false;
   EventPrinter text_printer_, json_printer_;
+  Symbolizer *symbolizer_ = nullptr;
   std::string text_, json_;
 };
 

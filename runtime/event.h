@@ -17,6 +17,6 @@ namespace weave {
 inline constexpr uint64_t kManifestFormat = 1;
 
 inline constexpr uint32_t kEventHeaderSize = sizeof(struct weave_event_header);
-static_assert(kEventHeaderSize == 48, "weave_event_header layout changed");
+static_assert(kEventHeaderSize == 64, "weave_event_header layout changed");
 
 } // namespace weave

@@ -307,6 +307,10 @@ void OtlpExporter::on_event(const CallEvent &e) {
     span.parent_id = span_id(e.parent);
     span.entry.assign(e.entry->record);
   } // else the entry event was lost: a root span with the results only
+  if (!span.parent_id && e.spawn_call) {
+    span.link_trace_lo = span_id(e.spawn_root);
+    span.link_span_id = span_id(e.spawn_call);
+  }
   enqueue(std::move(span));
 }
 
@@ -421,7 +425,11 @@ std::string OtlpExporter::encode(const std::vector<Span> &batch) {
       append_key(out, "weave.entry_seen");
       out += "{\"boolValue\":false}}";
     }
-    out += "]}";
+    out += ']';
+    if (s.link_span_id) // the call that spawned this span's goroutine
+      out += ",\"links\":[{\"traceId\":\"" + hex(s.trace_hi) + hex(s.link_trace_lo) + "\",\"spanId\":\"" +
+             hex(s.link_span_id) + "\"}]";
+    out += '}';
   }
   out += "]}]}]}";
   return out;

@@ -61,7 +61,8 @@ public:
   // The event loop's part: each paired call (a return the Calls stage joined to its entry, with a
   // duration) becomes a span whose ids derive from the stage's call ids: span id = a random base
   // of this run + the call id, its parent's from the parent call, its trace's from the outermost
-  // call open on the goroutine. Never blocks on the network.
+  // call open on the goroutine; a goroutine's root span links to the call that spawned it. Never
+  // blocks on the network.
   void on_event(const CallEvent &event);
   // Sends what is queued (within exit_timeout_ms) and stops the thread. Calls still open are not
   // spans (they never returned).
@@ -84,6 +85,9 @@ public:
   struct Span {
     uint64_t trace_hi = 0, trace_lo = 0, span_id = 0, parent_id = 0;
     uint64_t start_ns = 0, end_ns = 0; // CLOCK_MONOTONIC, as the events
+    // A goroutine's root span links to the span of the call that spawned the goroutine (its trace
+    // and span ids), when that call was open on the parent goroutine: CallEvent::spawn_call.
+    uint64_t link_trace_lo = 0, link_span_id = 0;
     std::string entry, ret;            // the raw events; entry empty when it was not seen
   };
 

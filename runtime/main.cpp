@@ -859,7 +859,12 @@ std::unique_ptr<Sinks> open_sinks(const Manifest &manifest, const Options &opt, 
         needs_functions = needs_functions || f.kind == FieldKind::Func;
     }
   }
-  if (needs_types || needs_functions) {
+  // Who made each goroutine is named from .gopclntab as well, loaded at the first event that asks,
+  // by the outputs that show it (JSON's created_by, --graph's headers; --perfetto's and --otlp's
+  // arrows and links find the spawning call with it). Text lines do not.
+  bool names_makers = manifest.has_gopc && (opt.format == "json" || opt.graph || !opt.perfetto.empty() ||
+                                            !opt.otlp.empty());
+  if (needs_types || needs_functions || names_makers) {
     sinks->symbolizer = std::make_unique<Symbolizer>(binary, manifest);
     if (needs_functions && !sinks->symbolizer->load_functions())
       say("stacks and func values will show addresses: {}", sinks->symbolizer->error());

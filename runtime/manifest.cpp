@@ -510,6 +510,11 @@ Manifest parse(const json &root) {
       m.goid_offset = u32_at(goid, "goid", "offset", UINT32_MAX);
     m.goid_source = optional_string(goid, "goid", "source");
   }
+  if (root.contains("ancestry")) {
+    const json &ancestry = object_at(root, "", "ancestry");
+    m.has_gopc = ancestry.contains("gopc_offset");
+    m.has_parent_goid = m.has_gopc && ancestry.contains("parent_goid_offset");
+  }
 
   if (root.contains("type_descriptors")) {
     const json &range = object_at(root, "", "type_descriptors");

@@ -2,7 +2,7 @@
 // serializes its plan into it) and the runtime (which attaches and decodes by it).
 //
 // Keys the runtime requires (anything else is ignored, so the generator may add keys freely):
-//   format (== 1), event_header_size (== 48),
+//   format (== 1), event_header_size (== 64),
 //   target.{path, build_id, go_version, arch},
 //   probes[].{id (== its index), name, function, program, event_size, attach, captures},
 //   probes[].attach[].{kind ("entry"|"return"), file_offset, cookie},
@@ -10,7 +10,7 @@
 //   probes[].captures[].fields[].{name, kind, offset} and max_len for kind "string".
 // Read when present: weave_version, target.pointer_size, options.string_max, options.ring_size,
 //   options.ringbuf_wakeup ("always" | "none"), attach[].vaddr, goid.{offset, source},
-//   type_descriptors.{start, end}, and
+//   ancestry.{gopc_offset, parent_goid_offset, source}, type_descriptors.{start, end}, and
 //   abi, type, go_type, size (only shown, never needed to decode).
 // Addresses and offsets are hex strings ("0xa0580"); plain JSON integers are accepted as well.
 #pragma once
@@ -152,6 +152,10 @@ struct Manifest {
   uint32_t event_header_size = 0;
   std::optional<uint32_t> goid_offset;
   std::string goid_source;
+  // Which of the event header's parent_goid and gopc the probes fill in ("ancestry"): without
+  // gopc, nobody knows who made a goroutine; without parent_goid (Go before 1.21), only where.
+  bool has_gopc = false;
+  bool has_parent_goid = false;
   std::vector<ManifestProbe> probes;
   // Where the target's type descriptors lie (link-time addresses [start, end)): the dynamic type
   // of a captured interface is named from there, read from the binary (runtime/typenames.h).

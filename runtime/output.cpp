@@ -567,6 +567,7 @@ void EventPrinter::format_json(const struct weave_event_header &h, const uint8_t
     out += ",\"call\":";
     append_u64(out, call);
   }
+  append_created_by(out, h, bias);
   // A return event carries the function's results; an entry event its arguments.
   out += h.kind == WEAVE_EVENT_RETURN ? ",\"results\":{" : pp.is_line ? ",\"locals\":{" : ",\"args\":{";
   bool first = true;
@@ -943,6 +944,44 @@ void EventPrinter::append_stack_end(std::string &out, const UnwoundStack &stack,
   }
 }
 
+
+void EventPrinter::append_created_by(std::string &out, const struct weave_event_header &h, uint64_t bias) {
+  // Goroutine 1 is main, made by the runtime's startup: no go statement to name (as in Calls::decode).
+  if (!manifest_.has_gopc || h.goid <= 1 || !h.gopc)
+    return;
+  out += ",\"created_by\":{";
+  if (manifest_.has_parent_goid && h.parent_goid) {
+    out += "\"goid\":";
+    append_u64(out, h.parent_goid);
+    out += ',';
+  }
+  uint64_t pc = h.gopc - bias;
+  auto it = created_at_.find(pc);
+  if (it == created_at_.end()) {
+    if (created_at_.size() >= 65536) // bounded: a program has few go statements, a corrupt one many
+      created_at_.clear();
+    std::string site;
+    static const std::vector<Pclntab::Frame> none;
+    const std::vector<Pclntab::Frame> &frames = symbolizer_ ? symbolizer_->frames(bias, h.gopc) : none;
+    if (!frames.empty()) {
+      // gopc is a return address: frames() symbolizes the call before it, the go statement; its
+      // innermost frame is where the statement is written (inlined or not).
+      site += "\"function\":";
+      append_json_string(site, frames.front().function);
+      site += ",\"file\":";
+      append_json_string(site, frames.front().file);
+      site += ",\"line\":";
+      site += std::to_string(frames.front().line);
+    } else {
+      site += "\"pc\":\"0x";
+      append_hex(site, pc);
+      site += '"';
+    }
+    it = created_at_.emplace(pc, std::move(site)).first;
+  }
+  out += it->second;
+  out += '}';
+}
 
 // A func value prints as the name of the function it calls (main.handler, main.main.func1), or its
 // address when the binary's table does not know it; nil is nil/null.

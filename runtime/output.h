@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <string_view>
 #include <vector>
 
@@ -72,6 +73,10 @@ private:
   std::vector<uint64_t> list_stack_; // ListCounts' storage, reused for every event
   // `bias`: the event's process loaded the binary that far from its link addresses (load_bias).
   void append_func(std::string &out, uint64_t bias, uint64_t pc, bool json);
+  // JSON: ,"created_by":{"goid":G,"function":..,"file":..,"line":N} for an event on a goroutine
+  // whose maker the header names (see CallEvent::gopc); nothing otherwise.
+  void append_created_by(std::string &out, const struct weave_event_header &h, uint64_t bias);
+  std::unordered_map<uint64_t, std::string> created_at_; // gopc - bias -> its "function"..."line" JSON
   void append_stack(std::string &out, uint64_t bias, const ManifestProbe &probe, const uint8_t *event,
                     bool json);
   void append_stack_end(std::string &out, const UnwoundStack &stack, uint32_t window_bytes, bool json);

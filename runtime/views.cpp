@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "event.h"
+#include "symbolize.h"
 #include "common/safe_io.h"
 
 #include <sys/stat.h>
@@ -152,7 +153,7 @@ void CallGraph::close_frame(Goroutine &g, const Frame &frame, const GraphCall *r
   append_outcome();
 }
 
-void CallGraph::append_header(const Key &key, std::string &out) const {
+void CallGraph::append_header(const Key &key, const Goroutine &g, std::string &out) const {
   if (key.tid) {
     out += "thread ";
     out += std::to_string(key.tid);
@@ -164,16 +165,63 @@ void CallGraph::append_header(const Key &key, std::string &out) const {
     out += std::to_string(key.goid);
     out += " (pid ";
     out += std::to_string(key.pid);
-    out += "):\n";
+    out += ')';
+    if (!g.created_by.empty()) {
+      out += ", ";
+      out += g.created_by;
+    }
+    out += ":\n";
   }
 }
 
 // Appends g's tree to `out` (under a header, unless the previous tree was this goroutine's too) and
 // empties g for the next one.
+bool CallGraph::nest(const Key &key, Goroutine &g) {
+  if (!g.spawn_call || !g.parent_goid || key.tid)
+    return false;
+  auto p = goroutines_.find(Key{key.pid, 0, g.parent_goid});
+  if (p == goroutines_.end() || &p->second == &g)
+    return false;
+  Goroutine &parent = p->second;
+  size_t depth = SIZE_MAX;
+  for (size_t i = 0; i < parent.frames.size(); ++i)
+    if (parent.frames[i].call == g.spawn_call)
+      depth = i + 1;
+  if (depth == SIZE_MAX)
+    return false;
+  // The header, then each line shifted right by the spawning call's depth, after its time column.
+  parent.text.append(kTimeWidth, ' ');
+  parent.text.append(1 + 2 * depth, ' ');
+  append_header(key, g, parent.text);
+  const std::string indent(2 * depth, ' ');
+  for (size_t at = 0; at < g.text.size();) {
+    size_t end = g.text.find('\n', at);
+    end = end == std::string::npos ? g.text.size() : end + 1;
+    std::string_view line(g.text.data() + at, end - at);
+    size_t cut = std::min(kTimeWidth, line.size());
+    parent.text.append(line.substr(0, cut));
+    parent.text += indent;
+    parent.text.append(line.substr(cut));
+    at = end;
+  }
+  parent.lines += g.lines + 1; // its lines are the parent's now, and so is the header
+  ++total_lines_;
+  parent.collapsible = std::string::npos; // the spawning call's line is no longer the last
+  return true;
+}
+
 void CallGraph::print(const Key &key, Goroutine &g, std::string &out) {
   append_drop_note(g); // lines dropped at the very end
+  if (nest(key, g)) {
+    g.text.clear();
+    g.frames.clear();
+    g.lines = 0;
+    g.collapsible = std::string::npos;
+    ++idle_;
+    return;
+  }
   if (!printed_any_ || !(key == last_printed_))
-    append_header(key, out);
+    append_header(key, g, out);
   printed_any_ = true;
   last_printed_ = key;
   out += g.text;
@@ -206,6 +254,11 @@ void CallGraph::add(const GraphCall &call, std::string &out) {
     --idle_;
   uint32_t func = function_of_[call.probe];
   const Function &function = functions_[func];
+  if (g.text.empty() && g.frames.empty()) { // a new tree: who made its goroutine
+    g.created_by = call.created_by;
+    g.parent_goid = call.parent_goid;
+    g.spawn_call = call.spawn_call;
+  }
 
   if (!call.is_return) {
     if (function.returns && g.frames.size() >= limits_.open_calls_max) {
@@ -332,6 +385,26 @@ void CallGraph::finish(std::string &out) {
 
 namespace {
 
+// "created by goroutine 20 in main.f at /src/main.go:12", as Go's own tracebacks name a goroutine's
+// maker ("an unknown goroutine" where the Go release records none); "" when gopc names nothing.
+std::string created_by(Symbolizer *symbolizer, const CallEvent &event) {
+  std::string out = "created by ";
+  if (event.parent_goid)
+    out += "goroutine " + std::to_string(event.parent_goid);
+  else
+    out += "an unknown goroutine";
+  const std::vector<Pclntab::Frame> *frames = symbolizer ? &symbolizer->frames(event.bias, event.gopc) : nullptr;
+  if (frames && !frames->empty()) {
+    const Pclntab::Frame &site = frames->front();
+    out += " in " + site.function + " at " + site.file + ":" + std::to_string(site.line);
+  } else {
+    char pc[32];
+    snprintf(pc, sizeof pc, " at pc 0x%llx", static_cast<unsigned long long>(event.gopc - event.bias));
+    out += pc;
+  }
+  return out;
+}
+
 std::vector<CallGraph::Function> graph_functions(const Manifest &manifest) {
   std::vector<CallGraph::Function> functions;
   for (const ManifestProbe &probe : manifest.probes) {
@@ -364,6 +437,11 @@ void GraphView::on_event(const CallEvent &event) {
   call.ts_ns = event.ts_ns;
   call.duration_ns = event.duration_ns;
   call.call = event.call;
+  if (event.gopc && event.depth == 0) { // a goroutine's outermost call: its tree's header names its maker
+    call.parent_goid = event.parent_goid;
+    call.spawn_call = event.spawn_call;
+    call.created_by = created_by(calls_.symbolizer(), event);
+  }
   const std::string &line = calls_.text(event);
   if (!reorder_) {
     process(call, line);
@@ -909,6 +987,16 @@ void PerfettoView::on_event(const CallEvent &e) {
   name_track(e.pid, track, goroutine);
   std::string head = ",\"pid\":" + std::to_string(e.pid) +
                      ",\"tid\":" + std::to_string(goroutine ? track : (1ULL << 40) + track);
+  if (!e.is_return && e.depth == 0 && e.spawn_call && e.parent_goid) {
+    // A goroutine's first call, spawned inside a call still open on its parent: a flow arrow from
+    // the parent's slice open now (the spawning call, or one inside it) to this call's slice.
+    std::string at = ",\"ts\":" + micros(e.ts_ns - start_ns_) + ",\"pid\":" + std::to_string(e.pid);
+    std::string id = std::to_string(e.call);
+    emit("{\"ph\":\"s\",\"name\":\"go\",\"cat\":\"goroutine\",\"id\":" + id + at +
+         ",\"tid\":" + std::to_string(e.parent_goid) + "}");
+    emit("{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"go\",\"cat\":\"goroutine\",\"id\":" + id + at +
+         ",\"tid\":" + std::to_string(track) + "}");
+  }
   if (!e.is_return) {
     if (e.returns)
       return; // a slice at its return

@@ -46,6 +46,12 @@ struct GraphCall {
   uint64_t call = 0;
   std::string_view text;
   std::string_view stack; // entries: the text output's stack lines ("    main.g (f.go:3)\n"), or ""
+  // Who made the goroutine, for its tree's header: "created by goroutine 20 in main.f at f.go:12"
+  // ("" when unknown); and the call open on that goroutine that ran the go statement
+  // (CallEvent::spawn_call), under which the tree is placed while that call is still open.
+  std::string created_by;
+  uint64_t parent_goid = 0;
+  uint64_t spawn_call = 0;
 };
 
 // CallGraph builds the trees. Each goroutine's lines are rendered as they come into a buffer of
@@ -107,6 +113,8 @@ private:
     uint64_t dropped = 0;                   // lines dropped since the last one kept
     size_t collapsible = std::string::npos; // where the last line's " {" is, when it opened the top frame
     uint64_t started = 0; // the order in which trees started (finish() prints in it)
+    std::string created_by; // the header's ", created by ..." (GraphCall::created_by)
+    uint64_t parent_goid = 0, spawn_call = 0;
   };
 
   bool keep_line(Goroutine &g, bool force);
@@ -114,7 +122,10 @@ private:
   void begin_line(Goroutine &g, uint64_t ts_ns, bool timed, size_t depth);
   void close_frame(Goroutine &g, const Frame &frame, const GraphCall *ret, const char *why);
   void print(const Key &key, Goroutine &g, std::string &out);
-  void append_header(const Key &key, std::string &out) const;
+  void append_header(const Key &key, const Goroutine &g, std::string &out) const;
+  // Moves g's finished tree into its parent goroutine's, under the call that spawned it, when
+  // that call is still open there; false when it is not (the tree stands on its own).
+  bool nest(const Key &key, Goroutine &g);
 
   std::vector<Function> functions_;   // per probe
   std::vector<uint32_t> function_of_; // per probe: the first probe of the same function
@@ -277,7 +288,9 @@ private:
 // from its entry to its return, with the entry's captures and the results as arguments. Entries of
 // probes without return events are instants ("ph":"i"). Calls still open at exit are instants
 // named "(still open at exit)". Events are written as the calls complete, so memory holds only the
-// calls in flight.
+// calls in flight. A goroutine whose first call begins while the call that spawned it is open on
+// its parent's track gets a flow arrow ("ph":"s" there, "ph":"f" with "bp":"e" on its own track,
+// "cat":"goroutine", the child call's id as the flow id) from the parent's slice open then to it.
 class PerfettoView : public EventSink {
 public:
   PerfettoView(Calls &calls, uint64_t start_ns, std::string path);

@@ -163,6 +163,8 @@ static __always_inline int weave_begin(struct weave_event_header *h, __u64 cooki
 	weave_count(&weave_hits, probe_id);
 	h->ts_ns = clock ? bpf_ktime_get_ns() : 0;
 	h->goid = 0;
+	h->parent_goid = 0;
+	h->gopc = 0;
 	h->faults = 0;
 	h->ip = ip;
 	h->pid = pid_tgid >> 32;

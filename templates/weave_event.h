@@ -6,7 +6,7 @@
 #ifndef WEAVE_EVENT_H
 #define WEAVE_EVENT_H
 
-#define WEAVE_EVENT_ABI 2
+#define WEAVE_EVENT_ABI 3
 
 enum weave_event_kind {
 	WEAVE_EVENT_ENTRY = 0,
@@ -25,9 +25,14 @@ struct weave_event_header {
 	__u32 probe_id; /* index into the manifest's "probes" */
 	__u16 kind;     /* enum weave_event_kind */
 	__u16 point;    /* which of the probe's "attach" points fired (its index there) */
+	/* Who made the goroutine (the manifest's "ancestry" says which of these the target has):
+	 * g.parentGoid, the goroutine that ran the go statement (Go 1.21+; 0 when unknown), and
+	 * g.gopc, the return address of that statement's call to newproc (0 when unknown). */
+	__u64 parent_goid;
+	__u64 gopc;
 };
 
-_Static_assert(sizeof(struct weave_event_header) == 48, "weave_event_header layout changed");
+_Static_assert(sizeof(struct weave_event_header) == 64, "weave_event_header layout changed");
 
 /* stack_mode: window. A probe's record holds this at the manifest's stack offset, followed by
  * `capacity` bytes of the user stack copied from `sp` (the first `len` of them read). The tracer

@@ -663,6 +663,15 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   ev.set("ctx_type", plan.ctx_type);
   ev.set("goid_offset", std::to_string(plan.goid_offset));
   ev.set("goid_source", comment(plan.goid_source));
+  // Ancestry: parentGoid and gopc are adjacent where both exist (Go 1.21+), one read of both.
+  bool pair = plan.gopc_offset && plan.parent_goid_offset &&
+              plan.parent_goid_offset + 8 == plan.gopc_offset;
+  ev.set("ancestry_pair", pair);
+  ev.set("gopc_only", plan.gopc_offset && !pair);
+  ev.set("parent_goid_offset", std::to_string(plan.parent_goid_offset));
+  ev.set("gopc_offset", std::to_string(plan.gopc_offset));
+  ev.set("ancestry_size", std::to_string(8 + plan.target.ptr_size));
+  ev.set("ancestry_source", comment(plan.ancestry_source));
   Data captures{Data::type::list}, late_captures{Data::type::list};
   Data members{Data::type::list};
   if (event->duration_offset) {
@@ -937,6 +946,13 @@ std::string render_manifest(const Plan &plan) {
     manifest["options"]["ring_size"] = plan.ring_size;
   manifest["event_header_size"] = plan.header_size;
   manifest["goid"] = {{"offset", plan.goid_offset}, {"source", plan.goid_source}};
+  // Which of the header's parent_goid and gopc the probes fill in: none without "ancestry", and no
+  // parent goroutine without "parent_goid_offset" (Go before 1.21).
+  if (plan.gopc_offset) {
+    manifest["ancestry"] = {{"gopc_offset", plan.gopc_offset}, {"source", plan.ancestry_source}};
+    if (plan.parent_goid_offset)
+      manifest["ancestry"]["parent_goid_offset"] = plan.parent_goid_offset;
+  }
   json probes = json::array();
   auto captures_json = [](const EventPlan &event) {
     json captures = json::array();

@@ -53,7 +53,7 @@ struct NamedValue {
   std::vector<InlinedPiece> pieces;
 };
 
-inline constexpr uint32_t kEventHeaderSize = 48; // sizeof(struct weave_event_header), templates/weave_event.h
+inline constexpr uint32_t kEventHeaderSize = 64; // sizeof(struct weave_event_header), templates/weave_event.h
 
 // Resolves the captures of one event and lays out its record. `implicit` captures (args: all,
 // return: true) that cannot be captured are skipped with a note in `skipped` instead of failing the

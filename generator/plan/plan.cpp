@@ -45,6 +45,37 @@ uint64_t goid_offset_for(GoVersion v, unsigned ptr_size) {
   return words * ptr_size + 8;
 }
 
+// g.parentGoid's and g.gopc's offsets when there is no DWARF, as DWARF gives them in the builds of
+// Go 1.19 and 1.21-1.26 (amd64 and arm64 share a layout; 386 packs its 4-byte words and 8-byte
+// parentGoid on 4-byte boundaries). {parentGoid, gopc}; parentGoid 0 before Go 1.21, which has none.
+// Versions not measured (1.16-1.18, 1.20, and any newer than 1.26) get no ancestry rather than a
+// guess: a wrong offset would name a wrong goroutine.
+struct AncestryOffsets {
+  uint64_t parent_goid = 0, gopc = 0;
+};
+std::optional<AncestryOffsets> ancestry_offsets_for(GoVersion v, unsigned ptr_size) {
+  if (v.major != 1)
+    return std::nullopt;
+  bool wide = ptr_size == 8;
+  switch (v.minor) {
+  case 19:
+    return AncestryOffsets{0, wide ? 296u : 184u};
+  case 21:
+  case 22:
+    return wide ? AncestryOffsets{272, 280} : AncestryOffsets{164, 172};
+  case 23:
+    return wide ? AncestryOffsets{280, 288} : AncestryOffsets{168, 176};
+  case 24:
+    return wide ? AncestryOffsets{280, 288} : AncestryOffsets{172, 180};
+  case 25:
+    return wide ? AncestryOffsets{272, 280} : AncestryOffsets{168, 176};
+  case 26:
+    return wide ? AncestryOffsets{280, 288} : AncestryOffsets{176, 184};
+  default:
+    return std::nullopt;
+  }
+}
+
 // The Go version decides the ABI, so a version string that lies (edited, or a reader's mistake)
 // would put every value in the wrong place. .gopclntab's format changed with the toolchain
 // (GO-ABI.md §6.1) and is written by the linker, independently of the build info: the two must
@@ -137,6 +168,16 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   } else {
     plan.goid_offset = goid_offset_for(version, image.ptr_size);
     plan.goid_source = "table for " + plan.target.go_version;
+  }
+  std::optional<uint64_t> dwarf_gopc = member("runtime.g", "gopc");
+  if (dwarf_gopc) {
+    plan.gopc_offset = *dwarf_gopc;
+    plan.parent_goid_offset = member("runtime.g", "parentGoid").value_or(0);
+    plan.ancestry_source = "DWARF runtime.g";
+  } else if (auto table = ancestry_offsets_for(version, image.ptr_size)) {
+    plan.gopc_offset = table->gopc;
+    plan.parent_goid_offset = table->parent_goid;
+    plan.ancestry_source = "table for " + plan.target.go_version;
   }
   plan.g_register = regs.g;
   plan.g_register_name = regs.g_name;
@@ -620,6 +661,13 @@ std::string dump_plan(const Plan &plan) {
                      plan.target.ptr_size);
   out << fmt::format("goid *({} + {}) from {}\n", plan.g_register_name, plan.goid_offset,
                      plan.goid_source);
+  if (plan.gopc_offset)
+    out << fmt::format("ancestry gopc *(g + {}){} from {}\n", plan.gopc_offset,
+                       plan.parent_goid_offset ? fmt::format(", parentGoid *(g + {})", plan.parent_goid_offset)
+                                               : std::string(", no parentGoid"),
+                       plan.ancestry_source);
+  else
+    out << "ancestry unknown (no DWARF runtime.g, and no table for this Go release)\n";
   if (plan.has_tls_g)
     out << fmt::format("g in ABI0 code at {}{:+#x} ({})\n", plan.target.arch == "386" ? "GS" : "FS",
                        plan.g_tls_offset, plan.g_tls_source);

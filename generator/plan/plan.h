@@ -268,6 +268,12 @@ struct Plan {
   int slice_max = 8;
   uint64_t goid_offset = 0;     // of goid inside runtime.g
   std::string goid_source;      // "DWARF runtime.g.goid" / "Go version table"
+  // Goroutine ancestry (who ran the go statement, and where): g.gopc, the go statement's return
+  // PC, in every Go; g.parentGoid from Go 1.21, the word just before gopc. 0: not known for this
+  // target (no DWARF and a version the table does not cover), and the header's fields stay 0.
+  uint64_t gopc_offset = 0;
+  uint64_t parent_goid_offset = 0;
+  std::string ancestry_source;  // "DWARF runtime.g" / "table for go1.N"
   std::string g_register;       // pt_regs field holding g at ABIInternal entries ("r14")
   std::string g_register_name;  // "R14"
   std::string ctx_type;         // C type of the uprobe context: "struct weave_pt_regs_x86_64"

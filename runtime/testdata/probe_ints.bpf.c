@@ -18,7 +18,7 @@
 
 struct event_0 {
 	struct weave_event_header h;
-	__s64 a; /* offset 48, manifest "fields": [{"kind": "int", "offset": 48}] */
+	__s64 a; /* offset 64, manifest "fields": [{"kind": "int", "offset": 64}] */
 #ifdef WEAVE_TEST_EVENT_PAD
 	char pad[WEAVE_TEST_EVENT_PAD];
 #endif

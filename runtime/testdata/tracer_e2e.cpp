@@ -120,14 +120,14 @@ json ints_manifest(bool wakeup = true) {
         {"arch", "amd64"},
         {"pointer_size", 8}}},
       {"options", {{"string_max", 64}}},
-      {"event_header_size", 48},
+      {"event_header_size", 64},
       {"probes",
        {{{"id", 0},
          {"name", "main.Ints"},
          {"function", "main.Ints"},
          {"abi", "ABIInternal"},
          {"program", "probe_0_entry"},
-         {"event_size", 56},
+         {"event_size", 72},
          {"attach", {{{"kind", "entry"}, {"file_offset", offset}, {"cookie", 0}}}},
          {"captures",
           {{{"expr", "a"},
@@ -138,7 +138,7 @@ json ints_manifest(bool wakeup = true) {
                {"kind", "int"},
                {"go_type", "int8"},
                {"size", 1},
-               {"offset", 48}}}}}}}}}},
+               {"offset", 64}}}}}}}}}},
   };
   if (!wakeup)
     m["options"]["ringbuf_wakeup"] = "none";

@@ -2,7 +2,11 @@
 // goroutine per request and per piece of work, nests calls on each, and records every call itself:
 // its goroutine id (parsed from runtime.Stack's header), arguments and result. Every entry event's
 // "call" must join exactly one return's, and the pair must be the program's own call: the same
-// goroutine, and the result the program computed from those very arguments.
+// goroutine, and the result the program computed from those very arguments. And ancestry: every
+// event on a goroutine the program started names, in "created_by" and in --graph's tree headers,
+// the goroutine that started it and the go statement's function and line, as the program recorded
+// them (Go 1.21+ records the parent goroutine in g.parentGoid; the pinned Go 1.19 does not, so there
+// only the function and line are known, and the tracer must say the parent is unknown).
 #include "harness.h"
 
 #include <doctest/doctest.h>
@@ -26,15 +30,30 @@ const char *kSpec = "probes:\n"
                     "    capture: [req]\n"
                     "    return: true\n";
 
+// The same for a stripped build: no DWARF, so the parameters are declared, and runtime.g's layout
+// (where g.parentGoid and g.gopc are) comes from weave's table for the Go release.
+const char *kSpecStripped = "probes:\n"
+                            "  - function: main.Work\n"
+                            "    params: [{name: req, type: int}, {name: k, type: int}, {name: depth, type: int}]\n"
+                            "    results: [{name: r, type: int}]\n"
+                            "    capture: [req]\n"
+                            "    return: true\n"
+                            "  - function: main.Handle\n"
+                            "    params: [{name: req, type: int}, {name: spawn, type: int}]\n"
+                            "    results: [{name: r, type: int}]\n"
+                            "    capture: [req]\n"
+                            "    return: true\n";
+
 struct Traced {
   std::vector<json> events; // the tracer's JSON lines, or empty with --graph
   std::string out, err;
   std::vector<json> truth;  // the program's own records
 };
 
-Traced trace(const std::string &fixture, const std::vector<std::string> &options, int requests, int spawn) {
+Traced trace(const std::string &fixture, const std::vector<std::string> &options, int requests, int spawn,
+             const char *spec = kSpec) {
   std::string dir = e2e::temp_dir("calls-" + fixture);
-  std::ofstream(dir + "/spec.yaml") << kSpec;
+  std::ofstream(dir + "/spec.yaml") << spec;
   auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(fixture), "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
@@ -117,7 +136,201 @@ void check_call_ids(const std::string &fixture) {
   CHECK(joined_handle == handle.size());
 }
 
+// Whether the toolchain that built the fixtures records the parent goroutine (g.parentGoid, Go 1.21+).
+bool records_parent_goid() {
+  std::string v = e2e::matrix_version(); // "" for the pinned Go 1.19
+  if (v.empty())
+    return false;
+  int minor = std::stoi(v.substr(v.find('.') + 1));
+  return minor >= 21;
+}
+
+// The program's spawns: each started goroutine's id -> its record (parent, line, req, k).
+std::map<uint64_t, json> spawns_of(const Traced &t) {
+  std::map<uint64_t, json> spawns;
+  for (const json &r : t.truth)
+    if (r["kind"] == "spawn")
+      spawns[r["goid"].get<uint64_t>()] = r;
+  return spawns;
+}
+
+// What each goroutine the program started runs: main.Handle (started by main.main) or main.Work
+// (started by main.Handle), from the calls the program recorded on it.
+std::map<uint64_t, std::string> runs_of(const Traced &t) {
+  std::map<uint64_t, std::string> runs;
+  for (const json &r : t.truth)
+    if (r["kind"] == "call")
+      runs[r["goid"].get<uint64_t>()] = r["function"];
+  return runs;
+}
+
+void check_created_by(const std::string &fixture, const char *spec = kSpec) {
+  constexpr int kRequests = 5, kSpawn = 3;
+  Traced t = trace(fixture, {"--format", "json", "--no-summary"}, kRequests, kSpawn, spec);
+  std::map<uint64_t, json> spawns = spawns_of(t);
+  REQUIRE(spawns.size() == size_t(kRequests + kRequests * kSpawn));
+  // Which goroutines run Handle (started by main.main) and which Work (started by Handle): from
+  // the calls the program recorded on them.
+  std::map<uint64_t, std::string> runs = runs_of(t);
+  const bool parent_known = records_parent_goid();
+  size_t checked = 0;
+  std::set<uint64_t> goroutines;
+  for (const json &e : t.events) {
+    INFO(e.dump());
+    uint64_t goid = e["goid"];
+    REQUIRE(spawns.count(goid) == 1); // every traced call runs on a goroutine the program started
+    const json &spawn = spawns[goid];
+    REQUIRE(e.contains("created_by"));
+    const json &by = e["created_by"];
+    if (parent_known) {
+      REQUIRE(by.contains("goid"));
+      CHECK(by["goid"] == spawn["parent"]);
+    } else {
+      CHECK_FALSE(by.contains("goid")); // unknown, never a made-up 0
+    }
+    CHECK(by["line"] == spawn["line"]);
+    // Work runs on goroutines Handle started; Handle on goroutines main started.
+    CHECK(by["function"] == (runs[goid] == "main.Work" ? "main.Handle" : "main.main"));
+    std::string file = by["file"];
+    CHECK(file.size() >= 7);
+    CHECK(file.substr(file.size() - 7) == "main.go");
+    goroutines.insert(goid);
+    ++checked;
+  }
+  CHECK(checked == size_t(2 * (kRequests * kSpawn * 3 + kRequests))); // every entry and return
+  CHECK(goroutines.size() == spawns.size());
+}
+
 } // namespace
+
+TEST_CASE("ancestry: every event names the goroutine that started its goroutine and the go statement (amd64)") {
+  e2e::require_bpf();
+  check_created_by("spawn");
+}
+
+TEST_CASE("ancestry: every event names the goroutine that started its goroutine and the go statement (386)") {
+  e2e::require_bpf();
+  check_created_by("spawn_386");
+}
+
+TEST_CASE("ancestry: a stripped build, runtime.g's layout from weave's table for the Go release") {
+  e2e::require_bpf();
+  check_created_by("spawn_stripped", kSpecStripped);
+}
+
+TEST_CASE("ancestry: a stripped 386 build, runtime.g's 4-byte-word layout from the table") {
+  e2e::require_bpf();
+  check_created_by("spawn_386_stripped", kSpecStripped);
+}
+
+TEST_CASE("ancestry: --graph heads each goroutine's tree with its maker, and nests it under the spawning call") {
+  e2e::require_bpf();
+  constexpr int kRequests = 3, kSpawn = 2;
+  Traced t = trace("spawn", {"--graph", "--no-summary"}, kRequests, kSpawn);
+  INFO(t.out);
+  std::map<uint64_t, json> spawns = spawns_of(t);
+  REQUIRE(spawns.size() == size_t(kRequests + kRequests * kSpawn));
+  std::map<uint64_t, std::string> runs = runs_of(t);
+  const bool parent_known = records_parent_goid();
+  std::regex header(R"(^( *)goroutine (\d+) \(pid \d+\), created by (goroutine (\d+)|an unknown goroutine) in (\S+) at (\S+):(\d+):$)");
+  std::regex handle_open(R"(^ +[0-9.]+( *)main\.Handle\(req=(\d+)\) \{  #\d+$)");
+  std::set<uint64_t> headed;
+  int open_req = 0; // the main.Handle call whose tree the lines are in, 0 outside one
+  std::istringstream in(t.out);
+  for (std::string line; std::getline(in, line);) {
+    INFO(line);
+    std::smatch m;
+    if (std::regex_match(line, m, handle_open)) {
+      open_req = std::stoi(m[2]);
+      continue;
+    }
+    if (line.rfind("goroutine ", 0) == 0)
+      open_req = 0; // a tree of its own begins
+    if (!std::regex_match(line, m, header))
+      continue;
+    uint64_t goid = std::stoull(m[2]);
+    REQUIRE(spawns.count(goid) == 1);
+    const json &spawn = spawns[goid];
+    bool work = runs[goid] == "main.Work";
+    if (parent_known) {
+      REQUIRE(m[4].matched);
+      CHECK(std::stoull(m[4]) == spawn["parent"].get<uint64_t>());
+    } else {
+      CHECK(m[3] == "an unknown goroutine");
+    }
+    CHECK(std::stoi(m[7]) == spawn["line"].get<int>());
+    std::string file = m[6];
+    CHECK(file.substr(file.size() - 7) == "main.go");
+    // A piece of work's goroutine is made in main.Handle, a request's in main.main.
+    if (work) {
+      CHECK(m[5] == "main.Handle");
+      // With the parent known, its tree sits inside the tree of the Handle call that spawned it.
+      if (parent_known) {
+        CHECK(m[1].length() > 0);
+        CHECK(open_req == spawn["req"].get<int>());
+      }
+    } else {
+      CHECK(m[5] == "main.main");
+      CHECK(m[1].length() == 0); // main.main is not traced: a tree of its own
+    }
+    CHECK(headed.insert(goid).second);
+  }
+  // Every goroutine's tree is headed once: Handle's goroutines and Work's.
+  CHECK(headed.size() == spawns.size());
+}
+
+TEST_CASE("ancestry: --perfetto draws a flow from the spawning call's slice to each spawned goroutine") {
+  e2e::require_bpf();
+  constexpr int kRequests = 3, kSpawn = 3;
+  std::string path = e2e::temp_dir("calls-perfetto") + "/trace.json";
+  Traced t = trace("spawn", {"--perfetto", path, "--no-summary", "-o", "/dev/null"}, kRequests, kSpawn);
+  std::map<uint64_t, json> spawns = spawns_of(t);
+  std::map<uint64_t, std::string> runs = runs_of(t);
+  json trace = json::parse(e2e::read_file(path));
+  std::map<uint64_t, json> starts, finishes; // flow id -> event
+  std::vector<json> handles;                   // main.Handle's slices
+  for (const json &e : trace["traceEvents"]) {
+    if (e["ph"] == "s")
+      CHECK(starts.emplace(e["id"].get<uint64_t>(), e).second);
+    else if (e["ph"] == "f")
+      CHECK(finishes.emplace(e["id"].get<uint64_t>(), e).second);
+    else if (e["ph"] == "X" && e["name"] == "main.Handle")
+      handles.push_back(e);
+  }
+  REQUIRE(handles.size() == size_t(kRequests));
+  if (!records_parent_goid()) { // no parent goroutine to draw from
+    CHECK(starts.empty());
+    CHECK(finishes.empty());
+    return;
+  }
+  // One arrow per goroutine Handle started (main.main, which started Handle's, is not traced).
+  REQUIRE(finishes.size() == size_t(kRequests * kSpawn));
+  REQUIRE(starts.size() == finishes.size());
+  std::set<uint64_t> children;
+  for (const auto &[id, f] : finishes) {
+    INFO(f.dump());
+    REQUIRE(starts.count(id) == 1);
+    const json &s = starts[id];
+    INFO(s.dump());
+    CHECK(f["bp"] == "e");
+    uint64_t child = f["tid"];
+    REQUIRE(spawns.count(child) == 1);
+    CHECK(runs[child] == "main.Work");
+    const json &spawn = spawns[child];
+    CHECK(s["tid"] == spawn["parent"]); // from the goroutine that ran the go statement
+    CHECK(s["pid"] == f["pid"]);
+    // ... inside the slice of the Handle call that spawned it.
+    size_t inside = 0;
+    for (const json &h : handles)
+      if (h["tid"] == s["tid"] && h["ts"].get<double>() <= s["ts"].get<double>() &&
+          s["ts"].get<double>() <= h["ts"].get<double>() + h["dur"].get<double>()) {
+        CHECK(h["args"]["args"]["req"] == spawn["req"]);
+        ++inside;
+      }
+    CHECK(inside == 1);
+    CHECK(children.insert(child).second);
+  }
+}
 
 TEST_CASE("call ids: every entry joins its own return, on the goroutine the program saw (amd64)") {
   e2e::require_bpf();

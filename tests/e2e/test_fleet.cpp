@@ -82,6 +82,7 @@ e2e::Background start_collector(const std::string &binary, const std::string &di
 // A span as the debug exporter prints it.
 struct Span {
   std::string trace, parent, id, name;
+  std::vector<std::pair<std::string, std::string>> links; // (trace id, span id) of each link
   int64_t start = 0, end = 0; // ns since the epoch
   std::map<std::string, std::string> attributes; // "Int(20)", "Str(srv-0)"
   std::map<std::string, std::string> resource;
@@ -110,7 +111,7 @@ std::vector<Span> parse_spans(const std::string &text) {
   std::map<std::string, std::string> resource;
   static const std::regex field(R"(^\s*(Trace ID|Parent ID|ID|Name|Start time|End time)\s*: ?(.*)$)");
   static const std::regex attr(R"(^\s*-> ([^:]+): (.*)$)");
-  bool in_resource = false;
+  bool in_resource = false, in_links = false;
   std::istringstream in(text);
   std::string line;
   std::smatch m;
@@ -121,7 +122,22 @@ std::vector<Span> parse_spans(const std::string &text) {
       continue;
     }
     if (line.rfind("ScopeSpans #", 0) == 0 || line.rfind("Span #", 0) == 0)
-      in_resource = false;
+      in_resource = in_links = false;
+    if (line.rfind("Links:", 0) == 0) {
+      in_links = true;
+      continue;
+    }
+    if (in_links && !spans.empty()) { // SpanLink #N, then its "-> Trace ID: ..." and "-> ID: ..."
+      if (line.rfind("SpanLink #", 0) == 0)
+        spans.back().links.push_back({});
+      else if (std::regex_match(line, m, attr) && !spans.back().links.empty()) {
+        if (m[1] == "Trace ID")
+          spans.back().links.back().first = m[2];
+        else if (m[1] == "ID")
+          spans.back().links.back().second = m[2];
+      }
+      continue;
+    }
     if (line.rfind("Span #", 0) == 0) {
       spans.push_back({});
       spans.back().resource = resource;
@@ -613,4 +629,74 @@ TEST_CASE("--otlp: a collector that accepts and never answers: output unchanged,
   CHECK(traced.err.find("otlp: 29 spans, 0 sent, 29 dropped") != std::string::npos);
   CHECK(traced.err.find("timed out") != std::string::npos);
   MESSAGE("with a collector that never answers: the traced run took " << seconds << " s, all 29 spans dropped and counted");
+}
+
+// Last: without a newer Go it exits with ctest's skip code, and the cases after it would not run.
+TEST_CASE("--otlp: a goroutine's root span links to the span of the call that spawned it") {
+  e2e::require_bpf();
+  // Go 1.21+ records the parent goroutine (g.parentGoid): the pinned 1.19 build cannot say whose
+  // call spawned a goroutine, so the spawn fixture built by the newer Go is traced.
+  if (!std::filesystem::exists(e2e::fixture("spawn_newer"))) {
+    MESSAGE("skipped: no newer Go than the pinned one to build the fixture with (WEAVE_GO_NEWER)");
+    std::exit(77);
+  }
+  std::string collector_path = collector_binary();
+  std::string dir = e2e::temp_dir("fleet_otlp_links");
+  std::filesystem::copy_file(e2e::fixture("spawn_newer"), dir + "/spawn",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(dir + "/spec.yaml") << "probes:\n"
+                                       "  - function: main.Work\n"
+                                       "    capture: [req, k, depth]\n"
+                                       "    return: true\n"
+                                       "  - function: main.Handle\n"
+                                       "    capture: [req]\n"
+                                       "    return: true\n";
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", dir + "/spawn", "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  int port = e2e::free_port();
+  e2e::Background collector = start_collector(collector_path, dir, port);
+  constexpr int kRequests = 3, kSpawn = 2;
+  auto traced = e2e::run({dir + "/out/tracer", "-o", "/dev/null", "--no-summary", "--otlp",
+                          "http://" + e2e::loopback() + ":" + std::to_string(port), "--", dir + "/spawn", "-truth",
+                          dir + "/truth.jsonl", "-requests", std::to_string(kRequests), "-spawn",
+                          std::to_string(kSpawn)});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  const size_t paired = kRequests + kRequests * kSpawn * 3;
+  std::vector<Span> spans = wait_for_spans(collector, paired);
+  REQUIRE(spans.size() == paired);
+  // The program's record: which goroutine started each goroutine.
+  std::map<std::string, json> spawned; // goid -> its spawn record
+  for (const json &r : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl")))
+    if (r["kind"] == "spawn")
+      spawned["Int(" + std::to_string(r["goid"].get<uint64_t>()) + ")"] = r;
+  std::map<std::string, const Span *> handle_of; // goid of a Handle call -> its span
+  for (const Span &s : spans)
+    if (s.name == "main.Handle")
+      handle_of[s.attributes.at("weave.goid")] = &s;
+  REQUIRE(handle_of.size() == size_t(kRequests));
+  size_t linked = 0;
+  for (const Span &s : spans) {
+    CAPTURE(s.name);
+    CAPTURE(s.id);
+    if (s.name == "main.Handle" || !s.parent.empty()) {
+      // main.main, which started Handle's goroutines, is not traced; nested spans have a parent.
+      CHECK(s.links.empty());
+      continue;
+    }
+    // A root Work span: linked to the span of the Handle call, on the goroutine the program says
+    // started this one, that ran the go statement.
+    REQUIRE(spawned.count(s.attributes.at("weave.goid")) == 1);
+    const json &spawn = spawned[s.attributes.at("weave.goid")];
+    std::string parent = "Int(" + std::to_string(spawn["parent"].get<uint64_t>()) + ")";
+    REQUIRE(handle_of.count(parent) == 1);
+    const Span &handle = *handle_of[parent];
+    CHECK(handle.attributes.at("weave.arg.req") == integer(spawn["req"]));
+    REQUIRE(s.links.size() == 1);
+    CHECK(s.links[0].first == handle.trace);
+    CHECK(s.links[0].second == handle.id);
+    ++linked;
+  }
+  CHECK(linked == size_t(kRequests * kSpawn));
 }

@@ -89,7 +89,8 @@ std::vector<TreeLine> parse_graph(const std::string &out) {
   std::string line;
   uint64_t goid = 0;
   size_t block = 0;
-  std::regex header(R"(^goroutine (\d+) \(pid (\d+)\):$)");
+  // "goroutine 18 (pid 1234), created by ...:" (who made it: tests/e2e/test_calls.cpp checks that part)
+  std::regex header(R"(^goroutine (\d+) \(pid (\d+)\)(, created by .*)?:$)");
   while (std::getline(in, line)) {
     std::smatch m;
     if (std::regex_match(line, m, header)) {

@@ -9,6 +9,7 @@
 # What is built (each as its own file in OUTDIR, named as the pinned 1.19 build names it):
 #   fixture fixture_stripped fixture_pie fixture_386 fixture_386_stripped cgo   tests/e2e/*
 #   zerosize zerosize_386 maps maps_386 failing failing_386                     tests/e2e/*
+#   spawn spawn_386 spawn_stripped spawn_386_stripped                          tests/e2e/spawn
 #   inlined inlined_stripped inlined_386 inlined_pie                           tests/e2e/inline
 #   generics generics_stripped generics_pie generics_386 generics_debug         tests/e2e/generics
 #   dyntypes dyntypes_stripped dyntypes_pie                                    tests/e2e/dyntypes
@@ -90,6 +91,10 @@ build initinline "$src/tests/e2e/initinline" --
 build zerosize_386 "$src/tests/e2e/zerosize" GOARCH=386 --
 build maps "$src/tests/e2e/maps" --
 build maps_386 "$src/tests/e2e/maps" GOARCH=386 --
+build spawn "$src/tests/e2e/spawn" --
+build spawn_386 "$src/tests/e2e/spawn" GOARCH=386 --
+build spawn_stripped "$src/tests/e2e/spawn" -- -ldflags='-s -w'
+build spawn_386_stripped "$src/tests/e2e/spawn" GOARCH=386 -- -ldflags='-s -w'
 build failing "$src/tests/e2e/failing" --
 build failing_386 "$src/tests/e2e/failing" GOARCH=386 --
 generics=$src/tests/e2e/generics

@@ -73,28 +73,28 @@ json example_manifest() {
     return f;
   };
   json captures = json::array({
-      {{"expr", "a"}, {"type", "int8"}, {"fault_bit", 0}, {"fields", {field("", "int", 48)}}},
+      {{"expr", "a"}, {"type", "int8"}, {"fault_bit", 0}, {"fields", {field("", "int", 64)}}},
       {{"expr", "s"},
        {"type", "string"},
        {"fault_bit", 1},
-       {"fields", {field("", "string", 56, 8)}}},
+       {"fields", {field("", "string", 72, 8)}}},
       {{"expr", "h"},
        {"type", "main.Header"},
        {"fault_bit", 2},
        {"fields",
-        {field("Port", "uint", 72), field("Inner.Host", "string", 80, 8),
-         field("Inner.Ok", "bool", 96)}}},
-      {{"expr", "p"}, {"type", "*int"}, {"fault_bit", 3}, {"fields", {field("", "pointer", 104)}}},
-      {{"expr", "u"}, {"type", "uint64"}, {"fault_bit", 4}, {"fields", {field("", "uint", 112)}}},
-      {{"expr", "i"}, {"type", "int64"}, {"fault_bit", 5}, {"fields", {field("", "int", 120)}}},
+        {field("Port", "uint", 88), field("Inner.Host", "string", 96, 8),
+         field("Inner.Ok", "bool", 112)}}},
+      {{"expr", "p"}, {"type", "*int"}, {"fault_bit", 3}, {"fields", {field("", "pointer", 120)}}},
+      {{"expr", "u"}, {"type", "uint64"}, {"fault_bit", 4}, {"fields", {field("", "uint", 128)}}},
+      {{"expr", "i"}, {"type", "int64"}, {"fault_bit", 5}, {"fields", {field("", "int", 136)}}},
       {{"expr", "bad"},
        {"type", "string"},
        {"fault_bit", 6},
-       {"fields", {field("", "string", 128, 8)}}},
+       {"fields", {field("", "string", 144, 8)}}},
       {{"expr", "missing"},
        {"type", "main.Header"},
        {"fault_bit", 7},
-       {"fields", {field("Port", "uint", 144)}}},
+       {"fields", {field("Port", "uint", 160)}}},
   });
   return {
       {"format", 1},
@@ -106,7 +106,7 @@ json example_manifest() {
         {"arch", "amd64"},
         {"pointer_size", 8}}},
       {"options", {{"string_max", 8}}},
-      {"event_header_size", 48},
+      {"event_header_size", 64},
       {"goid", {{"offset", 152}, {"source", "DWARF runtime.g.goid"}}},
       {"probes",
        {{{"id", 0},
@@ -114,7 +114,7 @@ json example_manifest() {
          {"function", "main.(*Server).Handle"},
          {"abi", "ABIInternal"},
          {"program", "probe_0_entry"},
-         {"event_size", 152},
+         {"event_size", 168},
          {"attach",
           {{{"kind", "entry"}, {"vaddr", "0x4a0580"}, {"file_offset", "0xa0580"}, {"cookie", 0}},
            {{"kind", "return"}, {"vaddr", "0x4a05c0"}, {"file_offset", "0xa05c0"}, {"cookie", 1}}}},
@@ -140,7 +140,7 @@ std::string parse_error(const json &j) {
 // A hand-built event record for example_manifest().
 struct Event {
   std::vector<uint8_t> bytes;
-  explicit Event(size_t size = 152) : bytes(size, 0) {}
+  explicit Event(size_t size = 168) : bytes(size, 0) {}
   Event &u64(size_t offset, uint64_t v) {
     std::memcpy(bytes.data() + offset, &v, 8);
     return *this;
@@ -158,16 +158,16 @@ constexpr uint64_t kStart = 1'000'000'000;
 Event example_event() {
   Event e;
   e.header() = {kStart + 1'234'567, 1, 0, 0, 10, 11, 0, WEAVE_EVENT_ENTRY};
-  e.u64(48, uint64_t(int64_t(-128)));
-  e.str(56, "hello, w", 12, 8); // "hello, world": 12 bytes, 8 copied
-  e.u64(72, 8080);
-  e.str(80, "a\"b\n", 4, 8);
-  e.u64(96, 1);
-  e.u64(104, 0xc000010000);
-  e.u64(112, std::numeric_limits<uint64_t>::max());
-  e.u64(120, uint64_t(std::numeric_limits<int64_t>::min()));
-  e.str(128, "ok\xff\xfe", 4, 8);
-  e.u64(144, 0xdeadbeef); // garbage behind a fault: must never be printed
+  e.u64(64, uint64_t(int64_t(-128)));
+  e.str(72, "hello, w", 12, 8); // "hello, world": 12 bytes, 8 copied
+  e.u64(88, 8080);
+  e.str(96, "a\"b\n", 4, 8);
+  e.u64(112, 1);
+  e.u64(120, 0xc000010000);
+  e.u64(128, std::numeric_limits<uint64_t>::max());
+  e.u64(136, uint64_t(std::numeric_limits<int64_t>::min()));
+  e.str(144, "ok\xff\xfe", 4, 8);
+  e.u64(160, 0xdeadbeef); // garbage behind a fault: must never be printed
   e.header().faults = uint64_t(1) << 7;
   return e;
 }
@@ -267,7 +267,7 @@ TEST_CASE("manifest: the example parses into what the runtime needs") {
   REQUIRE(m.probes.size() == 1);
   const ManifestProbe &p = m.probes[0];
   CHECK(p.program == "probe_0_entry");
-  CHECK(p.event_size == 152);
+  CHECK(p.event_size == 168);
   REQUIRE(p.attach.size() == 2);
   CHECK(p.attach[0].file_offset == 0xa0580);
   CHECK(p.attach[0].vaddr == 0x4a0580);
@@ -343,17 +343,17 @@ TEST_CASE("manifest: each mistake is reported with the key it concerns") {
       {"attach kind", [](json &j) { j["probes"][0]["attach"][0]["kind"] = "exit"; },
        "probes[0].attach[0].kind: expected \"entry\" or \"return\""},
       {"field past the event",
-       [](json &j) { j["probes"][0]["captures"][7]["fields"][0]["offset"] = 148; },
-       "probes[0].captures[7].fields[0].offset: 148 + 8 bytes end past event_size 152"},
+       [](json &j) { j["probes"][0]["captures"][7]["fields"][0]["offset"] = 164; },
+       "probes[0].captures[7].fields[0].offset: 164 + 8 bytes end past event_size 168"},
       {"string data past the event",
        [](json &j) { j["probes"][0]["captures"][6]["fields"][0]["max_len"] = 64; },
-       "probes[0].captures[6].fields[0].offset: 128 + 72 bytes end past event_size 152"},
+       "probes[0].captures[6].fields[0].offset: 144 + 72 bytes end past event_size 168"},
       {"string without max_len",
        [](json &j) { j["probes"][0]["captures"][1]["fields"][0].erase("max_len"); },
        "probes[0].captures[1].fields[0].max_len: missing"},
       {"field in the header",
-       [](json &j) { j["probes"][0]["captures"][0]["fields"][0]["offset"] = 40; },
-       "probes[0].captures[0].fields[0].offset: 40 lies inside the 48-byte event header"},
+       [](json &j) { j["probes"][0]["captures"][0]["fields"][0]["offset"] = 56; },
+       "probes[0].captures[0].fields[0].offset: 56 lies inside the 64-byte event header"},
       {"unknown kind",
        [](json &j) { j["probes"][0]["captures"][0]["fields"][0]["kind"] = "decimal"; },
        "probes[0].captures[0].fields[0].kind: unknown field kind \"decimal\""},
@@ -425,7 +425,7 @@ TEST_CASE("output: JSON line of a hand-built event") {
                 "\"faults\":[\"missing\"],\"truncated\":[\"s\"],\"lengths\":{\"s\":12}}\n");
 
   // Without the lone surrogates it is JSON any parser reads, with the integers exact.
-  e.str(128, "ok", 2, 8);
+  e.str(144, "ok", 2, 8);
   e.header().faults = 0;
   json j = json::parse(format(m, OutputFormat::Json, e));
   CHECK(j["args"]["u"].get<uint64_t>() == std::numeric_limits<uint64_t>::max());
@@ -446,7 +446,7 @@ TEST_CASE("output: JSON line of a hand-built event") {
   }
 
   // A truncated string inside a struct is named by its path.
-  e.str(80, "12345678", 9, 8);
+  e.str(96, "12345678", 9, 8);
   j = json::parse(format(m, OutputFormat::Json, e));
   CHECK(j["truncated"] == json::array({"s", "h.Inner.Host"}));
   // Each with its full length, what the program's len() said (12 and 9), keyed alike.
@@ -521,8 +521,8 @@ TEST_CASE("output: malformed events are counted and skipped") {
   EventPrinter printer(m, OutputFormat::Json, kStart);
   std::string out;
   Event e = example_event();
-  CHECK_FALSE(printer.format(e.bytes.data(), 47, out));  // shorter than the header
-  CHECK_FALSE(printer.format(e.bytes.data(), 151, out)); // shorter than event_size
+  CHECK_FALSE(printer.format(e.bytes.data(), 63, out));  // shorter than the header
+  CHECK_FALSE(printer.format(e.bytes.data(), 167, out)); // shorter than event_size
   e.header().probe_id = 1;
   CHECK_FALSE(printer.format(e.bytes.data(), e.bytes.size(), out));
   e.header().probe_id = 0;
@@ -698,11 +698,11 @@ namespace {
 
 // main.Check's return event in the stripped fixture: `res error` and the call's duration.
 json check_return_manifest() {
-  json field_type = {{"name", "type"}, {"kind", "uint"}, {"go_type", "*runtime._type"}, {"size", 8}, {"offset", 56}};
-  json field_data = {{"name", "data"}, {"kind", "pointer"}, {"go_type", "unsafe.Pointer"}, {"size", 8}, {"offset", 64}};
-  json field_value = {{"name", "value"}, {"kind", "uint"}, {"go_type", "uint64"}, {"size", 8}, {"offset", 72}};
+  json field_type = {{"name", "type"}, {"kind", "uint"}, {"go_type", "*runtime._type"}, {"size", 8}, {"offset", 72}};
+  json field_data = {{"name", "data"}, {"kind", "pointer"}, {"go_type", "unsafe.Pointer"}, {"size", 8}, {"offset", 80}};
+  json field_value = {{"name", "value"}, {"kind", "uint"}, {"go_type", "uint64"}, {"size", 8}, {"offset", 88}};
   json field_text = {{"name", "text"}, {"kind", "string"}, {"go_type", "string"}, {"size", 16},
-                     {"offset", 80},   {"max_len", 64}};
+                     {"offset", 96},   {"max_len", 64}};
   return {{"format", 1},
           {"weave_version", "0.1.0"},
           {"target",
@@ -711,7 +711,7 @@ json check_return_manifest() {
             {"go_version", "go1.19.8"},
             {"arch", "amd64"},
             {"pointer_size", 8}}},
-          {"event_header_size", 48},
+          {"event_header_size", 64},
           {"probes",
            {{{"id", 0},
              {"name", "main.Check"},
@@ -719,8 +719,8 @@ json check_return_manifest() {
              {"kind", "return"},
              {"abi", "ABIInternal"},
              {"program", "probe_0_return"},
-             {"event_size", 152},
-             {"duration_offset", 48},
+             {"event_size", 168},
+             {"duration_offset", 64},
              {"attach", {{{"kind", "return"}, {"vaddr", "0x4a44c0"}, {"file_offset", "0xa44c0"}, {"cookie", 0}}}},
              {"captures",
               {{{"expr", "res"},
@@ -759,10 +759,10 @@ TEST_CASE("output: without DWARF an interface's type comes from the binary; an a
   EventPrinter text(m, OutputFormat::Text, kStart), json_printer(m, OutputFormat::Json, kStart);
   text.set_symbolizer(&symbolizer);
   json_printer.set_symbolizer(&symbolizer);
-  Event e(152);
+  Event e(168);
   e.header() = {kStart + 2'000'000, 1, 0, 0, 10, 11, 0, WEAVE_EVENT_RETURN};
-  e.u64(48, 1500); // duration
-  e.u64(56, boom_type).u64(64, 0xc000012345).str(80, "boom", 4, 64);
+  e.u64(64, 1500); // duration
+  e.u64(72, boom_type).u64(80, 0xc000012345).str(96, "boom", 4, 64);
   auto line = [&](EventPrinter &p) {
     std::string out;
     REQUIRE(p.format(e.bytes.data(), e.bytes.size(), out));
@@ -771,7 +771,7 @@ TEST_CASE("output: without DWARF an interface's type comes from the binary; an a
   CHECK(line(text) == "0.002000 pid=10 tid=11 goid=1 \u2190 main.Check(res=*errors.errorString(\"boom\"))  1.5µs\n");
   CHECK(json::parse(line(json_printer))["results"]["res"] == json{{"type", "*errors.errorString"}, {"error", "boom"}});
   // Inside the descriptor, not where one starts: marked with its address, never named.
-  e.u64(56, boom_type + 8);
+  e.u64(72, boom_type + 8);
   CHECK(line(text) == "0.002000 pid=10 tid=11 goid=1 \u2190 main.Check(res=<unknown type " + [&] {
           std::string s;
           append_hex(s, boom_type + 8);
@@ -787,7 +787,7 @@ TEST_CASE("output: without DWARF an interface's type comes from the binary; an a
   CHECK(symbolizer.types().looked_up() == 2);
   CHECK(symbolizer.types().blocks_read() < 16);
   // A file of another build at the path: its descriptors are not the manifest's, so none is named.
-  e.u64(56, boom_type);
+  e.u64(72, boom_type);
   j_manifest["target"]["build_id"] = "another build";
   Manifest other = parse_ok(j_manifest);
   Symbolizer other_symbolizer(stripped, other);
@@ -800,7 +800,7 @@ TEST_CASE("output: without DWARF an interface's type comes from the binary; an a
 TEST_CASE("output: a return whose entry was not seen says so in text and JSON") {
   Manifest m = parse_ok(check_return_manifest());
   EventPrinter text(m, OutputFormat::Text, kStart), json_printer(m, OutputFormat::Json, kStart);
-  Event e(152);
+  Event e(168);
   e.header() = {kStart + 2'000'000, 1, 0, 0, 10, 11, 0, WEAVE_EVENT_RETURN};
   auto line = [&](EventPrinter &p) {
     std::string out;
@@ -812,7 +812,7 @@ TEST_CASE("output: a return whose entry was not seen says so in text and JSON") 
   json j = json::parse(line(json_printer));
   CHECK(j["entry_seen"] == false);
   CHECK_FALSE(j.contains("duration_ns"));
-  e.u64(48, 2'500'000);
+  e.u64(64, 2'500'000);
   CHECK(line(text) == "0.002000 pid=10 tid=11 goid=1 \u2190 main.Check(res=nil)  2.5ms\n");
   j = json::parse(line(json_printer));
   CHECK_FALSE(j.contains("entry_seen"));

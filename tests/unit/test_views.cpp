@@ -97,6 +97,39 @@ TEST_CASE("graph: interleaved goroutines each get their own tree, printed when i
   CHECK(rest.empty());
 }
 
+TEST_CASE("graph: a goroutine's tree goes under the call that spawned it while that call is open") {
+  CallGraph graph = make_graph();
+  auto child = [](GraphCall c, uint64_t parent_goid, uint64_t spawn_call) {
+    c.created_by = "created by goroutine " + std::to_string(parent_goid) + " in main.A at m.go:3";
+    c.parent_goid = parent_goid;
+    c.spawn_call = spawn_call;
+    return c;
+  };
+  GraphCall a = in(A_IN, 5, 10 * us, "main.A(x=1)");
+  a.call = 1;
+  a.created_by = "created by goroutine 1 in main.main at m.go:9";
+  GraphCall b = child(in(B_IN, 6, 20 * us, "main.B(y=2)"), 5, 1);
+  b.call = 2;
+  GraphCall b_out = out(B_OUT, 6, 30 * us, 10 * us, "main.B(~r0=3)");
+  b_out.call = 2;
+  GraphCall a_out = out(A_OUT, 5, 40 * us, 30 * us, "main.A()");
+  a_out.call = 1;
+  // Goroutine 7 begins inside A too, but ends after A returned: a tree of its own, headed.
+  GraphCall late = child(in(B_IN, 7, 25 * us, "main.B(y=4)"), 5, 1);
+  late.call = 3;
+  GraphCall late_out = out(B_OUT, 7, 50 * us, 25 * us, "main.B(~r0=5)");
+  late_out.call = 3;
+  CHECK(run(graph, {a, b, late, b_out, a_out, late_out}) ==
+        "goroutine 5 (pid 100), created by goroutine 1 in main.main at m.go:9:\n"
+        "  0.000010 main.A(x=1) {  #1\n"
+        "             goroutine 6 (pid 100), created by goroutine 5 in main.A at m.go:3:\n"
+        "  0.000020   main.B(y=2) = (~r0=3)  10µs  #2\n"
+        "  0.000040 } main.A  30µs  #1\n"
+        "goroutine 7 (pid 100), created by goroutine 5 in main.A at m.go:3:\n"
+        "  0.000025 main.B(y=4) = (~r0=5)  25µs  #3\n");
+  CHECK(graph.buffered_lines() == 0);
+}
+
 TEST_CASE("graph: recursion nests a level per call, the innermost on one line") {
   CallGraph graph = make_graph();
   CHECK(run(graph,
@@ -287,7 +320,7 @@ TEST_CASE("graph: bounded buffers drop lines, say how many and where, and keep t
 namespace {
 
 // A manifest like `weave build` writes for main.Say(s string) string and main.Tick(n int) (entry
-// only): entry and return probes, the return's duration at 48.
+// only): entry and return probes, the return's duration at 64.
 json views_manifest() {
   auto field = [](const char *kind, int offset, int max_len = -1) {
     json f = {{"name", ""}, {"kind", kind}, {"go_type", "?"}, {"size", 8}, {"offset", offset}};
@@ -307,17 +340,17 @@ json views_manifest() {
               {"attach", {{{"kind", kind}, {"file_offset", 4096 + id}, {"cookie", id}}}},
               {"captures", {capture}}};
     if (std::string(kind) == "return")
-      p["duration_offset"] = 48;
+      p["duration_offset"] = 64;
     return p;
   };
   return {
       {"format", 1},
       {"target", {{"path", "./x"}, {"build_id", "b"}, {"go_version", "go1.19"}, {"arch", "amd64"}}},
-      {"event_header_size", 48},
+      {"event_header_size", 64},
       {"probes",
-       {probe(0, "main.Say", "entry", 72, capture("s", field("string", 48, 16))),
-        probe(1, "main.Say", "return", 80, capture("~r0", field("string", 56, 16))),
-        probe(2, "main.Tick", "entry", 56, capture("n", field("int", 48)))}}};
+       {probe(0, "main.Say", "entry", 88, capture("s", field("string", 64, 16))),
+        probe(1, "main.Say", "return", 96, capture("~r0", field("string", 72, 16))),
+        probe(2, "main.Tick", "entry", 72, capture("n", field("int", 64)))}}};
 }
 
 Manifest parse_ok(const json &j) {
@@ -363,15 +396,15 @@ TEST_CASE("graph view: real records through the text printer, strings with two s
   Calls calls(m, kStart);
   GraphView view(calls, kStart, fileno(file));
   calls.add_sink(&view);
-  auto say = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 72);
-  put_string(say, 48, "a  b\n");
-  auto tick = record(2, WEAVE_EVENT_ENTRY, 5, 11 * us, 56);
-  put_u64(tick, 48, uint64_t(-3));
-  auto said = record(1, WEAVE_EVENT_RETURN, 5, 12 * us, 80);
-  put_u64(said, 48, 2 * us);
-  put_string(said, 56, "x  y");
-  auto lone = record(1, WEAVE_EVENT_RETURN, 6, 13 * us, 80); // its entry was never seen
-  put_string(lone, 56, "z");
+  auto say = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 88);
+  put_string(say, 64, "a  b\n");
+  auto tick = record(2, WEAVE_EVENT_ENTRY, 5, 11 * us, 72);
+  put_u64(tick, 64, uint64_t(-3));
+  auto said = record(1, WEAVE_EVENT_RETURN, 5, 12 * us, 96);
+  put_u64(said, 64, 2 * us);
+  put_string(said, 72, "x  y");
+  auto lone = record(1, WEAVE_EVENT_RETURN, 6, 13 * us, 96); // its entry was never seen
+  put_string(lone, 72, "z");
   for (auto *r : {&say, &tick, &said, &lone})
     calls.on_record(r->data(), r->size());
   std::vector<uint8_t> short_record(20, 0);
@@ -395,10 +428,10 @@ TEST_CASE("graph view: no heap allocation per event once a goroutine's buffers h
   Calls calls(m, kStart);
   GraphView view(calls, kStart, null_fd);
   calls.add_sink(&view);
-  auto say = record(0, WEAVE_EVENT_ENTRY, 5, 0, 72);
-  put_string(say, 48, "hello");
-  auto said = record(1, WEAVE_EVENT_RETURN, 5, 0, 80);
-  put_string(said, 56, "world");
+  auto say = record(0, WEAVE_EVENT_ENTRY, 5, 0, 88);
+  put_string(say, 64, "hello");
+  auto said = record(1, WEAVE_EVENT_RETURN, 5, 0, 96);
+  put_string(said, 72, "world");
   auto call = [&](uint64_t i) {
     weave_event_header h;
     std::memcpy(&h, say.data(), sizeof h);
@@ -409,7 +442,7 @@ TEST_CASE("graph view: no heap allocation per event once a goroutine's buffers h
     h.kind = WEAVE_EVENT_RETURN;
     h.probe_id = 1;
     std::memcpy(said.data(), &h, sizeof h);
-    put_u64(said, 48, 500);
+    put_u64(said, 64, 500);
     calls.on_record(said.data(), said.size());
   };
   // Warmed up until the call ids at the end of the lines have as many digits as in the measured
@@ -536,10 +569,10 @@ TEST_CASE("summary and views: decoded from records, entries and unpaired returns
   Calls calls(m, kStart);
   Views views(calls, {.graph = false, .summary = true}, kStart, -1);
   calls.add_sink(&views);
-  auto entry = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 72);
-  auto paired = record(1, WEAVE_EVENT_RETURN, 5, 20 * us, 80);
-  put_u64(paired, 48, 3 * us);
-  auto unpaired = record(1, WEAVE_EVENT_RETURN, 5, 30 * us, 80);
+  auto entry = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 88);
+  auto paired = record(1, WEAVE_EVENT_RETURN, 5, 20 * us, 96);
+  put_u64(paired, 64, 3 * us);
+  auto unpaired = record(1, WEAVE_EVENT_RETURN, 5, 30 * us, 96);
   auto truncated = paired;
   truncated.resize(60); // shorter than its probe's event: malformed
   for (auto *r : {&entry, &paired, &unpaired, &truncated})
@@ -592,15 +625,15 @@ TEST_CASE("perfetto: strings that are not UTF-8 keep every byte, in slices and i
   calls.add_sink(&views);
   std::string error;
   REQUIRE(views.open_files(error));
-  auto say = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 72);
-  put_string(say, 48, "a\xff" "b");
-  auto tick = record(2, WEAVE_EVENT_ENTRY, 5, 11 * us, 56);
-  put_u64(tick, 48, 7);
-  auto noted = record(3, WEAVE_EVENT_ENTRY, 5, 12 * us, 72);
-  put_string(noted, 48, "\xc3\xa9\xc3");
-  auto said = record(1, WEAVE_EVENT_RETURN, 5, 13 * us, 80);
-  put_u64(said, 48, 3 * us);
-  put_string(said, 56, "\xfe");
+  auto say = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 88);
+  put_string(say, 64, "a\xff" "b");
+  auto tick = record(2, WEAVE_EVENT_ENTRY, 5, 11 * us, 72);
+  put_u64(tick, 64, 7);
+  auto noted = record(3, WEAVE_EVENT_ENTRY, 5, 12 * us, 88);
+  put_string(noted, 64, "\xc3\xa9\xc3");
+  auto said = record(1, WEAVE_EVENT_RETURN, 5, 13 * us, 96);
+  put_u64(said, 64, 3 * us);
+  put_string(said, 72, "\xfe");
   for (auto *r : {&say, &tick, &noted, &said})
     calls.on_record(r->data(), r->size());
   views.finish();
@@ -648,16 +681,16 @@ TEST_CASE("probes[].name: two probes on one function print apart, in text lines 
     j["probes"].push_back(p);
   }
   Manifest m = parse_ok(j);
-  auto say = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 72);
-  put_string(say, 48, "x");
-  auto slow = record(3, WEAVE_EVENT_ENTRY, 5, 11 * us, 72);
-  put_string(slow, 48, "x");
-  auto slow_ret = record(4, WEAVE_EVENT_RETURN, 5, 12 * us, 80);
-  put_u64(slow_ret, 48, 1 * us);
-  put_string(slow_ret, 56, "y");
-  auto said = record(1, WEAVE_EVENT_RETURN, 5, 13 * us, 80);
-  put_u64(said, 48, 3 * us);
-  put_string(said, 56, "y");
+  auto say = record(0, WEAVE_EVENT_ENTRY, 5, 10 * us, 88);
+  put_string(say, 64, "x");
+  auto slow = record(3, WEAVE_EVENT_ENTRY, 5, 11 * us, 88);
+  put_string(slow, 64, "x");
+  auto slow_ret = record(4, WEAVE_EVENT_RETURN, 5, 12 * us, 96);
+  put_u64(slow_ret, 64, 1 * us);
+  put_string(slow_ret, 72, "y");
+  auto said = record(1, WEAVE_EVENT_RETURN, 5, 13 * us, 96);
+  put_u64(said, 64, 3 * us);
+  put_string(said, 72, "y");
 
   EventPrinter printer(m, OutputFormat::Text, kStart);
   std::string text;
@@ -698,29 +731,29 @@ TEST_CASE("calls: ids pair by entry time, and a goroutine whose calls never retu
   // 5000 entries on goroutine 5, none returning: at most kMaxOpenPerTrack are held.
   const uint64_t n = 5000;
   for (uint64_t i = 0; i < n; ++i) {
-    auto entry = record(0, WEAVE_EVENT_ENTRY, 5, i * 10, 72);
+    auto entry = record(0, WEAVE_EVENT_ENTRY, 5, i * 10, 88);
     REQUIRE(calls.on_record(entry.data(), entry.size()));
   }
   CHECK(calls.open_calls() <= Calls::kMaxOpenPerTrack);
   CHECK(calls.open_calls() + calls.dropped() == n);
   // The last call's return pairs with it by its entry time; the first call's was forgotten.
-  auto last = record(1, WEAVE_EVENT_RETURN, 5, (n - 1) * 10 + 7, 80);
-  put_u64(last, 48, 7);
+  auto last = record(1, WEAVE_EVENT_RETURN, 5, (n - 1) * 10 + 7, 96);
+  put_u64(last, 64, 7);
   REQUIRE(calls.on_record(last.data(), last.size()));
   const CallEvent &r = seen.events.back();
   CHECK(r.entry_seen);
   CHECK(r.call == n); // ids count up from 1 in the order calls are first seen
   CHECK(r.parent == n - 1);
   CHECK(r.entry_ts_ns == kStart + (n - 1) * 10);
-  auto first = record(1, WEAVE_EVENT_RETURN, 5, 1'000'000, 80);
-  put_u64(first, 48, 1'000'000);
+  auto first = record(1, WEAVE_EVENT_RETURN, 5, 1'000'000, 96);
+  put_u64(first, 64, 1'000'000);
   REQUIRE(calls.on_record(first.data(), first.size()));
   CHECK_FALSE(seen.events.back().entry_seen);
   CHECK(seen.events.back().call == n + 1); // an id of its own
   // A return in the middle closes the calls opened after it as unwound.
   uint64_t open_before = calls.open_calls();
-  auto middle = record(1, WEAVE_EVENT_RETURN, 5, (n - 10) * 10 + 3, 80);
-  put_u64(middle, 48, 3);
+  auto middle = record(1, WEAVE_EVENT_RETURN, 5, (n - 10) * 10 + 3, 96);
+  put_u64(middle, 64, 3);
   REQUIRE(calls.on_record(middle.data(), middle.size()));
   CHECK(seen.events.back().call == n - 9);
   CHECK(calls.open_calls() == open_before - 9); // itself and the 8 opened after it

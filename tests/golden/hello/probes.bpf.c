@@ -56,6 +56,8 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	/* goroutine id: g is in R14 in ABIInternal code; goid at +152 (DWARF runtime.g.goid) */
 	__u64 g = regs.r14;
 	weave_load(&e->hdr.goid, g + 152, 8);
+	/* who made the goroutine: g.gopc at +296 (DWARF runtime.g); this Go has no g.parentGoid */
+	weave_load(&e->hdr.gopc, g + 296, 8);
 
 	/* region 0: 2 values from s: *main.Server in RAX, bytes +0..+16 in one read */
 	__u64 w0_0, w0_1, w0_faults = 0;

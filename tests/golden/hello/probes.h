@@ -20,12 +20,12 @@ struct probe_0_entry_event {
 	__u64 c3_len; /* s.Name: length (string) */
 	char c3_data[64]; /* s.Name: first 64 bytes */
 };
-_Static_assert(sizeof(struct probe_0_entry_event) == 208, "probe_0_entry_event: size differs from probes.json");
-_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c0_len) == 48, "probe_0_entry_event.c0_len: offset differs from probes.json");
-_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c0_data) == 56, "probe_0_entry_event.c0_data: offset differs from probes.json");
-_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c1) == 120, "probe_0_entry_event.c1: offset differs from probes.json");
-_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c2) == 128, "probe_0_entry_event.c2: offset differs from probes.json");
-_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c3_len) == 136, "probe_0_entry_event.c3_len: offset differs from probes.json");
-_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c3_data) == 144, "probe_0_entry_event.c3_data: offset differs from probes.json");
+_Static_assert(sizeof(struct probe_0_entry_event) == 224, "probe_0_entry_event: size differs from probes.json");
+_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c0_len) == 64, "probe_0_entry_event.c0_len: offset differs from probes.json");
+_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c0_data) == 72, "probe_0_entry_event.c0_data: offset differs from probes.json");
+_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c1) == 136, "probe_0_entry_event.c1: offset differs from probes.json");
+_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c2) == 144, "probe_0_entry_event.c2: offset differs from probes.json");
+_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c3_len) == 152, "probe_0_entry_event.c3_len: offset differs from probes.json");
+_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c3_data) == 160, "probe_0_entry_event.c3_data: offset differs from probes.json");
 
 #endif

@@ -39,6 +39,8 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	/* goroutine id: g is in R14 in ABIInternal code; goid at +152 (DWARF runtime.g.goid) */
 	__u64 g = regs.r14;
 	weave_load(&e->hdr.goid, g + 152, 8);
+	/* who made the goroutine: g.gopc at +296 (DWARF runtime.g); this Go has no g.parentGoid */
+	weave_load(&e->hdr.gopc, g + 296, 8);
 	/* remember the call, for the duration its return event reports */
 	weave_call_enter(g, 8, regs.sp, e->hdr.goid, WEAVE_COOKIE_PAIR(cookie), e->hdr.ts_ns);
 
@@ -83,6 +85,8 @@ int probe_0_return(struct weave_pt_regs_x86_64 *ctx)
 	/* goroutine id: g is in R14 in ABIInternal code; goid at +152 (DWARF runtime.g.goid) */
 	__u64 g = regs.r14;
 	weave_load(&e->hdr.goid, g + 152, 8);
+	/* who made the goroutine: g.gopc at +296 (DWARF runtime.g); this Go has no g.parentGoid */
+	weave_load(&e->hdr.gopc, g + 296, 8);
 	/* the paired entry's timestamp gives the call's duration */
 	e->duration_ns = weave_call_exit(g, 8, regs.sp, e->hdr.goid, WEAVE_COOKIE_PAIR(cookie), e->hdr.ts_ns);
 
@@ -119,6 +123,8 @@ int probe_3_entry(struct weave_pt_regs_x86_64 *ctx)
 	/* goroutine id: g is in R14 in ABIInternal code; goid at +152 (DWARF runtime.g.goid) */
 	__u64 g = regs.r14;
 	weave_load(&e->hdr.goid, g + 152, 8);
+	/* who made the goroutine: g.gopc at +296 (DWARF runtime.g); this Go has no g.parentGoid */
+	weave_load(&e->hdr.gopc, g + 296, 8);
 
 	{ /* capture 0: x (int) */
 		{ /* x */

@@ -15,8 +15,8 @@ struct probe_0_entry_event {
 	struct weave_event_header hdr;
 	__s64 c0; /* x (int) */
 };
-_Static_assert(sizeof(struct probe_0_entry_event) == 56, "probe_0_entry_event: size differs from probes.json");
-_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c0) == 48, "probe_0_entry_event.c0: offset differs from probes.json");
+_Static_assert(sizeof(struct probe_0_entry_event) == 72, "probe_0_entry_event: size differs from probes.json");
+_Static_assert(__builtin_offsetof(struct probe_0_entry_event, c0) == 64, "probe_0_entry_event.c0: offset differs from probes.json");
 
 /* probe 1 return: main.F0000 and 2 more events of its shape (program probe_0_return) */
 struct probe_0_return_event {
@@ -24,16 +24,16 @@ struct probe_0_return_event {
 	__u64 duration_ns; /* since the paired entry; 0 when the entry was not seen */
 	__s64 c0; /* ~r0 (int) */
 };
-_Static_assert(sizeof(struct probe_0_return_event) == 64, "probe_0_return_event: size differs from probes.json");
-_Static_assert(__builtin_offsetof(struct probe_0_return_event, duration_ns) == 48, "probe_0_return_event.duration_ns: offset differs from probes.json");
-_Static_assert(__builtin_offsetof(struct probe_0_return_event, c0) == 56, "probe_0_return_event.c0: offset differs from probes.json");
+_Static_assert(sizeof(struct probe_0_return_event) == 80, "probe_0_return_event: size differs from probes.json");
+_Static_assert(__builtin_offsetof(struct probe_0_return_event, duration_ns) == 64, "probe_0_return_event.duration_ns: offset differs from probes.json");
+_Static_assert(__builtin_offsetof(struct probe_0_return_event, c0) == 72, "probe_0_return_event.c0: offset differs from probes.json");
 
 /* probe 6 entry: main.F0003 and 1 more events of its shape (program probe_3_entry) */
 struct probe_3_entry_event {
 	struct weave_event_header hdr;
 	__s64 c0; /* x (int) */
 };
-_Static_assert(sizeof(struct probe_3_entry_event) == 56, "probe_3_entry_event: size differs from probes.json");
-_Static_assert(__builtin_offsetof(struct probe_3_entry_event, c0) == 48, "probe_3_entry_event.c0: offset differs from probes.json");
+_Static_assert(sizeof(struct probe_3_entry_event) == 72, "probe_3_entry_event: size differs from probes.json");
+_Static_assert(__builtin_offsetof(struct probe_3_entry_event, c0) == 64, "probe_3_entry_event.c0: offset differs from probes.json");
 
 #endif
