@@ -205,7 +205,9 @@ std::string temp_dir(const std::string &name) {
   // A matrix row runs the same tests as the pinned build, maybe at the same time (ctest -j):
   // each toolchain gets directories of its own.
   std::string row = matrix_version().empty() ? "" : "go" + matrix_version();
-  fs::path dir = fs::path(WEAVE_BINARY_DIR) / "e2e-tmp" / row / name;
+  // And each process its own: ctest runs every test case as a process of its own, two at a time,
+  // and two cases that picked the same name removed each other's files.
+  fs::path dir = fs::path(WEAVE_BINARY_DIR) / "e2e-tmp" / row / (name + "." + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   temp_dirs_made().push_back(dir.string());

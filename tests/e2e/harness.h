@@ -56,7 +56,7 @@ std::vector<std::string> objdump();
 // The matrix toolchain's version ("1.24.13"), or "" for the pinned fixtures.
 std::string matrix_version();
 std::string source(const std::string &relative);
-std::string temp_dir(const std::string &name); // fresh, empty, under the build tree
+std::string temp_dir(const std::string &name); // fresh, empty, under the build tree, this process's own (NAME.PID)
 // Every directory temp_dir made in this process; tests/e2e/cleanup.cpp removes them after a run
 // whose test cases all passed.
 std::vector<std::string> &temp_dirs_made();

@@ -4,7 +4,7 @@
 // program recorded: the goroutine tracks it lists, the functions and captured values it names, the
 // time and call counts it adds up. test_perfetto and test_folded check the files' format; this
 // checks that a consumer people use reads them as meant. Screenshots of both go to
-// build/e2e-tmp/viewers/shots.
+// build/e2e-tmp/viewers.PID/shots.
 //
 // speedscope is fetched once with `npm pack` into ~/.cache/weave (tests/viewers/fetch-speedscope.sh)
 // and driven by tests/viewers/speedscope.mjs over the DevTools protocol. Without npm, the registry,
