@@ -706,16 +706,26 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
         bias.push_back(Data(fmt::format("const __u64 weave_bias = regs.{} - {:#x}ULL; /* where the process loaded "
                                         "this position-independent binary */",
                                         plan.ip_register, points.front())));
+      } else if (uint64_t span = *std::max_element(points.begin(), points.end()) - points.front();
+                 span < 4096 && std::is_sorted(points.begin(), points.end())) {
+        // The bias is a whole number of pages (the kernel maps the file page by page), so the
+        // point that fired is the one at the same offset within a page as the probe's address:
+        // with every point less than a page after the first, that offset names it.
+        bias.push_back(Data(fmt::format("const __u64 weave_at = {:#x}ULL + ((regs.{} - {:#x}ULL) & 4095); /* the attach "
+                                        "point that fired (they lie within {} bytes) */",
+                                        points.front(), plan.ip_register, points.front(), span)));
+        bias.push_back(Data(fmt::format("const __u64 weave_bias = regs.{} - weave_at; /* where the process loaded this "
+                                        "position-independent binary */",
+                                        plan.ip_register)));
       } else {
-        std::string list;
-        for (uint64_t p : points)
-          list += fmt::format("{}{:#x}ULL", list.empty() ? "" : ", ", p);
-        bias.push_back(Data(fmt::format("static const __u64 weave_points[{}] = {{{}}}; /* the attach points */",
-                                        points.size(), list)));
+        // By the attach point's index in the cookie, one comparison each (no table in .rodata).
         bias.push_back(Data(std::string("const __u16 weave_point = WEAVE_COOKIE_POINT(cookie);")));
-        bias.push_back(Data(fmt::format("const __u64 weave_bias = weave_point < {} ? regs.{} - weave_points[weave_point] "
-                                        ": 0; /* where the process loaded this position-independent binary */",
-                                        points.size(), plan.ip_register)));
+        bias.push_back(Data(std::string("__u64 weave_at = 0;")));
+        for (size_t i = 0; i < points.size(); ++i)
+          bias.push_back(Data(fmt::format("if (weave_point == {}) weave_at = {:#x}ULL;", i, points[i])));
+        bias.push_back(Data(fmt::format("const __u64 weave_bias = weave_at ? regs.{} - weave_at : 0; /* where the "
+                                        "process loaded this position-independent binary */",
+                                        plan.ip_register)));
       }
     }
   }

@@ -51,7 +51,7 @@ TEST_CASE("a type assertion is a step of its own, between fields") {
 }
 
 TEST_CASE("a malformed type assertion is refused at its column") {
-  CHECK(error_of("err.(*io/fs.PathError") == "bad-expression 32 expected ')' to close the type assertion in capture "
+  CHECK(error_of("err.(*io/fs.PathError") == "bad-expression 31 expected ')' to close the type assertion in capture "
                                              "\"err.(*io/fs.PathError\"");
   CHECK(error_of("err.().Path") == "bad-expression 15 expected a type name in .(T) in capture \"err.().Path\"");
   CHECK(error_of("err.(a b)").rfind("bad-expression 16 unexpected ' ' in a type assertion", 0) == 0);
