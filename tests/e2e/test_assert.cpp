@@ -210,3 +210,44 @@ TEST_CASE("type assertions: mistakes are refused where they are written, with th
     CHECK(r.err.find(c.hint) != std::string::npos);
   }
 }
+
+TEST_CASE("when_return over asserted results: the calls whose error is of that type and matches, at every RET") {
+  e2e::require_bpf();
+  for (const char *fixture : {"assert", "assert_386", "assert_pie"}) {
+    CAPTURE(fixture);
+    std::string dir = e2e::temp_dir(std::string(fixture) + "-assert-return");
+    std::ofstream(dir + "/spec.yaml")
+        << "probes:\n  - function: main.Open\n    capture: [k]\n    return: true\n"
+           "    when_return: 'err.(*io/fs.PathError).Op == \"open\" || err.(*main.QuotaError).Limit > 110'\n";
+    auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(fixture), "-o", dir + "/out"});
+    INFO(built.err);
+    REQUIRE(built.status == 0);
+    auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "-o", dir + "/events.jsonl", "--",
+                            e2e::fixture(fixture), "-rounds", "3", "-dir", dir},
+                           120000);
+    INFO(traced.err);
+    REQUIRE(traced.status == 0);
+    std::set<int> want, got;
+    for (const json &t : e2e::json_lines(traced.out))
+      if (t["fn"] == "Open" && ((t["type"] == "*fs.PathError" && t["op"] == "open") ||
+                                (t["type"] == "*main.QuotaError" && t["limit"] > 110)))
+        want.insert(t["k"].get<int>());
+    int k = -1;
+    for (const json &e : e2e::json_lines(e2e::read_file(dir + "/events.jsonl"))) {
+      INFO(e.dump());
+      if (e["kind"] == "entry") {
+        k = e["args"]["k"].get<int>();
+        continue;
+      }
+      got.insert(k);
+      const json &r = e["results"];
+      CHECK(!e.contains("faults"));
+      bool path = r["err.(*io/fs.PathError).Op"] == "open";
+      bool quota = r["err.(*main.QuotaError).Limit"].is_number() && r["err.(*main.QuotaError).Limit"] > 110;
+      CHECK(path != quota); // one of them held, and the other shows the marker
+      CHECK((path ? r["err.(*main.QuotaError).Limit"] : r["err.(*io/fs.PathError).Op"]).contains("not"));
+    }
+    CHECK(want.size() >= 6);
+    CHECK(got == want);
+  }
+}
