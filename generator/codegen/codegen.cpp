@@ -137,8 +137,10 @@ constexpr int64_t kRegionMax = 256;
 constexpr int64_t kStackOther = 96;
 constexpr int64_t kStackMargin = 128;
 
+// A value behind a type assertion is not read through a region either: a region is read before
+// its fields' guards are checked, and memory behind another type's data word is not to be read.
 bool region_eligible(const EventField &field) {
-  return field.kind != "empty" && !field.by_walk && !field.map_walk && field.guard_field < 0;
+  return field.kind != "empty" && !field.by_walk && !field.map_walk && field.guard_field < 0 && field.assert_field < 0;
 }
 
 bool read_eligible(const ValueRead &read) {
