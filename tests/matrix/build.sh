@@ -9,10 +9,10 @@
 # What is built (each as its own file in OUTDIR, named as the pinned 1.19 build names it):
 #   fixture fixture_stripped fixture_pie fixture_386 fixture_386_stripped cgo   tests/e2e/*
 #   zerosize zerosize_386 maps maps_386 failing failing_386                     tests/e2e/*
-#   assert assert_386 assert_pie                                               tests/e2e/assert
 #   inlined inlined_stripped inlined_386 inlined_pie                           tests/e2e/inline
 #   generics generics_stripped generics_pie generics_386 generics_debug         tests/e2e/generics
 #   dyntypes dyntypes_stripped dyntypes_pie                                    tests/e2e/dyntypes
+#   assert assert_386 assert_pie                                               tests/e2e/assert
 #   initinline                                                                 tests/e2e/initinline
 #   fixture_arm64 fixture_arm64_stripped (traced in qemu)                       tests/e2e/fixture
 #   newgo newgo_386 newgo_pgo                                                   tests/matrix/newgo
@@ -93,9 +93,6 @@ build maps "$src/tests/e2e/maps" --
 build maps_386 "$src/tests/e2e/maps" GOARCH=386 --
 build failing "$src/tests/e2e/failing" --
 build failing_386 "$src/tests/e2e/failing" GOARCH=386 --
-build assert "$src/tests/e2e/assert" --
-build assert_386 "$src/tests/e2e/assert" GOARCH=386 --
-build assert_pie "$src/tests/e2e/assert" -- -buildmode=pie
 generics=$src/tests/e2e/generics
 build generics "$generics" --
 build generics_stripped "$generics" -- -ldflags='-s -w'
@@ -106,6 +103,9 @@ dyntypes=$src/tests/e2e/dyntypes
 build dyntypes "$dyntypes" --
 build dyntypes_stripped "$dyntypes" -- -ldflags='-s -w'
 build dyntypes_pie "$dyntypes" -- -buildmode=pie
+build assert "$src/tests/e2e/assert" --
+build assert_386 "$src/tests/e2e/assert" GOARCH=386 --
+build assert_pie "$src/tests/e2e/assert" -- -buildmode=pie
 newgo=$src/tests/matrix/newgo
 build newgo "$newgo" --
 build newgo_386 "$newgo" GOARCH=386 --
