@@ -24,9 +24,10 @@ add_dependencies(e2e_test_newgo weave weave-tracer)
 set(WEAVE_MATRIX_TESTS e2e_test_trace e2e_test_types e2e_test_returns e2e_test_latency e2e_test_stacks
     e2e_test_cgo e2e_test_stripped e2e_test_newgo e2e_test_zerosize e2e_test_generics e2e_test_inlined
     e2e_test_maps e2e_test_initinline e2e_test_when_return)
+add_custom_target(matrix DEPENDS weave weave-tracer ${WEAVE_MATRIX_TESTS} test_abi_crosscheck e2e_test_arm64_vm)
 # Type assertions (x.(T)): DW_AT_go_runtime_type, the itab's layout and the descriptors' placement per toolchain.
 list(APPEND WEAVE_MATRIX_TESTS e2e_test_assert)
-add_custom_target(matrix DEPENDS weave weave-tracer ${WEAVE_MATRIX_TESTS} test_abi_crosscheck e2e_test_arm64_vm)
+add_dependencies(matrix e2e_test_assert)
 
 foreach(version IN LISTS WEAVE_MATRIX_TOOLCHAINS)
   set(dir ${FIXTURE_DIR}/go${version})
