@@ -854,7 +854,7 @@ std::unique_ptr<Sinks> open_sinks(const Manifest &manifest, const Options &opt, 
   for (const ManifestProbe &p : manifest.probes) {
     needs_functions = needs_functions || p.stack_depth > 0;
     for (const auto &c : p.captures) {
-      needs_types = needs_types || !c.interfaces.empty();
+      needs_types = needs_types || !c.interfaces.empty() || c.assertion; // x.(T) names the actual type
       for (const auto &f : c.fields)
         needs_functions = needs_functions || f.kind == FieldKind::Func;
     }

@@ -326,6 +326,21 @@ ManifestCapture parse_capture(const json &c, const std::string &path, uint32_t h
       capture.interfaces.push_back(list[i].get<std::string>());
     }
   }
+  if (c.contains("assertion")) {
+    const json &a = c["assertion"];
+    std::string apath = path + ".assertion";
+    if (!a.is_object())
+      fail(apath, "expected an object, found " + describe(a));
+    ManifestCapture::Assertion assertion;
+    assertion.type_field = u32_at(a, apath, "type_field", static_cast<uint32_t>(capture.fields.size() - 1));
+    assertion.type = string_at(a, apath, "type");
+    if (!a.contains("descriptor") || !a["descriptor"].is_number_unsigned())
+      fail(apath + ".descriptor", "expected an unsigned address");
+    assertion.descriptor = a["descriptor"].get<uint64_t>();
+    if (!capture.fields[assertion.type_field].hidden || capture.fields[assertion.type_field].kind != FieldKind::Uint)
+      fail(apath + ".type_field", "must name a hidden uint field (the dynamic type word)");
+    capture.assertion = assertion;
+  }
   if (c.contains("lists")) {
     const json &lists = array_at(c, path, "lists");
     for (size_t i = 0; i < lists.size(); ++i) {

@@ -78,6 +78,15 @@ struct ManifestCapture {
   std::vector<ManifestField> fields;
   std::vector<ManifestList> lists;
   std::vector<std::string> interfaces; // paths of interface values (see DisplayOp::Interface)
+  // A type assertion x.(T) in the path: the hidden field holding the interface's dynamic type
+  // word, T's name and its descriptor's link-time address. When the word is not that address (plus
+  // a PIE's load bias) the value was not read: it prints as <nil> or <not T: actual type>.
+  struct Assertion {
+    uint32_t type_field = 0;
+    std::string type;
+    uint64_t descriptor = 0;
+  };
+  std::optional<Assertion> assertion;
   std::vector<DisplayOp> display; // single value: one Value op; struct: Open ... Close
   // A value of an inlined copy that DWARF does not locate there ("unavailable": why): no fields,
   // shown as <optimized out> (JSON null, listed under "unavailable").

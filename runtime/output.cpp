@@ -367,6 +367,43 @@ StringSlot read_string(const uint8_t *event, const ManifestField &field) {
 // and JSON differ only in separators, labels, and how pointers and strings are spelled.
 void EventPrinter::append_capture(std::string &out, const ManifestCapture &capture, const PreparedCapture &pc,
                                   const uint8_t *event, uint64_t bias, bool json) {
+  if (capture.assertion) {
+    // x.(T): the value was read only if the dynamic type is T; else say what it was instead.
+    const ManifestCapture::Assertion &a = *capture.assertion;
+    uint64_t type_addr = load_u64(event + capture.fields[a.type_field].offset);
+    if (type_addr == 0) {
+      out += json ? "null" : "<nil>";
+      return;
+    }
+    if (type_addr != a.descriptor + bias) {
+      const TypeName *t = symbolizer_ ? symbolizer_->type_at(bias, type_addr) : nullptr;
+      if (json) {
+        out += "{\"not\":";
+        append_json_string(out, a.type);
+        out += ",\"type\":";
+        if (t) {
+          append_json_string(out, t->name);
+        } else {
+          out += "null,\"type_addr\":\"";
+          append_hex(out, type_addr);
+          out += '"';
+        }
+        out += '}';
+      } else {
+        out += "<not ";
+        out += a.type;
+        out += ": ";
+        if (t) {
+          out += t->name;
+        } else {
+          out += "unknown type ";
+          append_hex(out, type_addr);
+        }
+        out += '>';
+      }
+      return;
+    }
+  }
   const std::vector<std::string> &labels = json ? pc.json_labels : pc.text_labels;
   bool first = true; // no separator before the first member of a struct
   ListCounts counts(list_stack_);

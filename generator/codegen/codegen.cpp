@@ -137,8 +137,10 @@ constexpr int64_t kRegionMax = 256;
 constexpr int64_t kStackOther = 96;
 constexpr int64_t kStackMargin = 128;
 
+// A value behind a type assertion is not read through a region either: a region is read before
+// its fields' guards are checked, and memory behind another type's data word is not to be read.
 bool region_eligible(const EventField &field) {
-  return field.kind != "empty" && !field.by_walk && !field.map_walk && field.guard_field < 0;
+  return field.kind != "empty" && !field.by_walk && !field.map_walk && field.guard_field < 0 && field.assert_field < 0;
 }
 
 bool read_eligible(const ValueRead &read) {
@@ -353,6 +355,17 @@ std::string member_name(size_t capture, size_t field, size_t field_count) {
   return field_count == 1 ? fmt::format("c{}", capture) : fmt::format("c{}_{}", capture, field);
 }
 
+// A type assertion's check in C: the capture's dynamic type word (in the record `record`: "e->",
+// "held->entry.") is the asserted type's descriptor, at its link-time address plus, in a
+// position-independent binary, the load bias the program computed into weave_bias.
+std::string assertion_holds_c(const Plan &plan, const CapturePlan &capture, size_t capture_index,
+                              const std::string &record) {
+  const CapturePlan::Assertion &a = *capture.assertion;
+  return fmt::format("{}{} == {:#x}ULL{}", record,
+                     member_name(capture_index, static_cast<size_t>(a.type_field), capture.fields.size()),
+                     a.descriptor, plan.pie ? " + weave_bias" : "");
+}
+
 // A predicate ("when:", "when_return:") as C over the event record's members, after its captures
 // are read. Integers compare as the signedness of their Go type; strings by their length and then
 // their bytes one by one (a literal is never longer than what was copied: plan/predicate.cpp); nil
@@ -364,7 +377,28 @@ std::string member_name(size_t capture, size_t field, size_t field_count) {
 // to be false (the call is dropped); a leaf is decided when the captures it reads did not fault;
 // an && is false when one side is known false, whatever faulted on the other, an || true when one
 // side is known true; so only a fault that decides the result lets the call through, marked.
-std::string predicate_leaf_c(const PredicateNode &node, const EventPlan &event, const EventPlan *entry) {
+std::string predicate_compare_c(const PredicateNode &node, const EventPlan &event, const EventPlan *entry);
+
+// A comparison of a value behind a type assertion holds only when the assertion does (Go's
+// `v, ok := x.(T); ok && v.F == 1`): another dynamic type, or nil, makes it false, never a fault.
+std::string predicate_leaf_c(const Plan &plan, const PredicateNode &node, const EventPlan &event,
+                             const EventPlan *entry) {
+  std::vector<std::string> holds;
+  for (const PredicateOperand *o : {&node.lhs, &node.rhs})
+    if (o->kind == PredicateOperand::Kind::Value && o->capture >= 0) {
+      const EventPlan &from = o->at_entry ? *entry : event;
+      const CapturePlan &capture = from.captures.at(static_cast<size_t>(o->capture));
+      if (capture.assertion)
+        holds.push_back(assertion_holds_c(plan, capture, static_cast<size_t>(o->capture),
+                                          o->at_entry ? "held->entry." : "e->"));
+    }
+  std::string compare = predicate_compare_c(node, event, entry);
+  if (holds.empty())
+    return compare;
+  return fmt::format("({} && {})", fmt::join(holds, " && "), compare);
+}
+
+std::string predicate_compare_c(const PredicateNode &node, const EventPlan &event, const EventPlan *entry) {
   auto member = [&](const PredicateOperand &o) {
     const EventPlan &from = o.at_entry ? *entry : event;
     const CapturePlan &capture = from.captures.at(static_cast<size_t>(o.capture));
@@ -426,7 +460,8 @@ std::string predicate_leaf_c(const PredicateNode &node, const EventPlan &event, 
   return fmt::format("({} {} {})", lhs, node.op, rhs);
 }
 
-std::string predicate_decided(const PredicateNode &node, bool want, const EventPlan &event, const EventPlan *entry) {
+std::string predicate_decided(const Plan &plan, const PredicateNode &node, bool want, const EventPlan &event,
+                              const EventPlan *entry) {
   switch (node.kind) {
   case PredicateNode::Kind::Or:
   case PredicateNode::Kind::And: {
@@ -434,11 +469,11 @@ std::string predicate_decided(const PredicateNode &node, bool want, const EventP
     bool all = (node.kind == PredicateNode::Kind::And) == want;
     std::string out = "(";
     for (size_t i = 0; i < node.children.size(); ++i)
-      out += (i ? (all ? " && " : " || ") : "") + predicate_decided(node.children[i], want, event, entry);
+      out += (i ? (all ? " && " : " || ") : "") + predicate_decided(plan, node.children[i], want, event, entry);
     return out + ")";
   }
   case PredicateNode::Kind::Not:
-    return predicate_decided(node.children.front(), !want, event, entry);
+    return predicate_decided(plan, node.children.front(), !want, event, entry);
   default:
     break;
   }
@@ -457,7 +492,7 @@ std::string predicate_decided(const PredicateNode &node, bool want, const EventP
     out += fmt::format("!(e->hdr.faults & {:#x}ULL) && ", bits);
   if (entry_bits)
     out += fmt::format("!(held->entry.hdr.faults & {:#x}ULL) && ", entry_bits);
-  return out + (want ? "" : "!") + predicate_leaf_c(node, event, entry) + ")";
+  return out + (want ? "" : "!") + predicate_leaf_c(plan, node, event, entry) + ")";
 }
 
 // The comment lines naming one event a program serves: its function, and where it is attached.
@@ -622,7 +657,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   if (event->return_filter) {
     Data check;
     check.set("what", "when_return: " + comment(event->return_filter_text));
-    check.set("c_false", predicate_decided(*event->return_filter, false, *event, &probe.entry));
+    check.set("c_false", predicate_decided(plan, *event->return_filter, false, *event, &probe.entry));
     keep_checks.push_back(check);
   }
   ev.set("keep_checks", keep_checks);
@@ -649,13 +684,54 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     Data filter;
     filter.set("text", comment(event->filter_text));
     filter.set("faults", hex(event->filter_faults));
-    filter.set("c_false", predicate_decided(*event->filter, false, *event, nullptr));
+    filter.set("c_false", predicate_decided(plan, *event->filter, false, *event, nullptr));
     Data filters{Data::type::list};
     filters.push_back(filter);
     ev.set("filter", filters);
   } else {
     ev.set("filter", Data{Data::type::list});
   }
+  // A type assertion compares a type word with a descriptor's address, which a position-
+  // independent binary has moved by its load bias: the probe's address less the attach point's.
+  // (Such events have a program of their own: plan/sharing.cpp.)
+  Data bias{Data::type::list};
+  {
+    auto asserts = [](const EventPlan &e) {
+      return std::any_of(e.captures.begin(), e.captures.end(), [](const CapturePlan &c) { return c.assertion.has_value(); });
+    };
+    std::vector<uint64_t> points;
+    for (const AttachPoint &a : probe.attach)
+      if (a.kind == event->kind)
+        points.push_back(a.vaddr);
+    if (plan.pie && (asserts(*event) || (event->kind == "return" && asserts(probe.entry))) && !points.empty()) {
+      if (points.size() == 1) {
+        bias.push_back(Data(fmt::format("const __u64 weave_bias = regs.{} - {:#x}ULL; /* where the process loaded "
+                                        "this position-independent binary */",
+                                        plan.ip_register, points.front())));
+      } else if (uint64_t span = *std::max_element(points.begin(), points.end()) - points.front();
+                 span < 4096 && std::is_sorted(points.begin(), points.end())) {
+        // The bias is a whole number of pages (the kernel maps the file page by page), so the
+        // point that fired is the one at the same offset within a page as the probe's address:
+        // with every point less than a page after the first, that offset names it.
+        bias.push_back(Data(fmt::format("const __u64 weave_at = {:#x}ULL + ((regs.{} - {:#x}ULL) & 4095); /* the attach "
+                                        "point that fired (they lie within {} bytes) */",
+                                        points.front(), plan.ip_register, points.front(), span)));
+        bias.push_back(Data(fmt::format("const __u64 weave_bias = regs.{} - weave_at; /* where the process loaded this "
+                                        "position-independent binary */",
+                                        plan.ip_register)));
+      } else {
+        // By the attach point's index in the cookie, one comparison each (no table in .rodata).
+        bias.push_back(Data(std::string("const __u16 weave_point = WEAVE_COOKIE_POINT(cookie);")));
+        bias.push_back(Data(std::string("__u64 weave_at = 0;")));
+        for (size_t i = 0; i < points.size(); ++i)
+          bias.push_back(Data(fmt::format("if (weave_point == {}) weave_at = {:#x}ULL;", i, points[i])));
+        bias.push_back(Data(fmt::format("const __u64 weave_bias = weave_at ? regs.{} - weave_at : 0; /* where the "
+                                        "process loaded this position-independent binary */",
+                                        plan.ip_register)));
+      }
+    }
+  }
+  ev.set("bias", bias);
   ev.set("pair_return", event->pairs_calls && event->kind == "return" && !holds);
   ev.set("sp_reg", plan.sp_register);
   ev.set("ip_reg", plan.ip_register);
@@ -804,13 +880,20 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
                              w.ctrl, w.slots, w.slot_size, w.slot_key, w.slot_elem));
         }
       }
-      // A slice element is read only when the slice is long enough to have it.
-      fv.set("guarded", field.guard_field >= 0);
-      fv.set("guard_faults", field.guard_faults);
+      // A slice element is read only when the slice is long enough to have it; a value behind a
+      // type assertion only when the interface holds the asserted type.
+      std::vector<std::string> guards;
       if (field.guard_field >= 0)
-        fv.set("guard", fmt::format("e->{} > {}",
-                                    member_name(c, static_cast<size_t>(field.guard_field), capture.fields.size()),
-                                    field.guard_index));
+        guards.push_back(fmt::format("e->{} > {}",
+                                     member_name(c, static_cast<size_t>(field.guard_field), capture.fields.size()),
+                                     field.guard_index));
+      if (field.assert_field >= 0)
+        guards.push_back(assertion_holds_c(plan, capture, c, "e->"));
+      fv.set("guarded", !guards.empty());
+      fv.set("guard_faults", field.guard_faults);
+      fv.set("guard", fmt::format("{}", fmt::join(guards, " && ")));
+      // Past the slice's length is a fault; another dynamic type is not.
+      fv.set("fault_guard", guards.size() > 1 ? "if (!(" + guards.front() + "))\n\t\t\t" : "");
       bool is_string = field.kind == "string";
       fv.set("is_string", is_string);
       fv.set("is_scalar", !is_string && !field.map_walk);
@@ -980,6 +1063,10 @@ std::string render_manifest(const Plan &plan) {
       json capture = {{"expr", c.expr}, {"type", c.go_type}, {"fault_bit", c.fault_bit}, {"fields", fields}};
       if (!c.interfaces.empty())
         capture["interfaces"] = c.interfaces;
+      if (c.assertion) // x.(T): the type word's field, and T's descriptor (link-time address)
+        capture["assertion"] = {{"type_field", c.assertion->type_field},
+                                {"type", c.assertion->type},
+                                {"descriptor", c.assertion->descriptor}};
       if (!c.unavailable.empty())
         capture["unavailable"] = c.unavailable; // an inlined copy's value DWARF does not locate
       if (!c.lists.empty()) {

@@ -664,6 +664,8 @@ private:
   // keeps its len, with a note here, instead of being left out.
   std::vector<std::string> *implicit_notes_ = nullptr;
 public:
+  AssertedTypeResolver asserted_type; // CaptureContext::asserted_type
+  const RuntimeLayout &runtime() const { return runtime_; }
   void set_contents_off(bool off) { contents_off_ = off; }
   void set_implicit_notes(std::vector<std::string> *notes) { implicit_notes_ = notes; }
 };
@@ -763,6 +765,26 @@ std::optional<std::string> path_to_field(const TypeTable &types, TypeId struct_t
   return std::nullopt;
 }
 
+// Whether an interface holding a value of this type keeps the value itself in its data word
+// (pointer-shaped types: cmd/compile's types.IsDirectIface) rather than a pointer to a copy.
+bool direct_iface(const TypeTable &types, TypeId id, int depth = 0) {
+  const GoType &t = types.at(id);
+  switch (t.kind) {
+  case TypeKind::Pointer:
+  case TypeKind::UnsafePointer:
+  case TypeKind::Map:
+  case TypeKind::Chan:
+  case TypeKind::Func:
+    return true;
+  case TypeKind::Array:
+    return depth < 8 && t.count == 1 && t.elem != kNoType && direct_iface(types, t.elem, depth + 1);
+  case TypeKind::Struct:
+    return depth < 8 && t.fields.size() == 1 && direct_iface(types, t.fields[0].type, depth + 1);
+  default:
+    return false;
+  }
+}
+
 uint32_t layout_fields(CapturePlan &capture, uint32_t offset) {
   for (EventField &field : capture.fields) {
     field.offset = offset;
@@ -846,6 +868,46 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
                         step_loc, "index arrays and slices");
       }
       path = indexed;
+      continue;
+    }
+    if (step.kind == ExprStep::Kind::Assert) {
+      std::string asserted = fmt::format("{}.({})", path, step.name);
+      if (t->kind != TypeKind::Interface)
+        throw UserError("not-an-interface",
+                        fmt::format("{}: {} is {} ({}), not an interface", asserted, path, t->name, kind_name(t->kind)),
+                        step_loc, "a type assertion .(T) applies to an interface or error value");
+      if (capture.assertion)
+        throw UserError("unsupported-expression", fmt::format("{}: one type assertion per capture for now", asserted),
+                        step_loc, "capture the inner interface with its own assertion");
+      std::string why = "the binary has no DWARF to find the type's layout in";
+      std::optional<AssertedType> target =
+          resolver.asserted_type ? resolver.asserted_type(step.name, why) : std::nullopt;
+      if (!target)
+        throw UserError("unknown-type", fmt::format("{}: {}", asserted, why), step_loc);
+      // The dynamic type word: the interface's first word (interface{}), or the itab's _type.
+      uint64_t word = static_cast<uint64_t>(resolver.ptr_size());
+      const GoType &iface = *t;
+      EventField tw;
+      tw.name = "#type";
+      tw.kind = "uint";
+      tw.go_type = "*runtime._type";
+      tw.size = static_cast<uint32_t>(word);
+      tw.hidden = true;
+      tw.value = resolver.scalar(resolver.member(place, 0, word), word, path + ".tab", "uintptr", step_loc);
+      if (!iface.empty_interface)
+        tw.value.loads.push_back({static_cast<int64_t>(resolver.runtime().itab_type), static_cast<uint32_t>(word),
+                                  fmt::format("{}: itab._type at +{}", path, resolver.runtime().itab_type), true});
+      capture.assertion = CapturePlan::Assertion{static_cast<int>(capture.fields.size()), target->name,
+                                                 target->descriptor};
+      capture.fields.push_back(tw);
+      // The value: the data word itself for a pointer-shaped type, else what it points to.
+      Place data_word = resolver.member(place, word, word);
+      path = fmt::format("{}.({})", path, target->name);
+      if (direct_iface(types, target->type))
+        place = data_word;
+      else
+        place = resolver.deref(data_word, path, "*" + types.at(target->type).name, step_loc);
+      type = target->type;
       continue;
     }
     if (step.kind == ExprStep::Kind::Deref) {
@@ -965,7 +1027,13 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
       capture.fields.push_back(nil);
     }
   }
-  for (size_t f = first_value_field; slice_guard >= 0 && f < capture.fields.size(); ++f) {
+  // Behind a type assertion, every read waits for the dynamic type to be the asserted one.
+  if (capture.assertion)
+    for (size_t f = static_cast<size_t>(capture.assertion->type_field) + 1; f < capture.fields.size(); ++f) {
+      capture.fields[f].assert_field = capture.assertion->type_field;
+      capture.fields[f].assert_type = capture.assertion->descriptor;
+    }
+  for (size_t f = static_cast<size_t>(slice_guard) + 1; slice_guard >= 0 && f < capture.fields.size(); ++f) {
     // A map's pairs keep their own guard: their count is 0 unless the walk (guarded) ran.
     if (capture.fields[f].guard_field >= 0)
       continue;
@@ -984,6 +1052,7 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
                      std::vector<std::string> &skipped) {
   Resolver resolver(context.types, context.regs, context.ptr_size, context.string_max, context.slice_max,
                     context.runtime);
+  resolver.asserted_type = context.asserted_type;
   EventPlan event;
   event.kind = kind;
   event.program = fmt::format("probe_{}_{}", probe_id, kind);
@@ -1061,6 +1130,7 @@ void add_at_return_captures(EventPlan &entry, EventPlan &ret, const std::vector<
   constexpr size_t kMaxSaved = 8; // values saved per call in flight (on the BPF stack without min_duration)
   Resolver resolver(context.types, context.regs, context.ptr_size, context.string_max, context.slice_max,
                     context.runtime);
+  resolver.asserted_type = context.asserted_type;
   uint32_t offset = ret.event_size;
   for (const CaptureSpec &cs : captures) {
     std::string key = cs.expr + "@return";

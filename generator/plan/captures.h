@@ -7,6 +7,7 @@
 #include "plan/plan.h"
 #include "spec/spec.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,17 @@ struct RuntimeLayout {
   uint64_t itab_type = 8;            // runtime.itab._type: an iface's dynamic type
 };
 
+// The type a type assertion x.(T) names, as the binary has it: its layout and the link-time address
+// of its runtime type descriptor (what an interface holding a T has as its dynamic type).
+struct AssertedType {
+  TypeId type = kNoType;
+  std::string name; // the binary's spelling: "*io/fs.PathError"
+  uint64_t descriptor = 0;
+};
+// Looks `written` up; nullopt with `why` (the end of an [unknown-type] message, with a hint) when
+// the binary has no such type or no descriptor for it.
+using AssertedTypeResolver = std::function<std::optional<AssertedType>(const std::string &written, std::string &why)>;
+
 // What every capture of a plan is resolved with.
 struct CaptureContext {
   TypeTable &types;
@@ -30,6 +42,7 @@ struct CaptureContext {
   int string_max = 64;
   int slice_max = 8;
   RuntimeLayout runtime;
+  AssertedTypeResolver asserted_type; // null without DWARF: assertions are refused
 };
 
 // A value the probe can name: a parameter at entry, or a result at a RET.

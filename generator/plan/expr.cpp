@@ -26,7 +26,8 @@ SourceLoc advance(SourceLoc loc, size_t column) {
 
 CaptureExpr parse_capture_expr(const std::string &full_text, const SourceLoc &loc) {
   const std::string hint = "a capture is a parameter name followed by .field and [index] steps, e.g. "
-                           "req.Header.Port or xs[2].Name, *p to follow a pointer, or len(x) / cap(x)";
+                           "req.Header.Port or xs[2].Name, *p to follow a pointer, x.(*pkg.T).F to assert an "
+                           "interface's dynamic type, or len(x) / cap(x)";
   auto fail = [&](size_t at, const std::string &what) -> CaptureExpr {
     throw UserError("bad-expression", what + " in capture \"" + full_text + "\"", advance(loc, at), hint);
   };
@@ -91,6 +92,29 @@ CaptureExpr parse_capture_expr(const std::string &full_text, const SourceLoc &lo
     }
     if (text[i] != '.')
       return fail(base + i, std::string("unexpected '") + text[i] + "'");
+    if (i + 1 < text.size() && text[i + 1] == '(') {
+      // A type assertion .(T): T as the binary names it, which may hold a package path with dots
+      // and slashes, '*'s, and brackets of a generic instance ("main.Box[main.Point]").
+      size_t start = i + 2;
+      size_t j = start;
+      int brackets = 0;
+      while (j < text.size() && (text[j] != ')' || brackets > 0)) {
+        if (text[j] == '[')
+          ++brackets;
+        else if (text[j] == ']' && --brackets < 0)
+          break;
+        else if (text[j] == '(' || (std::isspace(static_cast<unsigned char>(text[j])) != 0 && brackets == 0))
+          return fail(base + j, std::string("unexpected '") + text[j] + "' in a type assertion");
+        ++j;
+      }
+      if (j >= text.size() || text[j] != ')')
+        return fail(base + j, "expected ')' to close the type assertion");
+      if (j == start)
+        return fail(base + start, "expected a type name in .(T)");
+      expr.steps.push_back({ExprStep::Kind::Assert, text.substr(start, j - start), 0, base + start});
+      i = j + 1;
+      continue;
+    }
     size_t start = ++i;
     if (i >= text.size() || !ident_start(text[i]))
       return fail(base + i, "expected a field name after '.'");

@@ -1,4 +1,4 @@
-// Capture expressions: `req.Header.Port`, `s.Name`, `deadline`, `*p`.
+// Capture expressions: `req.Header.Port`, `s.Name`, `deadline`, `*p`, `err.(*io/fs.PathError).Path`.
 // Parsed into a root parameter and a chain of steps; positions are character offsets in the
 // expression so errors can point at the exact segment.
 #pragma once
@@ -12,8 +12,8 @@
 namespace weave {
 
 struct ExprStep {
-  enum class Kind { Field, Deref, Index } kind = Kind::Field;
-  std::string name;   // Field
+  enum class Kind { Field, Deref, Index, Assert } kind = Kind::Field;
+  std::string name;   // Field; Assert: the asserted type as written ("*io/fs.PathError")
   uint64_t index = 0; // Index
   size_t column = 0;  // 0-based offset of the step in the expression text
 };

@@ -233,6 +233,59 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   const std::vector<ElfSymbol> dictionaries = dictionary_symbols(dwarf_path(image));
   CaptureContext captures{types, regs, image.ptr_size, spec.options.string_max, spec.options.slice_max,
                           runtime_layout};
+  plan.pie = image.pie;
+  // Type assertions (x.(T)) find T's layout and its runtime type descriptor in DWARF: the type's
+  // DW_AT_go_runtime_type, an offset from runtime.types (moduledata.types).
+  std::optional<std::map<std::string, uint64_t>> descriptor_of; // built on the first assertion
+  if (debug)
+    captures.asserted_type = [&](const std::string &written, std::string &why) -> std::optional<AssertedType> {
+      std::optional<uint64_t> base = pcln && pcln->types_start() ? std::optional<uint64_t>(pcln->types_start())
+                                                                 : image.types_base;
+      if (!descriptor_of) {
+        descriptor_of.emplace();
+        for (const RuntimeType &t : debug->runtime_types())
+          descriptor_of->emplace(t.name, t.address);
+      }
+      std::optional<TypeId> found = debug->find_type(written);
+      auto it = descriptor_of->find(written);
+      if (found && it != descriptor_of->end() && base)
+        return AssertedType{*found, written, *base + it->second};
+      // Near names: those with the same last element ("PathError" for *os.PathError, an alias of
+      // *io/fs.PathError, which the binary knows by that name alone), else the closest spellings.
+      std::string stars = written.substr(0, written.find_first_not_of('*'));
+      std::string tail = written.substr(std::min(written.size(), written.find_last_of("./") + 1));
+      std::vector<std::string> same_tail, all;
+      for (const auto &[name, address] : *descriptor_of) {
+        all.push_back(name);
+        if (name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0 &&
+            std::string_view("./").find(name[name.size() - tail.size() - 1]) != std::string_view::npos &&
+            name.compare(0, stars.size(), stars) == 0 && name.find_first_not_of('*') == stars.size())
+          same_tail.push_back(name);
+      }
+      std::sort(same_tail.begin(), same_tail.end());
+      if (same_tail.size() > 5)
+        same_tail.resize(5);
+      std::string hint;
+      if (!same_tail.empty()) {
+        hint = "did you mean " + same_tail[0];
+        for (size_t i = 1; i < same_tail.size(); ++i)
+          hint += (i + 1 == same_tail.size() ? " or " : ", ") + same_tail[i];
+        hint += "?";
+      } else {
+        hint = did_you_mean(written, all);
+      }
+      if (found && !base)
+        why = fmt::format("the binary has no runtime.types symbol to place {}'s type descriptor", written);
+      else if (found)
+        why = fmt::format("{} has no runtime type descriptor in the binary: no interface value in it can hold one "
+                          "(it is never converted to an interface){}",
+                          written, hint.empty() ? "" : "; " + hint);
+      else
+        why = fmt::format("the binary has no type {} ({}name it as the binary does, by its full package path: "
+                          "*io/fs.PathError, *net/http.response, main.Point)",
+                          written, hint.empty() ? "" : hint + " ");
+      return std::nullopt;
+    };
   auto plan_probe = [&](const ProbeSpec &probe_spec, size_t index) -> ProbePlan {
     const ProbeSignature signature = resolve_signature(probe_spec, sources);
     const ProbeSignature *fn = &signature;
@@ -615,10 +668,10 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   bool has_interface = false;
   for (const auto &probe : plan.probes) {
     for (const auto &c : probe.entry.captures)
-      has_interface = has_interface || !c.interfaces.empty();
+      has_interface = has_interface || !c.interfaces.empty() || c.assertion;
     if (probe.ret)
       for (const auto &c : probe.ret->captures)
-        has_interface = has_interface || !c.interfaces.empty();
+        has_interface = has_interface || !c.interfaces.empty() || c.assertion;
   }
   // The tracer names an interface's dynamic type from the binary's own descriptors, read from the
   // file on demand (runtime/typenames.h): the manifest says only where they are, so it grows with
@@ -709,6 +762,9 @@ std::string dump_plan(const Plan &plan) {
         out << fmt::format("    capture {} : {} fault_bit={}\n", c.expr, c.go_type, c.fault_bit);
         if (!c.unavailable.empty())
           out << fmt::format("      unavailable: {}\n", c.unavailable);
+        if (c.assertion)
+          out << fmt::format("      assert {} descriptor={:#x} type word=field[{}]{}\n", c.assertion->type,
+                             c.assertion->descriptor, c.assertion->type_field, plan.pie ? " + load bias" : "");
         for (const auto &f : c.fields) {
           out << fmt::format("      field '{}' {} {} size={} offset={}", f.name, f.kind, f.go_type,
                              f.size, f.offset);
@@ -717,6 +773,8 @@ std::string dump_plan(const Plan &plan) {
             out << fmt::format(" length={} max_len={}", read_text(f.length), f.max_len);
           if (f.by_walk)
             out << " (written by the map walk)";
+          if (f.assert_field >= 0)
+            out << fmt::format(" if field[{}] is {:#x}", f.assert_field, f.assert_type);
           if (const auto &w = f.map_walk)
             out << fmt::format(" walk={} pairs={} max_visits={} slots=field[{}]", w->layout, w->pairs,
                                w->max_visits, w->first_slot_field);

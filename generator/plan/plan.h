@@ -91,6 +91,12 @@ struct EventField {
   // A map's pair count: the walk that fills it (and the pairs' hidden slot addresses) in.
   std::optional<MapWalk> map_walk;
   bool by_walk = false; // a pair's key or value address: written by its map's walk, read from nowhere
+  // Read only behind a type assertion x.(T) that holds: field `assert_field` of the capture (the
+  // interface's dynamic type word) must equal `assert_type`, the link-time address of T's runtime
+  // type descriptor, plus the load bias of a position-independent binary; else the slot stays
+  // zero, and no fault is marked (the tracer says which type it was instead).
+  int assert_field = -1;
+  uint64_t assert_type = 0;
   bool empty_array = false; // kind "empty" for a [0]T, named or not: shown as [] (struct{} as {})
 };
 
@@ -111,6 +117,16 @@ struct CapturePlan {
   // Interface values inside the capture, by path: each has the fields type (the dynamic type's
   // descriptor address), data, value and text, which the tracer renders by the dynamic type.
   std::vector<std::string> interfaces;
+  // A type assertion in the path (`err.(*io/fs.PathError).Path`): the hidden field holding the
+  // interface's dynamic type word, the asserted type's name and descriptor (link-time address).
+  // When the word is another type's, the value's fields are not read and the tracer prints
+  // <not T: actual type> (<nil> for a nil interface), never a reinterpretation.
+  struct Assertion {
+    int type_field = -1;
+    std::string type;
+    uint64_t descriptor = 0;
+  };
+  std::optional<Assertion> assertion;
   // At an inlined copy, a value DWARF gives no location for at the probed address: no fields, the
   // tracer shows it as unavailable (`<optimized out>`, JSON null), and this says why.
   std::string unavailable;
@@ -291,6 +307,7 @@ struct Plan {
   std::vector<size_t> event_probe;   // index into `probes` of each event id
   std::vector<std::string> warnings; // wildcard matches left out, and why
   std::optional<DescriptorRange> descriptors; // when some capture holds an interface
+  bool pie = false; // ET_DYN: a type assertion's descriptor address moves by the load bias
   size_t event_count() const; // entry and return events of every probe
   // Event `id` and its probe (ids run over each probe's entry, then its return event).
   const EventPlan &event(int id) const;

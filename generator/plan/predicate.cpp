@@ -172,7 +172,7 @@ private:
       else if (ch == ')')
         --parens;
       else if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '[' ||
-                 ch == ']' || ch == '*' || ch == '~'))
+                 ch == ']' || ch == '*' || ch == '~' || (parens > 0 && ch == '/'))) // .(*io/fs.PathError)
         break;
       ++pos_;
     }
@@ -304,9 +304,10 @@ struct Resolver {
           for (size_t f = 0; f < capture.fields.size(); ++f)
             if (capture.fields[f].name == "type")
               chosen = static_cast<int>(f);
-        } else if (capture.fields.size() == 1 &&
-                   (capture.fields[0].kind == "pointer" || capture.fields[0].kind == "func")) {
-          chosen = 0;
+        } else if (size_t first = capture.assertion ? 1 : 0; // x.(*T): after the hidden type word
+                   capture.fields.size() == first + 1 &&
+                   (capture.fields[first].kind == "pointer" || capture.fields[first].kind == "func")) {
+          chosen = static_cast<int>(first);
         } else {
           for (size_t f = 0; f < capture.fields.size(); ++f)
             if (capture.fields[f].name == "#nil") // a map's, chan's or slice's header word

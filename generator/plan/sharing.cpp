@@ -12,7 +12,7 @@ namespace {
 // only mentions in comments (names, Go types, addresses). Equal shapes render equal code, which
 // is what lets events share a program. Keep in step with codegen's program view: a value the
 // template prints into code must be part of the key.
-std::string program_shape(const ProbePlan &probe, const EventPlan &event) {
+std::string program_shape(const ProbePlan &probe, const EventPlan &event, bool plan_pie_) {
   std::string key = fmt::format("{} {} pairs={} size={} duration={} stack={}@{} window={}\n", event.kind,
                                 probe.abi, event.pairs_calls, event.event_size, event.duration_offset,
                                 event.stack_depth, event.stack_offset, event.stack_window);
@@ -33,9 +33,14 @@ std::string program_shape(const ProbePlan &probe, const EventPlan &event) {
                        event.return_filter_faults, event.return_filter_entry_faults);
   for (const CapturePlan &c : event.captures) {
     key += fmt::format("capture bit={}\n", c.fault_bit);
+    // A type assertion compares with a constant; in a position-independent binary, plus a load bias
+    // from the attach point's own address, which the program holds: it is not shared then.
+    if (c.assertion)
+      key += fmt::format(" assert field={} type={:#x} own={}\n", c.assertion->type_field, c.assertion->descriptor,
+                         plan_pie_ ? probe.id : -1);
     for (const EventField &f : c.fields) {
-      key += fmt::format(" {} size={} at={} max={} guard={}>{}{} opt={} value=", f.kind, f.size, f.offset,
-                         f.max_len, f.guard_field, f.guard_index, f.guard_faults ? "!" : "", f.optional);
+      key += fmt::format(" {} size={} at={} max={} guard={}>{}{} assert={} opt={} value=", f.kind, f.size, f.offset,
+                         f.max_len, f.guard_field, f.guard_index, f.guard_faults ? "!" : "", f.assert_field, f.optional);
       read_key(f.value);
       if (f.kind == "string") {
         key += " length=";
@@ -66,7 +71,7 @@ void share_programs(Plan &plan) {
     if (probe.ret)
       events.push_back(&*probe.ret);
     for (EventPlan *event : events) {
-      auto [it, added] = by_shape.try_emplace(program_shape(probe, *event), plan.programs.size());
+      auto [it, added] = by_shape.try_emplace(program_shape(probe, *event, plan.pie), plan.programs.size());
       if (added)
         plan.programs.push_back({event->program, event->struct_name, {}});
       ProgramPlan &program = plan.programs[it->second];

@@ -25,6 +25,9 @@ set(WEAVE_MATRIX_TESTS e2e_test_trace e2e_test_types e2e_test_returns e2e_test_l
     e2e_test_cgo e2e_test_stripped e2e_test_newgo e2e_test_zerosize e2e_test_generics e2e_test_inlined
     e2e_test_maps e2e_test_initinline e2e_test_when_return e2e_test_calls)
 add_custom_target(matrix DEPENDS weave weave-tracer ${WEAVE_MATRIX_TESTS} test_abi_crosscheck e2e_test_arm64_vm)
+# Type assertions (x.(T)): DW_AT_go_runtime_type, the itab's layout and the descriptors' placement per toolchain.
+list(APPEND WEAVE_MATRIX_TESTS e2e_test_assert)
+add_dependencies(matrix e2e_test_assert)
 
 foreach(version IN LISTS WEAVE_MATRIX_TOOLCHAINS)
   set(dir ${FIXTURE_DIR}/go${version})

@@ -1,0 +1,3 @@
+module weave.test/assert
+
+go 1.19

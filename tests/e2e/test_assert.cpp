@@ -1,0 +1,254 @@
+// End to end, for real: type assertions in capture paths. The fixture (tests/e2e/assert) passes
+// interfaces and returns errors whose dynamic type changes call by call, and prints each one's %T
+// and fields; every value the tracer shows behind x.(T) must be the program's own, a value of
+// another dynamic type must print as <not T: its type> (never a reinterpretation of its bytes),
+// a nil one as <nil>, and a when: condition over an asserted value holds only for that type. On
+// amd64 (registers), 386 (the stack, itab._type at +4) and a PIE (descriptors moved by the load
+// bias, which the BPF program adds from its attach point's address).
+#include "harness.h"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+using nlohmann::json;
+
+namespace {
+
+const char *kSpec = "probes:\n"
+                    "  - function: main.Open\n"
+                    "    capture: [k]\n"
+                    "    return: true\n"
+                    "    capture_at_return: ['err.(*io/fs.PathError).Path', 'err.(*io/fs.PathError).Op',\n"
+                    "                        '*err.(*main.QuotaError)']\n"
+                    "  - function: main.Measure\n"
+                    "    capture: [k, 's.(main.Point).X', 's.(main.Point).Y', 's.(*main.Box).Label', 's.(*main.Box).W',\n"
+                    "              's.(main.Circle)']\n"
+                    "  - function: main.Keep\n"
+                    "    capture: [k, 'v.(main.Point)', 'v.(*main.Box).H']\n"
+                    "    when: 'v.(*main.Box).Label == \"keep\" || v.(main.Point).Y != 6'\n";
+
+std::string build(const std::string &dir, const std::string &fixture) {
+  std::ofstream(dir + "/spec.yaml") << kSpec;
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(fixture), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  return dir + "/out/tracer";
+}
+
+// The tracer's name for a type the program's %T prints: full package paths ("*fs.PathError" is
+// "*io/fs.PathError"), and "<nil>" for a nil interface.
+std::string full_name(const std::string &go_t) {
+  if (go_t == "*fs.PathError")
+    return "*io/fs.PathError";
+  if (go_t == "*errors.errorString")
+    return "*errors.errorString";
+  return go_t;
+}
+
+// What a capture x.(T).F must show for a value whose dynamic type is `actual`: the value when the
+// type is T (`want`), else the marker.
+json expected(const json &truth, const std::string &type, const json &want) {
+  if (truth["nil"] == true)
+    return nullptr;
+  std::string actual = full_name(truth["type"].get<std::string>());
+  if (actual == type)
+    return want;
+  return json{{"not", type}, {"type", actual}};
+}
+
+void check_assertions(const std::string &fixture) {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir(fixture + "-assert");
+  std::string tracer = build(dir, fixture);
+  auto traced = e2e::run({tracer, "--format", "json", "-o", dir + "/events.jsonl", "--", e2e::fixture(fixture),
+                          "-rounds", "3", "-dir", "/nonexistent-weave"},
+                         120000);
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::vector<json> truth = e2e::json_lines(traced.out);
+  REQUIRE(truth.size() == 3 * 8 * 3);
+  std::map<std::pair<std::string, int>, json> by_call; // (fn, k) -> what the program recorded
+  for (const json &t : truth)
+    by_call[{t["fn"].get<std::string>(), t["k"].get<int>()}] = t;
+  std::vector<json> events = e2e::json_lines(e2e::read_file(dir + "/events.jsonl"));
+
+  int opens = 0, measures = 0, path_errors = 0, quota_errors = 0, points = 0, boxes = 0, others = 0;
+  std::set<int> kept;
+  std::map<std::string, json> last_entry; // function -> its last entry event (returns follow their entries)
+  for (const json &e : events) {
+    INFO(e.dump());
+    std::string fn = e["function"].get<std::string>();
+    CHECK(!e.contains("faults"));
+    CHECK(!e.contains("truncated")); // the paths Open fails on are short: /nonexistent-weave/missing-N.txt
+    if (e["kind"] == "entry") {
+      last_entry[fn] = e;
+    }
+    if (fn == "main.Open" && e["kind"] == "return") {
+      ++opens;
+      int k = last_entry[fn]["args"]["k"].get<int>();
+      const json &t = by_call.at({"Open", k});
+      const json &r = e["results"];
+      CHECK(r["err.(*io/fs.PathError).Path@return"] == expected(t, "*io/fs.PathError", t.value("path", json())));
+      CHECK(r["err.(*io/fs.PathError).Op@return"] == expected(t, "*io/fs.PathError", t.value("op", json())));
+      json quota = t["type"] == "*main.QuotaError" ? json{{"User", t["user"]}, {"Limit", t["limit"]}} : json();
+      CHECK(r["*err.(*main.QuotaError)@return"] == expected(t, "*main.QuotaError", quota));
+      path_errors += t["type"] == "*fs.PathError";
+      quota_errors += t["type"] == "*main.QuotaError";
+    } else if (fn == "main.Measure") {
+      ++measures;
+      int k = e["args"]["k"].get<int>();
+      const json &t = by_call.at({"Measure", k});
+      const json &a = e["args"];
+      CHECK(a["s.(main.Point).X"] == expected(t, "main.Point", t.value("x", json())));
+      CHECK(a["s.(main.Point).Y"] == expected(t, "main.Point", t.value("y", json())));
+      CHECK(a["s.(*main.Box).Label"] == expected(t, "*main.Box", t.value("label", json())));
+      CHECK(a["s.(*main.Box).W"] == expected(t, "*main.Box", t.value("w", json())));
+      CHECK(a["s.(main.Circle)"] == expected(t, "main.Circle", json{{"R", t.value("r", json())}}));
+      points += t["type"] == "main.Point";
+      boxes += t["type"] == "*main.Box";
+      others += t["type"] == "main.Circle";
+    } else if (fn == "main.Keep") {
+      int k = e["args"]["k"].get<int>();
+      kept.insert(k);
+      const json &t = by_call.at({"Keep", k});
+      const json &a = e["args"];
+      json point = t["type"] == "main.Point" ? json{{"X", t["x"]}, {"Y", t["y"]}} : json();
+      CHECK(a["v.(main.Point)"] == expected(t, "main.Point", point));
+      CHECK(a["v.(*main.Box).H"] == expected(t, "*main.Box", t.value("h", json())));
+    }
+  }
+  CHECK(opens == 3 * 8);
+  CHECK(measures == 3 * 8);
+  CHECK(path_errors == 6);
+  CHECK(quota_errors == 6);
+  CHECK(points == 6);
+  CHECK(boxes == 6);
+  CHECK(others == 6);
+  // when: 'v.(*main.Box).Label == "keep" || v.(main.Point).Y != 6': a *Box, or a Point whose Y is
+  // not 6; a string (another type) matches neither comparison, != included.
+  std::set<int> want_kept;
+  for (const json &t : truth)
+    if (t["fn"] == "Keep" && ((t["type"] == "*main.Box" && t["label"] == "keep") ||
+                              (t["type"] == "main.Point" && t["y"] != 6)))
+      want_kept.insert(t["k"].get<int>());
+  CHECK(want_kept.size() >= 8);
+  CHECK(kept == want_kept);
+}
+
+} // namespace
+
+TEST_CASE("type assertions: the asserted type's fields, <not T: actual> and <nil> otherwise, and in when:") {
+  check_assertions("assert");
+}
+
+TEST_CASE("type assertions on 386: the itab's _type at +4, every value on the stack") {
+  check_assertions("assert_386");
+}
+
+TEST_CASE("type assertions in a PIE: the descriptor's address moved by the load bias") {
+  check_assertions("assert_pie");
+}
+
+TEST_CASE("type assertions in text: the value, or the marker naming the actual type") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("assert-text");
+  std::string tracer = build(dir, "assert");
+  auto traced = e2e::run({tracer, "-o", dir + "/events.txt", "--", e2e::fixture("assert"), "-rounds", "1", "-dir", "/nonexistent-weave"},
+                         120000);
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::string text = e2e::read_file(dir + "/events.txt");
+  INFO(text);
+  std::vector<json> truth = e2e::json_lines(traced.out);
+  for (const json &t : truth) {
+    if (t["fn"] != "Measure")
+      continue;
+    int k = t["k"].get<int>();
+    std::string type = t["type"].get<std::string>();
+    // Each capture: its value when the type is the asserted one, else the marker.
+    auto shown = [&](const std::string &asserted, const std::string &value) {
+      if (t["nil"] == true)
+        return std::string("<nil>");
+      return type == asserted ? value : "<not " + asserted + ": " + type + ">";
+    };
+    std::string want = fmt::format(
+        "k={}, s.(main.Point).X={}, s.(main.Point).Y={}, s.(*main.Box).Label={}, s.(*main.Box).W={}, s.(main.Circle)={})", k,
+        shown("main.Point", std::to_string(t.value("x", 0))), shown("main.Point", std::to_string(t.value("y", 0))),
+        shown("*main.Box", "\"" + t.value("label", std::string()) + "\""), shown("*main.Box", std::to_string(t.value("w", 0))),
+        shown("main.Circle", fmt::format("{{R={}}}", t.value("r", 0))));
+    CAPTURE(k);
+    CHECK(text.find(want) != std::string::npos);
+  }
+}
+
+TEST_CASE("type assertions: mistakes are refused where they are written, with the names that are near") {
+  std::string dir = e2e::temp_dir("assert-refused");
+  struct Case {
+    std::string capture, message, hint;
+  };
+  for (const Case &c : {
+           Case{"'err.(*os.PathError).Path'", "spec.yaml:5:14: error[unknown-type]: err.(*os.PathError): the binary has no type *os.PathError",
+                "did you mean *io/fs.PathError?"},
+           Case{"'k.(main.Point).X'", "spec.yaml:5:12: error[not-an-interface]: k.(main.Point): k is int (int), not an interface",
+                "a type assertion .(T) applies to an interface or error value"},
+           Case{"'err.(main.Pont).X'", "spec.yaml:5:14: error[unknown-type]: err.(main.Pont): the binary has no type main.Pont",
+                "did you mean main.Point"},
+           Case{"'err.(*main.QuotaError).Usr'", "spec.yaml:5:32: error[unknown-field]: err.(*main.QuotaError) (main.QuotaError) has no field Usr", "User"},
+           Case{"'err.(*main.QuotaError'", "spec.yaml:5:30: error[bad-expression]: expected ')' to close the type assertion", ""},
+       }) {
+    CAPTURE(c.capture);
+    std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Open\n    return: true\n"
+                                         "    capture_at_return:\n      - " +
+                                             c.capture + "\n";
+    auto r = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("assert"), "-o", dir + "/out"});
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK(r.err.find(c.hint) != std::string::npos);
+  }
+}
+
+TEST_CASE("when_return over asserted results: the calls whose error is of that type and matches, at every RET") {
+  e2e::require_bpf();
+  for (const char *fixture : {"assert", "assert_386", "assert_pie"}) {
+    CAPTURE(fixture);
+    std::string dir = e2e::temp_dir(std::string(fixture) + "-assert-return");
+    std::ofstream(dir + "/spec.yaml")
+        << "probes:\n  - function: main.Open\n    capture: [k]\n    return: true\n"
+           "    when_return: 'err.(*io/fs.PathError).Op == \"open\" || err.(*main.QuotaError).Limit > 110'\n";
+    auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(fixture), "-o", dir + "/out"});
+    INFO(built.err);
+    REQUIRE(built.status == 0);
+    auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "-o", dir + "/events.jsonl", "--",
+                            e2e::fixture(fixture), "-rounds", "3", "-dir", "/nonexistent-weave"},
+                           120000);
+    INFO(traced.err);
+    REQUIRE(traced.status == 0);
+    std::set<int> want, got;
+    for (const json &t : e2e::json_lines(traced.out))
+      if (t["fn"] == "Open" && ((t["type"] == "*fs.PathError" && t["op"] == "open") ||
+                                (t["type"] == "*main.QuotaError" && t["limit"] > 110)))
+        want.insert(t["k"].get<int>());
+    int k = -1;
+    for (const json &e : e2e::json_lines(e2e::read_file(dir + "/events.jsonl"))) {
+      INFO(e.dump());
+      if (e["kind"] == "entry") {
+        k = e["args"]["k"].get<int>();
+        continue;
+      }
+      got.insert(k);
+      const json &r = e["results"];
+      CHECK(!e.contains("faults"));
+      bool path = r["err.(*io/fs.PathError).Op"] == "open";
+      bool quota = r["err.(*main.QuotaError).Limit"].is_number() && r["err.(*main.QuotaError).Limit"] > 110;
+      CHECK(path != quota); // one of them held, and the other shows the marker
+      CHECK((path ? r["err.(*main.QuotaError).Limit"] : r["err.(*io/fs.PathError).Op"]).contains("not"));
+    }
+    CHECK(want.size() >= 6);
+    CHECK(got == want);
+  }
+}
