@@ -182,7 +182,10 @@ std::vector<NamedValue> site_values(const LineSite &site, DebugInfo &debug, cons
     // Where it is at the PC must not be written by that moved code either: a register it writes,
     // or a stack slot it stores to, would change the value with no sign in DWARF.
     if (located.unavailable.empty())
-      for (const auto &[other, writes] : moved_writes) {
+      for (const auto &moved : moved_writes) {
+        // Plain references, not a structured binding: clang 14 cannot capture a binding in a lambda.
+        const LineSite::Interleaved *other = moved.first;
+        const auto &writes = moved.second;
         auto stored = [&](int64_t from, int64_t size) {
           if (writes.unknown_stack)
             return true;
@@ -327,9 +330,11 @@ std::vector<ProbePlan> plan_line_probes(const ProbeSpec &spec, const std::string
                       : fmt::format("{}:{}, is_stmt, in {}", site.file, site.line, site.function)});
     std::vector<NamedValue> here = values[i];
     // A named root in scope at another PC of the line only: unavailable here, with the reason.
-    for (const auto &[name, type] : root_type)
+    for (const auto &root : root_type) {
+      const std::string &name = root.first; // not a structured binding: the lambda captures it
       if (std::none_of(here.begin(), here.end(), [&](const NamedValue &v) { return v.name == name; }))
-        here.push_back(NamedValue{name, type, {}, true, "not in scope at this PC"});
+        here.push_back(NamedValue{name, root.second, {}, true, "not in scope at this PC"});
+    }
     std::vector<CaptureSpec> all_locals;
     if (spec.all_locals)
       for (const NamedValue &v : values[i])
