@@ -3,6 +3,7 @@
 // weave computes from PT_TLS and runtime.tlsg: the same offset the runtime's own ABI0-to-
 // ABIInternal wrappers load g from (MOVQ FS:off, R14), read from the disassembly.
 #include "harness.h"
+#include "same_stack.h"
 
 #include <doctest/doctest.h>
 
@@ -99,14 +100,7 @@ TEST_CASE("a callback from C, stack_mode: window: the whole stack as runtime.Cal
     const json &want = c.truth[i]["stack"];
     const json &got = c.events[i]["stack"];
     REQUIRE(want.size() >= 8);
-    REQUIRE(got.is_array());
-    CHECK(got.size() == want.size());
-    for (size_t f = 0; f < std::min(got.size(), want.size()); ++f) {
-      CAPTURE(f);
-      CHECK(got[f]["function"] == want[f]["function"]);
-      CHECK(got[f]["file"] == want[f]["file"]);
-      CHECK(got[f]["line"] == want[f]["line"]);
-    }
+    e2e::check_same_stack(got, want, e2e::fixture("cgo"));
     CHECK(!c.events[i].contains("stack_end"));
     bool below_c = false;
     for (const auto &f : got)
