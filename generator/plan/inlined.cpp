@@ -195,6 +195,18 @@ std::string describe_inlined_value(const NamedValue &value) {
   return text;
 }
 
+bool attach_located_filter(EventPlan &event, const PredicateNode &filter, const ProbeSpec &spec) {
+  for (const PredicateOperand &value : predicate_values(filter))
+    for (const CapturePlan &c : event.captures)
+      if (c.expr == value.text && !c.unavailable.empty())
+        return false;
+  PredicateNode node = filter;
+  event.filter_faults = resolve_predicate(node, event.captures, spec.when, spec.when_loc);
+  event.filter = std::move(node);
+  event.filter_text = spec.when;
+  return true;
+}
+
 std::vector<ProbePlan> plan_inlined_probes(const ProbeSpec &spec, const std::string &function,
                                            const InlinedCopies &copies, DebugInfo *debug,
                                            const BinaryImage &image, const Pclntab &pcln,
@@ -314,20 +326,9 @@ std::vector<ProbePlan> plan_inlined_probes(const ProbeSpec &spec, const std::str
     }
     probe.entry = make_event("entry", probe.id, explicit_captures, all_args, values, function, "parameter",
                              context, probe.skipped);
-    if (filter) {
-      bool decidable = true;
-      for (const PredicateOperand &value : predicate_values(*filter))
-        for (const CapturePlan &c : probe.entry.captures)
-          if (c.expr == value.text && !c.unavailable.empty())
-            decidable = false;
-      if (!decidable) {
-        ++undecidable;
-        continue;
-      }
-      PredicateNode node = *filter;
-      probe.entry.filter_faults = resolve_predicate(node, probe.entry.captures, spec.when, spec.when_loc);
-      probe.entry.filter = std::move(node);
-      probe.entry.filter_text = spec.when;
+    if (filter && !attach_located_filter(probe.entry, *filter, spec)) {
+      ++undecidable;
+      continue;
     }
     probe.entry.events_per_second = spec.events_per_second;
     probes.push_back(std::move(probe));

@@ -36,6 +36,12 @@ NamedValue inlined_value(const InlinedCopyLocations::Param &param, TypeId type, 
 // Where `value` is read from, for listings: "RBX", "SP+40", "RAX,SP+16", or "unavailable: why".
 std::string describe_inlined_value(const NamedValue &value);
 
+// when: on an event read where DWARF may not locate every value (an inlined copy's first
+// instruction, a source line's PC): false, and nothing attached, when the condition reads a value
+// that is unavailable there and so cannot be decided; else the condition is resolved against the
+// event's captures and attached.
+bool attach_located_filter(EventPlan &event, const PredicateNode &filter, const ProbeSpec &spec);
+
 // One probe per copy (entry events only), ids from `first_id` on; `abi` is the ABI of Go code in
 // this binary (where the copy finds g). More than `max_copies` copies (options.max_functions) is
 // UserError [too-many-copies]: each is an uprobe of its own. `declared` is the function's

@@ -342,20 +342,9 @@ std::vector<ProbePlan> plan_line_probes(const ProbeSpec &spec, const std::string
     probe.skipped = skipped[i];
     probe.entry = make_event("entry", probe.id, explicit_captures, all_locals, here, site.function,
                              "local", context, probe.skipped);
-    if (filter) {
-      bool decidable = true;
-      for (const PredicateOperand &value : predicate_values(*filter))
-        for (const CapturePlan &c : probe.entry.captures)
-          if (c.expr == value.text && !c.unavailable.empty())
-            decidable = false;
-      if (!decidable) {
-        ++undecidable;
-        continue;
-      }
-      PredicateNode node = *filter;
-      probe.entry.filter_faults = resolve_predicate(node, probe.entry.captures, spec.when, spec.when_loc);
-      probe.entry.filter = std::move(node);
-      probe.entry.filter_text = spec.when;
+    if (filter && !attach_located_filter(probe.entry, *filter, spec)) {
+      ++undecidable;
+      continue;
     }
     probe.entry.events_per_second = spec.events_per_second;
     probes.push_back(std::move(probe));
