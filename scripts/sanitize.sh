@@ -7,9 +7,16 @@
 #     _check): weave itself is sanitized there. The tracer runtime is not: it links with -static,
 #     which ASan cannot, so the preset builds it unsanitized and it runs as usual;
 #   - each fuzz target for WEAVE_FUZZ_SECONDS (default 20) from its seed corpus (fuzz/).
-# Prints how long the stage took. Extra arguments go to ctest.
+# Prints how long the stage took. Extra arguments go to ctest. With --build-only it configures and
+# builds, and stops there: scripts/test.sh runs that at idle priority while the main suite runs, so
+# the stage's build uses the cores the suite leaves idle and the stage itself then finds it done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=
+if [ "${1:-}" = --build-only ]; then
+  build_only=1
+  shift
+fi
 if ! command -v clang++-14 >/dev/null 2>&1; then
   echo "sanitize: SKIPPED: clang++-14 is missing (scripts/install-deps.sh installs it)"
   exit 0
@@ -25,6 +32,10 @@ done
 e2e=(e2e_test_hostile e2e_test_build e2e_test_check)
 cmake --build build-asan -j "$(nproc)" --target weave weave-tracer "${unit[@]}" "${e2e[@]}" fuzz_targets
 built=$(date +%s)
+if [ -n "$build_only" ]; then
+  echo "sanitize: built in $((built - start)) s"
+  exit 0
+fi
 # A sanitizer report exits 99 (the preset's ASAN_OPTIONS), never 1 or 3, which tests expect of weave
 # on bad input. libstdc++'s std::regex recurses once per character it matches, and ASan's frames are
 # larger: test_golden's comment-stripping regex overflows the default 8 MiB stack under ASan.
