@@ -96,8 +96,10 @@ void wait_ready(e2e::Background &server, const std::string &text) {
 
 // Stops the server (SIGTERM, by its pid), then the tracer (SIGINT), and returns the tracer's events.
 std::vector<json> stop(e2e::Background &server, e2e::Background &traced, const std::string &dir) {
-  kill(server.pid, SIGTERM);
-  server.wait(60000);
+  if (server.pid > 0) { // not yet stopped by the case itself (wait() leaves -1: never kill(-1))
+    kill(server.pid, SIGTERM);
+    server.wait(60000);
+  }
   kill(traced.pid, SIGINT);
   int status = traced.wait(60000);
   INFO(traced.read_err());
@@ -113,6 +115,42 @@ std::vector<json> events_of(const std::vector<json> &events, const std::string &
       out.push_back(e);
   std::stable_sort(out.begin(), out.end(), [](const json &a, const json &b) { return a["ts_ns"] < b["ts_ns"]; });
   return out;
+}
+
+// Go's own traceback of every goroutine (what SIGQUIT prints): the ids of the goroutines whose
+// stack has a frame of `function`.
+std::set<int64_t> goroutines_running(const std::string &traceback, const std::string &function) {
+  std::set<int64_t> out;
+  std::istringstream in(traceback);
+  std::string line;
+  int64_t goid = -1;
+  static const std::regex header(R"(^goroutine (\d+) .*:$)");
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_match(line, m, header))
+      goid = std::stoll(m[1]);
+    else if (goid >= 0 && line.rfind(function + "(", 0) == 0)
+      out.insert(goid);
+  }
+  return out;
+}
+
+// Line `line` of a source file the binary was built from, found as -trimpath names it: the
+// standard library's under GOROOT, a module's under the services' module cache.
+std::string source_line(const std::string &file, int64_t line) {
+  const char *go = std::getenv("WEAVE_SERVICES_GO");
+  auto goroot = e2e::run({go ? go : "/usr/local/go/bin/go", "env", "GOROOT"});
+  std::string root = goroot.out.substr(0, goroot.out.find('\n'));
+  std::string path = file.find('@') != std::string::npos
+                         ? fs::path(services_bin()).parent_path().string() + "/gomod/" + file
+                         : root + "/src/" + file;
+  std::ifstream in(path);
+  std::string text;
+  for (int64_t i = 0; i < line && std::getline(in, text); ++i) {
+  }
+  INFO(path << ":" << line);
+  REQUIRE(in.good());
+  return text;
 }
 
 // Counts the values compared, for the summary each case prints.
@@ -227,6 +265,7 @@ void trace_caddy(const std::string &variant) {
   e2e::Background traced = start_tracer(dir);
   setenv("XDG_DATA_HOME", (dir + "/data").c_str(), 1);
   setenv("XDG_CONFIG_HOME", (dir + "/config").c_str(), 1);
+  setenv("GOTRACEBACK", "all", 1);
   e2e::Background server = e2e::spawn({caddy, "run", "--config", dir + "/Caddyfile", "--adapter", "caddyfile"}, dir);
   wait_ready(server, "serving initial configuration");
 
@@ -260,11 +299,44 @@ void trace_caddy(const std::string &variant) {
     REQUIRE(got.status == 0);
     CHECK(got.out == "200");
   }
+  // Go's own record of the goroutines alive now: its traceback of all of them (SIGABRT with
+  // GOTRACEBACK=all; Caddy handles SIGQUIT itself). The goroutine running net/http's accept loop is
+  // the parent of every HTTP/1.x handler goroutine.
+  kill(server.pid, SIGABRT);
+  server.wait(60000);
+  std::set<int64_t> accepting = goroutines_running(server.read_err(), "net/http.(*Server).Serve");
+  INFO(server.read_err());
+  REQUIRE(!accepting.empty());
   auto events = stop(server, traced, dir);
 
   Tally t;
   auto entries = events_of(events, kCaddyFunction, "entry");
   REQUIRE(entries.size() == requests.size());
+  // Where each handler's goroutine came from: the created_by of its entry. An HTTP/1.x request's
+  // goroutine was started by the accept loop, an HTTP/2 request's by its connection's goroutine,
+  // each at a `go` statement of the source the binary was built from.
+  std::set<int64_t> h2_parents;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const json &e = entries[i];
+    INFO(e.dump());
+    REQUIRE(e.contains("created_by"));
+    const json &c = e["created_by"];
+    static const std::regex go_statement(R"(^\s*go\s.*\(.*)");
+    t.eq(std::regex_match(source_line(c.value("file", ""), c.value("line", int64_t(0))), go_statement), true,
+         "created_by names a go statement");
+    t.eq(c.value("goid", int64_t(-1)) != e.value("goid", int64_t(-1)), true, "created_by is another goroutine");
+    if (requests[i].proto == "HTTP/2.0") {
+      h2_parents.insert(c.value("goid", int64_t(-1)));
+      t.eq(accepting.count(c.value("goid", int64_t(-1))), size_t(0), "an HTTP/2 handler's parent: its connection's");
+    } else {
+      t.eq(c.value("function", ""), std::string("net/http.(*Server).Serve"), "created_by function");
+      t.eq(accepting.count(c.value("goid", int64_t(-1))), size_t(1), "created by the accept loop's goroutine");
+    }
+  }
+  // Each curl is a connection of its own: as many HTTP/2 connection goroutines as HTTP/2 requests.
+  t.eq(h2_parents.size(), size_t(std::count_if(requests.begin(), requests.end(),
+                                                [](const HttpRequest &r) { return r.proto == "HTTP/2.0"; })),
+       "one parent per HTTP/2 connection");
   check_returns(events, kCaddyFunction, requests.size(), t);
   std::vector<json> logged = e2e::json_lines(e2e::read_file(access_log));
   REQUIRE(logged.size() == requests.size());
