@@ -1,9 +1,9 @@
 #!/bin/bash
 # The random-signature oracle: generate a Go program of COUNT functions with random signatures
-# (tests/oracle/gen), build it, trace every function with args: all and return: true, and compare
-# every value the tracer shows with what the program wrote it passed and returned
-# (tests/oracle/compare). Exit 0: no mismatch; 1: mismatches (the seed and this command are
-# printed); 77: cannot run here (not root: BPF and uprobes need it), which ctest reports as skipped.
+# (tests/oracle/gen), build it, trace every function with args: all, return: true and stack: 12, and
+# compare every value the tracer shows with what the program wrote it passed and returned, and every
+# entry's stack with the program's own runtime.Callers (tests/oracle/compare). Exit 0: no mismatch;
+# 1: mismatches (the seed and this command are printed); 77: cannot run here (not root: BPF and uprobes need it), which ctest reports as skipped.
 #
 #   tests/oracle/run.sh --seed 1 --count 2000 --arch amd64
 #   tests/oracle/run.sh --seeds 1-5 --count 5000 --arch 386        # the longer run: several seeds
@@ -78,7 +78,8 @@ one() {
   rm -rf "$dir"
   mkdir -p "$dir"
   t=$(now)
-  if ! "$work/gen" -seed "$seed" -count "$count" -arch "$arch" ${omit:+-omit "$omit"} -o "$dir/src"; then
+  # -stacks: every function's entry also records runtime.Callers, which its probe's `stack:` must equal.
+  if ! "$work/gen" -seed "$seed" -count "$count" -arch "$arch" -stacks ${omit:+-omit "$omit"} -o "$dir/src"; then
     echo "oracle: seed $seed: the generator failed; reproduce with: $repro"
     return 1
   fi
@@ -143,11 +144,15 @@ chunk() {
   echo "$c" >"$d/prefix"
   {
     echo "# The generated functions numbered ${c}00-${c}99: all arguments at entry, all results at every"
-    echo "# RET. The limits are above what the generator makes (strings of at most 40 bytes, at most 6"
-    echo "# elements), so values are whole."
+    echo "# RET, the stack at entry (the architecture's default mode). The limits are above what the"
+    echo "# generator makes (strings of at most 40 bytes, at most 6 elements, 6 frames), so values are whole."
     echo "probes:"
+    # 386 keeps no frame pointers: its stacks come from a window, here the largest, since main's
+    # generated callers have frames of several KiB (a stack the window cuts short says so).
+    local window=""
+    [ "$arch" != 386 ] || window=", stack_bytes: 65536"
     for p in $(grep "^$c " "$dir/src/chunks.txt" | cut -d' ' -f2); do
-      echo "  - {function: '$p', args: all, return: true}"
+      echo "  - {function: '$p', args: all, return: true, stack: 12$window}"
     done
     echo "options: {string_max: 64, slice_max: 8, max_functions: 100000}"
   } >"$d/spec.yaml"

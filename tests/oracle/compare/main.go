@@ -117,6 +117,7 @@ func main() {
 	functions := map[string]bool{}
 	nEvents := 0
 	compared, leaves, calls := 0, 0, 0
+	stacks, frames := 0, 0 // entry stacks compared whole, and their frames
 	comparedBy := counter{}
 	refused := counter{}
 	mismatchBy := counter{}
@@ -297,6 +298,23 @@ func main() {
 					mismatch(t.fn, "wrong value", fmt.Sprintf("%s %s (event line %d, truth line %d)", t.kind, d, e.line, t.line))
 				}
 			}
+			if want := t.raw.obj["stack"]; want != nil {
+				stacks++
+				got := e.raw.obj["stack"]
+				if end := e.raw.obj["stack_end"]; end != nil && got != nil && len(got.arr) < len(want.arr) {
+					// The tracer said where the walk stopped and why: the frames it gave must still
+					// be the program's, and the rest is counted as refused, with the reason.
+					want = &value{kind: 'a', arr: want.arr[:len(got.arr)]}
+					if r := end.obj["reason"]; r != nil {
+						refused["stack cut short ["+r.s+"]"]++
+					}
+				}
+				if d := diffStack(want, got); d != "" {
+					mismatch(t.fn, "wrong stack", fmt.Sprintf("%s (event line %d, truth line %d)", d, e.line, t.line))
+				} else {
+					frames += len(want.arr)
+				}
+			}
 			for _, k := range e.values.keys {
 				if _, ok := t.values.obj[k]; !ok {
 					mismatch(t.fn, "value the program did not pass", fmt.Sprintf("%s %s=%s (event line %d)", t.kind, k, e.values.obj[k], e.line))
@@ -329,6 +347,9 @@ func main() {
 	fmt.Printf("oracle: seed %d: %d functions, %d calls, %d events\n", meta.Seed, len(functions), calls, nEvents)
 	fmt.Printf("oracle: %d values compared (%d scalars inside them), %d refused, %d mismatched\n", compared, leaves, nRefused, nMismatch)
 	fmt.Printf("oracle: %d map pairs compared as sets; %d maps shown by their len alone\n", mapPairs, mapsByLen)
+	if stacks > 0 {
+		fmt.Printf("oracle: %d entry stacks compared whole with runtime.Callers (%d frames equal)\n", stacks, frames)
+	}
 	if zeroFieldsLeftOut > 0 {
 		fmt.Printf("oracle: %d struct fields of zero size not shown (nothing to compare)\n", zeroFieldsLeftOut)
 	}
@@ -352,6 +373,30 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// diffStack compares the tracer's stack with the program's runtime.Callers frames, whole: the same
+// number of frames, each with the same function, file and line ("" when equal), so a walk that
+// stops early or invents a frame differs.
+func diffStack(want, got *value) string {
+	if got == nil || got.kind != 'a' {
+		return fmt.Sprintf("no stack in the event; want %d frames", len(want.arr))
+	}
+	for i := 0; i < len(want.arr) || i < len(got.arr); i++ {
+		if i >= len(want.arr) {
+			return fmt.Sprintf("frame %d: the event has more frames than the program: %s", i, got.arr[i])
+		}
+		if i >= len(got.arr) {
+			return fmt.Sprintf("frame %d: the event ends (%d frames); want %s", i, len(got.arr), want.arr[i])
+		}
+		for _, k := range []string{"function", "file", "line"} {
+			w, g := want.arr[i].obj[k], got.arr[i].obj[k]
+			if g == nil || w.String() != g.String() {
+				return fmt.Sprintf("frame %d %s: want %s, got %s", i, k, want.arr[i], got.arr[i])
+			}
+		}
+	}
+	return ""
 }
 
 var idRe = regexp.MustCompile(`^main\.\(?\*?(?:F|G|T|GT)(\d\d)\d\d\b`)

@@ -160,6 +160,7 @@ type gen struct {
 	dynTypes     map[string]*typ // concrete types printed from generic code (through xdyn)
 	calls        []string        // statements of main, in order
 	reuse        int             // percent of concrete signatures that repeat an earlier one
+	stacks       bool            // entries also record their runtime.Callers stack (xendStack)
 	sigPool      [2][]sig        // earlier concrete signatures: not variadic, variadic
 	meta         []funcMeta
 	nextID       int
@@ -828,7 +829,11 @@ func (g *gen) body(key string, recv *param, s sig, insts [][]*typ, resultValue f
 	for i, p := range all {
 		fmt.Fprintf(&b, "\txw.key(%q, %v)\n\t%s\n", p.name, i == 0, g.printValue(p.t, p.name, insts))
 	}
-	b.WriteString("\txend(xw)\n")
+	if g.stacks {
+		b.WriteString("\txendStack(xw)\n")
+	} else {
+		b.WriteString("\txend(xw)\n")
+	}
 	paths := 1
 	if len(s.results) > 0 && g.r.Intn(4) == 0 {
 		paths = 2
@@ -1417,6 +1422,34 @@ func xbegin(fn, kind string) *xwr {
 
 func xend(w *xwr) { w.s("}}\n") }
 
+// xendStack ends an entry line with the stack runtime.Callers sees from the generated function
+// that called it, its caller first, as the tracer's "stack" lists frames.
+//
+//go:noinline
+func xendStack(w *xwr) {
+	w.s("},\"stack\":[")
+	var pcs [64]uintptr
+	n := runtime.Callers(3, pcs[:]) // runtime.Callers, xendStack and the generated function
+	frames := runtime.CallersFrames(pcs[:n])
+	for i := 0; ; i++ {
+		f, more := frames.Next()
+		if i > 0 {
+			w.s(",")
+		}
+		w.s("{\"function\":")
+		w.str(f.Function)
+		w.s(",\"file\":")
+		w.str(f.File)
+		w.s(",\"line\":")
+		w.int(int64(f.Line))
+		w.s("}")
+		if !more {
+			break
+		}
+	}
+	w.s("]}\n")
+}
+
 var xflipState bool
 
 //go:noinline
@@ -1485,6 +1518,7 @@ func main() {
 	arch := flag.String("arch", "amd64", "GOARCH of the program (sizes of int, uint, uintptr): amd64, 386, arm64")
 	out := flag.String("o", "", "output directory (main.go, go.mod, meta.json)")
 	reuse := flag.Int("reuse", 50, "percent of signatures that repeat an earlier one (fewer BPF programs to compile)")
+	stacks := flag.Bool("stacks", false, "every generated function's entry also records its runtime.Callers stack")
 	omitList := flag.String("omit", "", "comma-separated categories to leave out, for debugging: generic, zerosize, float")
 	flag.Parse()
 	if *out == "" {
@@ -1492,7 +1526,7 @@ func main() {
 		os.Exit(2)
 	}
 	g := &gen{r: rand.New(rand.NewSource(*seed)), ptrBits: 64, omit: map[string]bool{},
-		printers: map[string]int{}, dynTypes: map[string]*typ{}, reuse: *reuse}
+		printers: map[string]int{}, dynTypes: map[string]*typ{}, reuse: *reuse, stacks: *stacks}
 	if *arch == "386" || *arch == "arm" {
 		g.ptrBits = 32
 	}
@@ -1505,6 +1539,9 @@ func main() {
 	}
 	if *reuse != 50 {
 		omitNote += fmt.Sprintf(", reuse %d", *reuse)
+	}
+	if *stacks {
+		omitNote += ", stacks"
 	}
 	fmt.Fprintf(&g.out, prelude, *seed, *count, *arch, omitNote)
 	g.makeStructs(20 + *count/25)
