@@ -295,7 +295,7 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   std::optional<std::vector<std::pair<std::string, std::string>>> itabs; // read on first use
   auto contents_for = [&](const std::vector<std::string> &first) -> ContentsCandidates {
     if (!captures.asserted_type)
-      return [](const std::string &, size_t) { return std::vector<AssertedType>{}; };
+      return {}; // no layouts: interfaces print as without contents
     return [&, first](const std::string &iface, size_t max) {
       if (!itabs)
         itabs = itab_symbols(dwarf_path(image));
