@@ -411,6 +411,35 @@ TEST_CASE("contents_types: a type the binary does not have is refused where it i
   auto r = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("assert"), "-o", dir + "/out"});
   INFO(r.err);
   CHECK(r.status == 1);
-  CHECK(r.err.find("spec.yaml:5:21: error[unknown-type]: contents_types: the binary has no type main.Lonly (name it as "
-                   "the binary does, by its full package path") != std::string::npos);
+  CHECK(r.err.find("spec.yaml:5:21: error[unknown-type]: contents_types: the binary has no type main.Lonly (") !=
+        std::string::npos);
+  CHECK(r.err.find("name it as the binary does, by its full package path") != std::string::npos);
+}
+
+TEST_CASE("weave trace --contents: the one-line path asks for contents: true") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("contents-trace");
+  auto r = e2e::run({"env", "XDG_CACHE_HOME=" + dir + "/cache", e2e::weave(), "trace", "--format", "json", "-o",
+                     dir + "/events.jsonl", e2e::fixture("assert"), "main.Fail", "--contents", "--", "-contents",
+                     "-rounds", "1"},
+                    120000);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find("    contents: true\n") != std::string::npos); // the spec it printed
+  std::map<int, json> truth;
+  for (const json &t : e2e::json_lines(r.out))
+    if (t["fn"] == "Fail")
+      truth[t["k"].get<int>()] = t;
+  REQUIRE(truth.size() == 6);
+  int k = -1, returns = 0;
+  for (const json &e : e2e::json_lines(e2e::read_file(dir + "/events.jsonl"))) {
+    INFO(e.dump());
+    if (e["kind"] == "entry") {
+      k = e["args"]["k"].get<int>();
+      continue;
+    }
+    ++returns;
+    compare_contents(e["results"]["~r0"], expected_contents(truth.at(k)));
+  }
+  CHECK(returns == 6);
 }
