@@ -416,11 +416,12 @@ TEST_CASE("contents_types: a type the binary does not have is refused where it i
   CHECK(r.err.find("name it as the binary does, by its full package path") != std::string::npos);
 }
 
-TEST_CASE("weave trace --contents: the one-line path asks for contents: true") {
+TEST_CASE("weave trace --contents --when-return: contents: true, and ~r0 != nil still compares the type word") {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("contents-trace");
   auto r = e2e::run({"env", "XDG_CACHE_HOME=" + dir + "/cache", e2e::weave(), "trace", "--format", "json", "-o",
-                     dir + "/events.jsonl", e2e::fixture("assert"), "main.Fail", "--contents", "--", "-contents",
+                     dir + "/events.jsonl", e2e::fixture("assert"), "main.Fail", "--contents", "--when-return",
+                     "~r0 != nil", "--", "-contents",
                      "-rounds", "1"},
                     120000);
   INFO(r.err);
@@ -439,7 +440,8 @@ TEST_CASE("weave trace --contents: the one-line path asks for contents: true") {
       continue;
     }
     ++returns;
+    CHECK(truth.at(k)["nil"] == false);
     compare_contents(e["results"]["~r0"], expected_contents(truth.at(k)));
   }
-  CHECK(returns == 6);
+  CHECK(returns == 5); // every call but k = 3's, whose error is nil (k = 5's is a nil *QuotaError: not nil)
 }
