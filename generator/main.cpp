@@ -679,6 +679,9 @@ int main(int argc, char **argv) {
   trace_cmd->add_flag("--inlined", trace_args.quick.inlined,
                       "also the copies the compiler inlined into callers, for globs too (names given "
                       "exactly have them anyway)");
+  trace_cmd->add_flag("--contents", trace_args.quick.contents,
+                      "show each interface and error by the value it holds, as its dynamic type: "
+                      "*main.QuotaError{User=\"bob\", Limit=3} (contents: true)");
   add_tracer_options(*trace_cmd, trace_args.run.options);
   trace_cmd->add_option("--clang", trace_args.run.clang, "clang executable used to compile the probes");
   trace_cmd->add_option("--runtime", trace_args.run.runtime, "tracer runtime to embed the probes into");

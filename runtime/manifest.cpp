@@ -294,6 +294,76 @@ ManifestField parse_field(const json &f, const std::string &path, uint32_t heade
   return field;
 }
 
+// "contents": per interface, the types it may hold, each with the fields [first, last) of the
+// capture that hold its value (hidden, named under "<interface>.#i."). Each becomes a capture of its
+// own, its fields renamed from there, so that its display is built and checked like any other's.
+void parse_contents(ManifestCapture &capture, const json &list, const std::string &path) {
+  const uint32_t n = static_cast<uint32_t>(capture.fields.size());
+  uint32_t next = 0; // candidates are numbered over the whole capture
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json &k = list[i];
+    std::string kpath = path + "[" + std::to_string(i) + "]";
+    if (!k.is_object())
+      fail(kpath, "expected an object, found " + describe(k));
+    ManifestCapture::Contents contents;
+    contents.iface = optional_string(k, kpath, "interface");
+    contents.type_field = u32_at(k, kpath, "type_field", n - 1);
+    contents.data_field = u32_at(k, kpath, "data_field", n - 1);
+    const std::string word_prefix = contents.iface.empty() ? "" : contents.iface + ".";
+    if (capture.fields[contents.type_field].name != word_prefix + "type" ||
+        capture.fields[contents.data_field].name != word_prefix + "data")
+      fail(kpath, "type_field and data_field must name the interface's type and data fields");
+    const json &types = array_at(k, kpath, "types");
+    for (size_t t = 0; t < types.size(); ++t, ++next) {
+      const json &tj = types[t];
+      std::string tpath = kpath + ".types[" + std::to_string(t) + "]";
+      if (!tj.is_object())
+        fail(tpath, "expected an object, found " + describe(tj));
+      ManifestCapture::Contents::Type type;
+      type.name = string_at(tj, tpath, "type");
+      if (!tj.contains("descriptor") || !tj["descriptor"].is_number_unsigned())
+        fail(tpath + ".descriptor", "expected an unsigned address");
+      type.descriptor = tj["descriptor"].get<uint64_t>();
+      type.pointer = tj.contains("pointer") && tj["pointer"].is_boolean() && tj["pointer"].get<bool>();
+      uint32_t first = u32_at(tj, tpath, "first", n), last = u32_at(tj, tpath, "last", n);
+      if (first >= last || first <= contents.data_field)
+        fail(tpath, "[first, last) must be a non-empty range of fields after the interface's own");
+      const std::string prefix = (contents.iface.empty() ? "" : contents.iface + ".") + "#" + std::to_string(next);
+      auto strip = [&](const std::string &name, const std::string &where) -> std::optional<std::string> {
+        if (name == prefix)
+          return std::string();
+        if (name.size() > prefix.size() && name.compare(0, prefix.size() + 1, prefix + ".") == 0)
+          return name.substr(prefix.size() + 1);
+        if (!where.empty())
+          fail(where, "\"" + name + "\" is not under \"" + prefix + "\"");
+        return std::nullopt;
+      };
+      auto value = std::make_shared<ManifestCapture>();
+      value->expr = capture.expr;
+      value->type = type.name;
+      value->fault_bit = capture.fault_bit;
+      for (uint32_t f = first; f < last; ++f) {
+        ManifestField field = capture.fields[f];
+        if (!field.hidden)
+          fail(tpath, "its fields must be hidden in the capture");
+        field.name = *strip(field.name, indexed(path, "fields", f));
+        field.hidden = false;
+        value->fields.push_back(field);
+      }
+      for (const ManifestList &l : capture.lists)
+        if (auto p = strip(l.path, ""))
+          value->lists.push_back({*p, l.count.empty() ? "" : strip(l.count, tpath + ".lists").value_or("")});
+      for (const std::string &iface : capture.interfaces)
+        if (auto p = strip(iface, ""))
+          value->interfaces.push_back(*p);
+      value->display = build_display(*value, tpath);
+      type.value = std::move(value);
+      contents.types.push_back(std::move(type));
+    }
+    capture.contents.push_back(std::move(contents));
+  }
+}
+
 ManifestCapture parse_capture(const json &c, const std::string &path, uint32_t header_size,
                               uint32_t event_size) {
   if (!c.is_object())
@@ -349,6 +419,8 @@ ManifestCapture parse_capture(const json &c, const std::string &path, uint32_t h
     }
   }
   capture.display = build_display(capture, path);
+  if (c.contains("contents"))
+    parse_contents(capture, array_at(c, path, "contents"), path + ".contents");
   return capture;
 }
 

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,6 +88,22 @@ struct ManifestCapture {
     uint64_t descriptor = 0;
   };
   std::optional<Assertion> assertion;
+  // "contents: true": the interface whose type word is field `type_field` may hold one of `types`;
+  // a type's value is `value`, a capture of its own over the fields the BPF program read only when
+  // the type word was that type's descriptor (plus a PIE's load bias). `pointer`: a *T whose T was
+  // read; a nil one (data word 0) shows as nil. A type word naming none of them shows the marker.
+  struct Contents {
+    struct Type {
+      std::string name;
+      uint64_t descriptor = 0;
+      bool pointer = false;
+      std::shared_ptr<const ManifestCapture> value; // fields (absolute offsets), lists, display
+    };
+    std::string iface;
+    uint32_t type_field = 0, data_field = 0;
+    std::vector<Type> types;
+  };
+  std::vector<Contents> contents;
   std::vector<DisplayOp> display; // single value: one Value op; struct: Open ... Close
   // A value of an inlined copy that DWARF does not locate there ("unavailable": why): no fields,
   // shown as <optimized out> (JSON null, listed under "unavailable").

@@ -302,20 +302,8 @@ EventPrinter::EventPrinter(const Manifest &manifest, OutputFormat format, uint64
     }
     size_t fields = 0;
     for (const ManifestCapture &capture : probe.captures) {
-      PreparedCapture pc;
-      pc.text_key = capture.expr + "=";
-      pc.json_expr = json_quoted(capture.expr);
-      pc.json_key = pc.json_expr + ":";
-      for (const DisplayOp &op : capture.display) {
-        bool labelled = op.kind != DisplayOp::Close && !op.label.empty();
-        pc.text_labels.push_back(labelled ? op.label + "=" : "");
-        pc.json_labels.push_back(labelled ? json_quoted(op.label) + ":" : "");
-      }
-      for (const ManifestField &field : capture.fields)
-        pc.json_paths.push_back(
-            json_quoted(field.name.empty() ? capture.expr : capture.expr + "." + field.name));
       fields += capture.fields.size();
-      pp.captures.push_back(std::move(pc));
+      pp.captures.push_back(prepare_capture(capture));
     }
     max_captures = std::max(max_captures, probe.captures.size());
     max_fields = std::max(max_fields, fields);
@@ -327,6 +315,24 @@ EventPrinter::EventPrinter(const Manifest &manifest, OutputFormat format, uint64
   list_stack_.reserve(16);
   truncated_.reserve(max_fields);
   truncated_lengths_.reserve(max_fields);
+}
+
+EventPrinter::PreparedCapture EventPrinter::prepare_capture(const ManifestCapture &capture) {
+  PreparedCapture pc;
+  pc.text_key = capture.expr + "=";
+  pc.json_expr = json_quoted(capture.expr);
+  pc.json_key = pc.json_expr + ":";
+  for (const DisplayOp &op : capture.display) {
+    bool labelled = op.kind != DisplayOp::Close && !op.label.empty();
+    pc.text_labels.push_back(labelled ? op.label + "=" : "");
+    pc.json_labels.push_back(labelled ? json_quoted(op.label) + ":" : "");
+  }
+  for (const ManifestField &field : capture.fields)
+    pc.json_paths.push_back(json_quoted(field.name.empty() ? capture.expr : capture.expr + "." + field.name));
+  for (const ManifestCapture::Contents &k : capture.contents)
+    for (const ManifestCapture::Contents::Type &t : k.types)
+      pc.contents.push_back(prepare_capture(*t.value));
+  return pc;
 }
 
 bool EventPrinter::format(const void *data, size_t size, std::string &out) {
@@ -428,7 +434,8 @@ void EventPrinter::append_capture(std::string &out, const ManifestCapture &captu
     }
     first = false;
     if (op.kind == DisplayOp::Interface) {
-      append_interface(out, bias, op, capture, event, json);
+      if (capture.contents.empty() || !append_contents(out, bias, op, capture, pc, event, json))
+        append_interface(out, bias, op, capture, event, json);
       continue;
     }
     const ManifestField &field = capture.fields[op.field];
@@ -735,6 +742,75 @@ const char *kind_name(uint8_t kind) {
 }
 
 } // namespace
+
+// Whether append_interface shows the value behind an interface of this dynamic type by itself: a
+// string, an error's message, a scalar (its descriptor's kind and size say so).
+static bool shown_by_kind(const TypeName &t) {
+  std::string_view kind = kind_name(t.kind);
+  if (kind == "string" || t.name == "*errors.errorString" || t.name == "*fmt.wrapError" ||
+      t.name == "*fmt.wrapErrors")
+    return true;
+  bool scalar = kind == "bool" || kind == "float32" || kind == "float64" || kind.starts_with("int") ||
+                kind.starts_with("uint");
+  return scalar && t.size >= 1 && t.size <= 8;
+}
+
+bool EventPrinter::append_contents(std::string &out, uint64_t bias, const DisplayOp &op,
+                                   const ManifestCapture &capture, const PreparedCapture &pc, const uint8_t *event,
+                                   bool json) {
+  size_t index = 0; // the candidate's place in pc.contents
+  const ManifestCapture::Contents *contents = nullptr;
+  for (const ManifestCapture::Contents &k : capture.contents) {
+    if (k.type_field == op.type_field) {
+      contents = &k;
+      break;
+    }
+    index += k.types.size();
+  }
+  if (!contents)
+    return false;
+  uint64_t type_addr = load_u64(event + capture.fields[op.type_field].offset);
+  if (type_addr == 0)
+    return false; // nil
+  for (size_t t = 0; t < contents->types.size(); ++t) {
+    const ManifestCapture::Contents::Type &type = contents->types[t];
+    if (type_addr != type.descriptor + bias)
+      continue;
+    // The type word is this type's descriptor: its fields were read, as this type, and nothing else.
+    if (json) {
+      out += "{\"type\":";
+      append_json_string(out, type.name);
+      out += ",\"value\":";
+    } else {
+      out += type.name;
+    }
+    if (type.pointer && load_u64(event + capture.fields[contents->data_field].offset) == 0) {
+      out += json ? "null}" : "(nil)";
+      return true;
+    }
+    std::vector<uint64_t> outer = list_stack_; // the enclosing capture's lists, open around this value
+    append_capture(out, *type.value, pc.contents[index + t], event, bias, json);
+    list_stack_ = std::move(outer);
+    if (json)
+      out += '}';
+    return true;
+  }
+  // Another type: shown as without contents when the tracer can show it by its kind, else named
+  // with the marker; its bytes were not read, and are never guessed at.
+  const TypeName *t = symbolizer_ ? symbolizer_->type_at(bias, type_addr) : nullptr;
+  if (!t || shown_by_kind(*t))
+    return false;
+  if (json) {
+    out += "{\"type\":";
+    append_json_string(out, t->name);
+    out += ",\"contents\":\"not known\"}";
+  } else {
+    out += "<contents not known for ";
+    out += t->name;
+    out += '>';
+  }
+  return true;
+}
 
 // An interface prints as its dynamic type and, where the type says what the data word points to,
 // the value: a string's text, an error's message (errors.New and fmt.Errorf's errors keep it as

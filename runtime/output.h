@@ -91,7 +91,15 @@ private:
     std::vector<std::string> text_labels; // per display op: "Port=" (empty at the top)
     std::vector<std::string> json_labels; // per display op: "\"Port\":"
     std::vector<std::string> json_paths;  // per field: "\"expr.Inner.Host\"" for "truncated"
+    // contents: true: each candidate type's value (ManifestCapture::Contents), in their order
+    std::vector<PreparedCapture> contents;
   };
+  static PreparedCapture prepare_capture(const ManifestCapture &capture);
+  // contents: true: the value behind the interface `op` as its dynamic type when the type word
+  // names one of the capture's candidate types; the marker when it names another type the
+  // tracer could not otherwise show. False: the interface prints as it would without contents.
+  bool append_contents(std::string &out, uint64_t bias, const DisplayOp &op, const ManifestCapture &capture,
+                       const PreparedCapture &pc, const uint8_t *event, bool json);
   struct PreparedProbe {
     std::string json_prefix; // {"probe":"..","function":"..","kind":"
     std::string text_inlined; // " [inlined into main.caller at main.go:25]" for an inlined copy

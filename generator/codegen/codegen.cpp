@@ -366,6 +366,15 @@ std::string assertion_holds_c(const Plan &plan, const CapturePlan &capture, size
                      a.descriptor, plan.pie ? " + weave_bias" : "");
 }
 
+// The check a field read behind a type word makes (x.(T), or an interface's candidate type under
+// contents: true): that word, a field of the same capture, is the type's descriptor.
+std::string field_assertion_c(const Plan &plan, const CapturePlan &capture, size_t capture_index,
+                              const EventField &field) {
+  return fmt::format("e->{} == {:#x}ULL{}",
+                     member_name(capture_index, static_cast<size_t>(field.assert_field), capture.fields.size()),
+                     field.assert_type, plan.pie ? " + weave_bias" : "");
+}
+
 // A predicate ("when:", "when_return:") as C over the event record's members, after its captures
 // are read. Integers compare as the signedness of their Go type; strings by their length and then
 // their bytes one by one (a literal is never longer than what was copied: plan/predicate.cpp); nil
@@ -697,7 +706,9 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   Data bias{Data::type::list};
   {
     auto asserts = [](const EventPlan &e) {
-      return std::any_of(e.captures.begin(), e.captures.end(), [](const CapturePlan &c) { return c.assertion.has_value(); });
+      return std::any_of(e.captures.begin(), e.captures.end(), [](const CapturePlan &c) {
+        return c.assertion.has_value() || !c.contents.empty();
+      });
     };
     std::vector<uint64_t> points;
     for (const AttachPoint &a : probe.attach)
@@ -888,7 +899,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
                                      member_name(c, static_cast<size_t>(field.guard_field), capture.fields.size()),
                                      field.guard_index));
       if (field.assert_field >= 0)
-        guards.push_back(assertion_holds_c(plan, capture, c, "e->"));
+        guards.push_back(field_assertion_c(plan, capture, c, field));
       fv.set("guarded", !guards.empty());
       fv.set("guard_faults", field.guard_faults);
       fv.set("guard", fmt::format("{}", fmt::join(guards, " && ")));
@@ -1067,6 +1078,21 @@ std::string render_manifest(const Plan &plan) {
         capture["assertion"] = {{"type_field", c.assertion->type_field},
                                 {"type", c.assertion->type},
                                 {"descriptor", c.assertion->descriptor}};
+      if (!c.contents.empty()) { // contents: true: an interface's candidate types and their fields
+        json contents = json::array();
+        for (const CapturePlan::Contents &k : c.contents) {
+          json types = json::array();
+          for (const CapturePlan::Contents::Type &t : k.types)
+            types.push_back({{"type", t.name},
+                             {"descriptor", t.descriptor},
+                             {"first", t.first},
+                             {"last", t.last},
+                             {"pointer", t.pointer}});
+          contents.push_back(
+              {{"interface", k.iface}, {"type_field", k.type_field}, {"data_field", k.data_field}, {"types", types}});
+        }
+        capture["contents"] = contents;
+      }
       if (!c.unavailable.empty())
         capture["unavailable"] = c.unavailable; // an inlined copy's value DWARF does not locate
       if (!c.lists.empty()) {

@@ -84,6 +84,47 @@ std::vector<ElfSymbol> dictionary_symbols(const std::string &path) {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> itab_symbols(const std::string &path) {
+  std::vector<std::pair<std::string, std::string>> out;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return out;
+  elf_version(EV_CURRENT);
+  if (Elf *elf = elf_begin(fd, ELF_C_READ, nullptr)) {
+    for (Elf_Scn *scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+      GElf_Shdr shdr;
+      if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_SYMTAB)
+        continue;
+      for_each_symbol(elf, scn, shdr, [&](const char *name, const GElf_Sym &sym) {
+        std::string_view n(name);
+        if (sym.st_shndx == SHN_UNDEF || !(n.starts_with("go:itab.") || n.starts_with("go.itab.")))
+          return true;
+        n.remove_prefix(8);
+        // The interface is after the last top-level comma: a concrete type's own name may hold
+        // commas inside brackets (main.Pair[int,string]), an interface's rarely at top level.
+        int depth = 0;
+        size_t comma = std::string_view::npos;
+        for (size_t i = 0; i < n.size(); ++i) {
+          if (n[i] == '[' || n[i] == '(' || n[i] == '{')
+            ++depth;
+          else if (n[i] == ']' || n[i] == ')' || n[i] == '}')
+            --depth;
+          else if (n[i] == ',' && depth == 0)
+            comma = i;
+        }
+        if (comma != std::string_view::npos && comma > 0 && comma + 1 < n.size())
+          out.emplace_back(std::string(n.substr(0, comma)), std::string(n.substr(comma + 1)));
+        return true;
+      });
+    }
+    elf_end(elf);
+  }
+  close(fd);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::optional<std::string> instantiation_name(const std::string &shape_function, const std::string &dictionary) {
   size_t marker = dictionary.find(kDictMarker);
   if (marker == std::string::npos)

@@ -15,6 +15,11 @@ namespace weave {
 // Every "..dict." symbol of .symtab, sorted by address; empty when there is no .symtab.
 std::vector<ElfSymbol> dictionary_symbols(const std::string &path);
 
+// The itabs the linker laid out: (concrete type, interface type) for each "go:itab.T,I" symbol
+// ("go.itab." before Go 1.20) of .symtab, sorted; the conversions of T to the non-empty interface I
+// the program makes. Empty when there is no .symtab.
+std::vector<std::pair<std::string, std::string>> itab_symbols(const std::string &path);
+
 // The instantiation a dictionary stands for, spelled as the shape function is: the type arguments
 // of the dictionary's name put in place of the shape's. Go 1.18-1.20 name a method's dictionary
 // after the method ("main..dict.(*Set[int]).Add"), later versions after its type

@@ -55,6 +55,8 @@ constexpr uint32_t kMapMaxVisits = 16;
 constexpr uint64_t kMapMaxInlineSize = 128;
 
 // Resolver turns one probe's capture expressions into event fields.
+bool direct_iface(const TypeTable &types, TypeId id, int depth = 0);
+
 class Resolver {
 public:
   Resolver(TypeTable &types, const ArchRegisters &regs, int ptr_size, int string_max, int slice_max,
@@ -367,6 +369,9 @@ public:
       text.length.loads.push_back({static_cast<int64_t>(word), static_cast<uint32_t>(word),
                                    fmt::format("*{}.data: that string's length", path), true});
       capture.fields.push_back(text);
+      if (contents && !in_list_ && !in_contents_)
+        emit_contents(place, type, field_name, path, loc, capture, static_cast<int>(capture.fields.size()) - 4,
+                      static_cast<int>(capture.fields.size()) - 3);
       return;
     }
     case TypeKind::Func: {
@@ -644,6 +649,71 @@ public:
     return unexpected("is neither buckets (hmap) nor tables (swiss)");
   }
 
+  // "contents: true": the value behind an interface as each candidate type would have it (the
+  // binary's concrete types for the interface, plan.cpp), each read only when the type word proves
+  // it is that type. Generated branches rather than a table of read recipes interpreted in BPF:
+  // each candidate is the same guarded reads a type assertion x.(T) makes, so the C stays the
+  // C the rest of the generator writes (readable, one comment per read), the verifier sees straight
+  // code, and a call pays one comparison per candidate plus the reads of the type it holds.
+  // Within one interface, candidates' fields are laid out one after another (a record holds them
+  // all); a nested interface shows its type and message (no contents of its own), a slice or an
+  // interface inside a slice no contents either, so a record grows by at most kMaxContentsTypes
+  // types' fields per interface. A type that cannot be captured (too deep, too many fields) is
+  // left out and prints as <contents not known for T>, as does one past the bound.
+  static constexpr size_t kMaxContentsTypes = 16;
+  void emit_contents(const Place &place, const GoType &iface, const std::string &field_name, const std::string &path,
+                     const SourceLoc &loc, CapturePlan &capture, int type_field, int data_field) {
+    uint64_t word = static_cast<uint64_t>(ptr_size_);
+    std::vector<AssertedType> candidates =
+        contents(iface.empty_interface ? "interface {}" : iface.name, kMaxContentsTypes);
+    Place data_word = member(place, word, word);
+    bool was_off = contents_off_;
+    in_contents_ = true;
+    contents_off_ = true; // a map inside shows its len: no walk behind a guess of a type
+    CapturePlan::Contents contents_plan{field_name, type_field, data_field, {}};
+    size_t numbered = 0;
+    for (const CapturePlan::Contents &k : capture.contents)
+      numbered += k.types.size();
+    for (const AssertedType &c : candidates) {
+      size_t fields0 = capture.fields.size(), lists0 = capture.lists.size(), ifaces0 = capture.interfaces.size();
+      std::string prefix = join_name(field_name, "#" + std::to_string(numbered + contents_plan.types.size()));
+      std::string asserted = fmt::format("{}.({})", path, c.name);
+      const GoType &t = types_.at(c.type);
+      TypeId read = c.type;
+      bool pointer = false;
+      Place at;
+      if (!direct_iface(types_, c.type)) {
+        at = deref(data_word, asserted, "*" + t.name, loc); // the data word points to a copy
+      } else if (t.kind == TypeKind::Pointer && t.elem != kNoType && types_.at(t.elem).size > 0) {
+        at = deref(data_word, asserted, t.name, loc); // *T: T, one level down
+        read = t.elem;
+        pointer = true;
+      } else {
+        at = data_word; // a map, chan, func or one-pointer struct is the data word itself
+      }
+      try {
+        emit(at, read, prefix, asserted, loc, capture, 1);
+      } catch (const UserError &) {
+        capture.fields.resize(fields0);
+        capture.lists.resize(lists0);
+        capture.interfaces.resize(ifaces0);
+        continue;
+      }
+      for (size_t f = fields0; f < capture.fields.size(); ++f) {
+        EventField &field = capture.fields[f];
+        field.hidden = true;
+        field.optional = true; // a fault (a nil *T) marks nothing: the tracer checks the data word
+        field.assert_field = type_field;
+        field.assert_type = c.descriptor;
+      }
+      contents_plan.types.push_back({c.name, c.descriptor, static_cast<uint32_t>(fields0),
+                                     static_cast<uint32_t>(capture.fields.size()), pointer});
+    }
+    capture.contents.push_back(std::move(contents_plan));
+    in_contents_ = false;
+    contents_off_ = was_off;
+  }
+
   static std::string offset_text(const Place &place) {
     return place.offset >= 0 ? fmt::format("+{}", place.offset) : fmt::format("{}", place.offset);
   }
@@ -660,11 +730,13 @@ private:
   RuntimeLayout runtime_;
   bool in_list_ = false;     // emitting the elements of a slice or array
   bool contents_off_ = false; // len(m): the header's length alone
+  bool in_contents_ = false;  // emitting an interface's candidate types (emit_contents)
   // Resolving an implicit capture (args: all, return: true): a map whose pairs cannot be read
   // keeps its len, with a note here, instead of being left out.
   std::vector<std::string> *implicit_notes_ = nullptr;
 public:
   AssertedTypeResolver asserted_type; // CaptureContext::asserted_type
+  ContentsCandidates contents;        // CaptureContext::contents: null unless "contents: true"
   const RuntimeLayout &runtime() const { return runtime_; }
   void set_contents_off(bool off) { contents_off_ = off; }
   void set_implicit_notes(std::vector<std::string> *notes) { implicit_notes_ = notes; }
@@ -767,7 +839,7 @@ std::optional<std::string> path_to_field(const TypeTable &types, TypeId struct_t
 
 // Whether an interface holding a value of this type keeps the value itself in its data word
 // (pointer-shaped types: cmd/compile's types.IsDirectIface) rather than a pointer to a copy.
-bool direct_iface(const TypeTable &types, TypeId id, int depth = 0) {
+bool direct_iface(const TypeTable &types, TypeId id, int depth) {
   const GoType &t = types.at(id);
   switch (t.kind) {
   case TypeKind::Pointer:
@@ -1030,6 +1102,10 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
   // Behind a type assertion, every read waits for the dynamic type to be the asserted one.
   if (capture.assertion)
     for (size_t f = static_cast<size_t>(capture.assertion->type_field) + 1; f < capture.fields.size(); ++f) {
+      // An interface's candidate types (contents) keep their own guard: their type word is read
+      // only behind this one, so it stays zero, which is no descriptor, when this one fails.
+      if (capture.fields[f].assert_field >= 0)
+        continue;
       capture.fields[f].assert_field = capture.assertion->type_field;
       capture.fields[f].assert_type = capture.assertion->descriptor;
     }
@@ -1053,6 +1129,7 @@ EventPlan make_event(const std::string &kind, int probe_id, const std::vector<Ca
   Resolver resolver(context.types, context.regs, context.ptr_size, context.string_max, context.slice_max,
                     context.runtime);
   resolver.asserted_type = context.asserted_type;
+  resolver.contents = context.contents;
   EventPlan event;
   event.kind = kind;
   event.program = fmt::format("probe_{}_{}", probe_id, kind);
@@ -1131,6 +1208,7 @@ void add_at_return_captures(EventPlan &entry, EventPlan &ret, const std::vector<
   Resolver resolver(context.types, context.regs, context.ptr_size, context.string_max, context.slice_max,
                     context.runtime);
   resolver.asserted_type = context.asserted_type;
+  resolver.contents = context.contents;
   uint32_t offset = ret.event_size;
   for (const CaptureSpec &cs : captures) {
     std::string key = cs.expr + "@return";

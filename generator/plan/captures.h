@@ -34,6 +34,12 @@ struct AssertedType {
 // the binary has no such type or no descriptor for it.
 using AssertedTypeResolver = std::function<std::optional<AssertedType>(const std::string &written, std::string &why)>;
 
+// The types an interface value may be read as by its contents (spec "contents: true"): for the
+// interface type `iface` (its name: "error", "main.Shape", "interface {}"), the concrete types the
+// binary converts to it, with their layouts and descriptors, in the order they are tried; at most
+// `max` of them. Empty without DWARF or a symbol table: the value keeps its type name alone.
+using ContentsCandidates = std::function<std::vector<AssertedType>(const std::string &iface, size_t max)>;
+
 // What every capture of a plan is resolved with.
 struct CaptureContext {
   TypeTable &types;
@@ -43,6 +49,8 @@ struct CaptureContext {
   int slice_max = 8;
   RuntimeLayout runtime;
   AssertedTypeResolver asserted_type; // null without DWARF: assertions are refused
+  // Set per probe by "contents: true": interface values are read as their dynamic types.
+  ContentsCandidates contents;
 };
 
 // A value the probe can name: a parameter at entry, or a result at a RET.

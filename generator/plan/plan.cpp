@@ -286,7 +286,75 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
                           written, hint.empty() ? "" : hint + " ");
       return std::nullopt;
     };
+  // "contents: true": an interface's candidate dynamic types are the concrete types the binary
+  // converts to it, as its itab symbols name them (for an empty interface, every such type):
+  // the probe's contents_types first, then package main's, then the others' outside internal/
+  // and runtime packages, then the rest, by name within each. Basic kinds (ints, strings, ...)
+  // are left out: the tracer already shows those by their descriptor's kind. Without DWARF there
+  // are no layouts, and interfaces keep their type names alone.
+  std::optional<std::vector<std::pair<std::string, std::string>>> itabs; // read on first use
+  auto contents_for = [&](const std::vector<std::string> &first) -> ContentsCandidates {
+    if (!captures.asserted_type)
+      return {}; // no layouts: interfaces print as without contents
+    return [&, first](const std::string &iface, size_t max) {
+      if (!itabs)
+        itabs = itab_symbols(dwarf_path(image));
+      bool empty = iface == "interface {}" || iface == "any";
+      auto rank = [](const std::string &name) {
+        std::string bare = name.substr(std::min(name.size(), name.find_first_not_of('*')));
+        if (bare.starts_with("main."))
+          return 0;
+        if (bare.starts_with("internal/") || bare.starts_with("runtime.") || bare.starts_with("runtime/") ||
+            bare.find("/internal/") != std::string::npos || bare.starts_with("vendor/"))
+          return 2;
+        return 1;
+      };
+      std::vector<std::string> found;
+      for (const auto &[concrete, to] : *itabs)
+        if (empty || to == iface)
+          found.push_back(concrete);
+      std::sort(found.begin(), found.end(), [&](const std::string &a, const std::string &b) {
+        return std::make_pair(rank(a), a) < std::make_pair(rank(b), b);
+      });
+      std::vector<std::string> names = first;
+      names.insert(names.end(), found.begin(), found.end());
+      std::set<std::string> seen;
+      std::vector<AssertedType> out;
+      for (const std::string &name : names) {
+        if (out.size() >= max)
+          break;
+        if (!seen.insert(name).second)
+          continue;
+        std::string why;
+        std::optional<AssertedType> t = captures.asserted_type(name, why);
+        if (!t)
+          continue;
+        switch (types.at(t->type).kind) {
+        case TypeKind::Bool:
+        case TypeKind::Int:
+        case TypeKind::Uint:
+        case TypeKind::Uintptr:
+        case TypeKind::Float:
+        case TypeKind::String:
+          continue;
+        default:
+          out.push_back(*t);
+        }
+      }
+      return out;
+    };
+  };
   auto plan_probe = [&](const ProbeSpec &probe_spec, size_t index) -> ProbePlan {
+    CaptureContext captures_here = captures;
+    if (probe_spec.contents) {
+      for (const std::string &name : probe_spec.contents_types) {
+        std::string why;
+        if (captures.asserted_type && !captures.asserted_type(name, why))
+          throw UserError("unknown-type", fmt::format("contents_types: {}", why), probe_spec.contents_loc);
+      }
+      captures_here.contents = contents_for(probe_spec.contents_types);
+    }
+    const CaptureContext &captures = captures_here;
     const ProbeSignature signature = resolve_signature(probe_spec, sources);
     const ProbeSignature *fn = &signature;
     const std::vector<GoParam> &params = signature.params;
@@ -765,6 +833,11 @@ std::string dump_plan(const Plan &plan) {
         if (c.assertion)
           out << fmt::format("      assert {} descriptor={:#x} type word=field[{}]{}\n", c.assertion->type,
                              c.assertion->descriptor, c.assertion->type_field, plan.pie ? " + load bias" : "");
+        for (const auto &k : c.contents)
+          for (const auto &t : k.types)
+            out << fmt::format("      contents '{}' as {} descriptor={:#x}{}: fields [{}, {}){}\n", k.iface, t.name,
+                               t.descriptor, plan.pie ? " + load bias" : "", t.first, t.last,
+                               t.pointer ? " (through the pointer)" : "");
         for (const auto &f : c.fields) {
           out << fmt::format("      field '{}' {} {} size={} offset={}", f.name, f.kind, f.go_type,
                              f.size, f.offset);

@@ -127,6 +127,25 @@ struct CapturePlan {
     uint64_t descriptor = 0;
   };
   std::optional<Assertion> assertion;
+  // "contents: true": the types the interface at `iface` (a path in the capture, "" for the capture
+  // itself; its type word is field `type_field`, its data word `data_field`) may be read as.
+  // Candidate `types[i]`'s fields are fields [first, last): hidden, named under "#i." (i counting
+  // over the capture's candidates), each read only when the type word is that type's `descriptor`
+  // (plus a PIE's load bias). `pointer`: the type is a *T and T was read, one level down. A type
+  // word naming none of them prints as <contents not known for T>.
+  struct Contents {
+    struct Type {
+      std::string name;
+      uint64_t descriptor = 0;
+      uint32_t first = 0, last = 0;
+      bool pointer = false;
+    };
+    std::string iface;
+    int type_field = -1;
+    int data_field = -1;
+    std::vector<Type> types;
+  };
+  std::vector<Contents> contents;
   // At an inlined copy, a value DWARF gives no location for at the probed address: no fields, the
   // tracer shows it as unavailable (`<optimized out>`, JSON null), and this says why.
   std::string unavailable;

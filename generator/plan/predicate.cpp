@@ -5,6 +5,7 @@
 #include "plan/expr.h"
 #include "plan/plan.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <cctype>
@@ -300,7 +301,10 @@ struct Resolver {
         if (capture.expr != operand.text)
           continue;
         int chosen = -1;
-        if (capture.interfaces.size() == 1 && capture.interfaces.front().empty()) {
+        // The capture itself is an interface ("" among its interfaces; contents: true adds those
+        // inside its candidate types, "#0.err").
+        if (std::find(capture.interfaces.begin(), capture.interfaces.end(), std::string()) !=
+            capture.interfaces.end()) {
           for (size_t f = 0; f < capture.fields.size(); ++f)
             if (capture.fields[f].name == "type")
               chosen = static_cast<int>(f);

@@ -38,9 +38,12 @@ std::string program_shape(const ProbePlan &probe, const EventPlan &event, bool p
     if (c.assertion)
       key += fmt::format(" assert field={} type={:#x} own={}\n", c.assertion->type_field, c.assertion->descriptor,
                          plan_pie_ ? probe.id : -1);
+    if (!c.contents.empty()) // candidate types' descriptors (each field's assert_type), a PIE's bias
+      key += fmt::format(" contents own={}\n", plan_pie_ ? probe.id : -1);
     for (const EventField &f : c.fields) {
-      key += fmt::format(" {} size={} at={} max={} guard={}>{}{} assert={} opt={} value=", f.kind, f.size, f.offset,
-                         f.max_len, f.guard_field, f.guard_index, f.guard_faults ? "!" : "", f.assert_field, f.optional);
+      key += fmt::format(" {} size={} at={} max={} guard={}>{}{} assert={}:{:#x} opt={} value=", f.kind, f.size,
+                         f.offset, f.max_len, f.guard_field, f.guard_index, f.guard_faults ? "!" : "", f.assert_field,
+                         f.assert_type, f.optional);
       read_key(f.value);
       if (f.kind == "string") {
         key += " length=";

@@ -342,6 +342,8 @@ QuickSpec quick_spec(const QuickSpecArgs &args) {
       add("    stack: " + std::to_string(args.stack) + "\n");
     if (args.inlined)
       add("    inlined: true\n");
+    if (args.contents)
+      add("    contents: true\n");
   }
   return spec;
 }

@@ -69,6 +69,7 @@ struct QuickSpecArgs {
   std::string min_duration;          // --min-duration
   int stack = 0;                     // --stack N (0: none)
   bool inlined = false;              // --inlined: also the inlined copies a glob matches
+  bool contents = false;             // --contents: interfaces shown by their dynamic values
   bool values = true;                // false: calls and durations only (a stripped binary, nothing declared)
 };
 

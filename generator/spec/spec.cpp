@@ -620,6 +620,18 @@ Spec build(const YAML::Node &root, const std::string &path) {
         errors.emplace_back("spec-schema", "capture_at_return needs return: true: its values are read at the return",
                             location(at_return, path), "add return: true to the probe");
     }
+    if (YAML::Node contents = probe["contents"]) {
+      p.contents = contents.Scalar() == "true";
+      p.contents_loc = location(contents, path);
+    }
+    if (YAML::Node types = probe["contents_types"]) {
+      for (const auto &type : types)
+        p.contents_types.push_back(type.Scalar());
+      p.contents_loc = location(types, path); // where an unknown type is reported
+      if (!p.contents)
+        errors.emplace_back("spec-schema", "contents_types lists the types contents: true reads first",
+                            location(types, path), "add contents: true to the probe");
+    }
     if (YAML::Node stack = probe["stack"])
       p.stack = static_cast<int>(*spec_schema::parse_integer(stack.Scalar()));
     if (YAML::Node mode = probe["stack_mode"]) {

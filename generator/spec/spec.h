@@ -69,6 +69,12 @@ struct ProbeSpec {
   SourceLoc when_return_loc;
   // "capture_at_return: [w.status]": read at the RET through pointers the entry saw
   std::vector<CaptureSpec> at_return;
+  // "contents: true": each interface value the probe captures (an error, an any) is shown as a
+  // value of its dynamic type, read only when the type word proves it is that type (plan/captures.cpp);
+  // "contents_types: [T, ...]": types to read first, e.g. those an `any` holds that no itab names.
+  bool contents = false;
+  std::vector<std::string> contents_types;
+  SourceLoc contents_loc;
   int stack = 0;               // "stack: N": frames of the call stack captured at entry
   // "stack_mode: fp|window": how the stack is captured ("" = the architecture's default: fp on
   // amd64/arm64, window on 386); "stack_bytes: N": the window's size (0 = default).

@@ -105,7 +105,7 @@ _weave() {
     # package test checks these lists against each command's --help).
     local tracer_options='--binary --attach --ring-size --stats --folded --folded-weight --perfetto --otlp --otlp-timeout --service-name
       --metrics --graph --no-summary --exit-after-attach --verbose'
-    local trace_options='--capture --when --when-return --min-duration --stack --inlined'
+    local trace_options='--capture --when --when-return --min-duration --stack --inlined --contents'
     local options='--help'
     case $command in
     build) options+=' --output --dump --clang --runtime --timings --debug-file --debug-dir' ;;

@@ -66,6 +66,7 @@ for option in when when-return min-duration stack
     complete -c weave -n "__fish_seen_subcommand_from trace" -l $option -x -d "weave trace --$option"
 end
 complete -c weave -n "__fish_seen_subcommand_from trace" -l inlined -d 'also the inlined copies'
+complete -c weave -n "__fish_seen_subcommand_from trace" -l contents -d 'interfaces by their dynamic values'
 
 complete -c weave -n "__fish_seen_subcommand_from funcs" -l names -d 'print only the names'
 complete -c weave -n "__fish_seen_subcommand_from funcs" -l line -x -d 'the PCs of source line FILE:LINE and where each local is'

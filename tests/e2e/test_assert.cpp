@@ -252,3 +252,196 @@ TEST_CASE("when_return over asserted results: the calls whose error is of that t
     CHECK(got == want);
   }
 }
+
+// contents: true: the value behind an error or an any, shown as its dynamic type's, compared with
+// what the program itself saw by reflection (its %#v is in the record, for the reader): a custom
+// error behind a pointer, one wrapped with %w (its message, and the wrapped error's type), a
+// *fs.PathError, an error struct held by value, a nil *QuotaError in a non-nil error (nil), a nil
+// error; a struct, a pointer and a string behind an any, a type contents_types names, and one no
+// itab names, which prints as the marker and is never read.
+namespace {
+
+const char *kContentsSpec = "probes:\n"
+                            "  - function: main.Fail\n"
+                            "    capture: [k]\n"
+                            "    return: true\n"
+                            "    contents: true\n"
+                            "  - function: main.Hold\n"
+                            "    capture: [k, v]\n"
+                            "    contents: true\n"
+                            "    contents_types: [main.Listed]\n";
+
+// The value the tracer must show for what the program recorded (JSON output).
+json expected_contents(const json &t) {
+  if (t["nil"] == true)
+    return nullptr;
+  std::string type = t["type"].get<std::string>();
+  if (type == "main.Lonely") // in no itab and not listed: its bytes are not read
+    return json{{"type", type}, {"contents", "not known"}};
+  if (t.contains("nilptr"))
+    return json{{"type", type}, {"value", nullptr}};
+  if (t.contains("value")) // a string behind an any: shown by its descriptor's kind
+    return json{{"type", type}, {"value", t["value"]}};
+  json fields = json::object();
+  for (const auto &[name, v] : t["fields"].items())
+    fields[name] = v;
+  return json{{"type", type}, {"value", fields}};
+}
+
+// Interface fields inside the value show their dynamic type (and, for an error, its message):
+// compared by type, which is what the program recorded of them.
+void compare_contents(const json &got, const json &want) {
+  if (!want.is_object() || !want.contains("value") || !want["value"].is_object()) {
+    CHECK(got == want);
+    return;
+  }
+  REQUIRE(got.is_object());
+  CHECK(got["type"] == want["type"]);
+  REQUIRE(got.contains("value"));
+  const json &value = got["value"];
+  CHECK(value.size() == want["value"].size());
+  for (const auto &[name, v] : want["value"].items()) {
+    CAPTURE(name);
+    REQUIRE(value.contains(name));
+    if (v.is_object())
+      CHECK(value[name]["type"] == v["type"]);
+    else
+      CHECK(value[name] == v);
+  }
+}
+
+void check_contents(const std::string &fixture) {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir(fixture + "-contents");
+  std::ofstream(dir + "/spec.yaml") << kContentsSpec;
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(fixture), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "-o", dir + "/events.jsonl", "--",
+                          e2e::fixture(fixture), "-contents", "-rounds", "3"},
+                         120000);
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::vector<json> truth = e2e::json_lines(traced.out);
+  REQUIRE(truth.size() == 3 * 6 * 2);
+  std::map<std::pair<std::string, int>, json> by_call;
+  for (const json &t : truth)
+    by_call[{t["fn"].get<std::string>(), t["k"].get<int>()}] = t;
+  int fails = 0, holds = 0;
+  std::set<std::string> seen;
+  int k = -1;
+  for (const json &e : e2e::json_lines(e2e::read_file(dir + "/events.jsonl"))) {
+    INFO(e.dump());
+    CHECK(!e.contains("faults"));
+    std::string fn = e["function"].get<std::string>();
+    if (fn == "main.Fail" && e["kind"] == "entry") {
+      k = e["args"]["k"].get<int>();
+      continue;
+    }
+    const json &t = fn == "main.Fail" ? by_call.at({"Fail", k}) : by_call.at({"Hold", e["args"]["k"].get<int>()});
+    INFO("the program's own %#v: " << t["gov"].get<std::string>());
+    if (fn == "main.Fail") {
+      ++fails;
+      compare_contents(e["results"]["~r0"], expected_contents(t));
+    } else {
+      ++holds;
+      compare_contents(e["args"]["v"], expected_contents(t));
+    }
+    seen.insert(t.value("type", std::string("nil")));
+  }
+  CHECK(fails == 3 * 6);
+  CHECK(holds == 3 * 6);
+  CHECK(seen == std::set<std::string>{"nil", "*main.QuotaError", "*fmt.wrapError", "*io/fs.PathError", "main.Plain",
+                                      "main.Point", "string", "*main.Box", "main.Listed", "main.Lonely"});
+}
+
+} // namespace
+
+TEST_CASE("contents: an error's and an any's value as its dynamic type, equal to the program's own") {
+  check_contents("assert");
+}
+
+TEST_CASE("contents on 386: the itab's _type at +4, interfaces on the stack") {
+  check_contents("assert_386");
+}
+
+TEST_CASE("contents in a PIE: candidate descriptors moved by the load bias") {
+  check_contents("assert_pie");
+}
+
+TEST_CASE("contents in text: *T{fields}, the wrapped error's type and message, the marker") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("contents-text");
+  std::ofstream(dir + "/spec.yaml") << kContentsSpec;
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("assert"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "-o", dir + "/events.txt", "--", e2e::fixture("assert"), "-contents",
+                          "-rounds", "1"},
+                         120000);
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::string text = e2e::read_file(dir + "/events.txt");
+  INFO(text);
+  // k = 1..6 once each, as the fixture makes them.
+  for (const std::string &want : {
+           std::string("~r0=*fmt.wrapError{msg=\"open x1: quota of w: -1\", err=*main.QuotaError(0x"),
+           std::string("~r0=*io/fs.PathError{Op=\"stat\", Path=\"/p/2\", Err=*errors.errorString(\"file does not "
+                       "exist\")}"),
+           std::string("~r0=nil"),
+           std::string("~r0=main.Plain{Code=404, Text=\"plain 4\", Ok=true}"),
+           std::string("~r0=*main.QuotaError(nil)"),
+           std::string("~r0=*main.QuotaError{User=\"bob6\", Limit=6}"),
+           std::string("v=string(\"any1\")"),
+           std::string("v=*main.Box{W=2, H=4, Label=\"b2\"}"),
+           std::string("v=main.Listed{Name=\"l3\", Count=9}"),
+           std::string("v=<contents not known for main.Lonely>"),
+           std::string("v=nil"),
+           std::string("v=main.Point{X=6, Y=-6}"),
+       }) {
+    CAPTURE(want);
+    CHECK(text.find(want) != std::string::npos);
+  }
+}
+
+TEST_CASE("contents_types: a type the binary does not have is refused where it is written") {
+  std::string dir = e2e::temp_dir("contents-refused");
+  std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Hold\n    capture: [v]\n    contents: true\n"
+                                       "    contents_types: [main.Lonly]\n";
+  auto r = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("assert"), "-o", dir + "/out"});
+  INFO(r.err);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("spec.yaml:5:21: error[unknown-type]: contents_types: the binary has no type main.Lonly (") !=
+        std::string::npos);
+  CHECK(r.err.find("name it as the binary does, by its full package path") != std::string::npos);
+}
+
+TEST_CASE("weave trace --contents --when-return: contents: true, and ~r0 != nil still compares the type word") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("contents-trace");
+  auto r = e2e::run({"env", "XDG_CACHE_HOME=" + dir + "/cache", e2e::weave(), "trace", "--format", "json", "-o",
+                     dir + "/events.jsonl", e2e::fixture("assert"), "main.Fail", "--contents", "--when-return",
+                     "~r0 != nil", "--", "-contents",
+                     "-rounds", "1"},
+                    120000);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find("    contents: true\n") != std::string::npos); // the spec it printed
+  std::map<int, json> truth;
+  for (const json &t : e2e::json_lines(r.out))
+    if (t["fn"] == "Fail")
+      truth[t["k"].get<int>()] = t;
+  REQUIRE(truth.size() == 6);
+  int k = -1, returns = 0;
+  for (const json &e : e2e::json_lines(e2e::read_file(dir + "/events.jsonl"))) {
+    INFO(e.dump());
+    if (e["kind"] == "entry") {
+      k = e["args"]["k"].get<int>();
+      continue;
+    }
+    ++returns;
+    CHECK(truth.at(k)["nil"] == false);
+    compare_contents(e["results"]["~r0"], expected_contents(truth.at(k)));
+  }
+  CHECK(returns == 5); // every call but k = 3's, whose error is nil (k = 5's is a nil *QuotaError: not nil)
+}

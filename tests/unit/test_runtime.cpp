@@ -818,3 +818,66 @@ TEST_CASE("output: a return whose entry was not seen says so in text and JSON") 
   CHECK_FALSE(j.contains("entry_seen"));
   CHECK(j["duration_ns"] == 2'500'000);
 }
+
+// contents: true: a candidate type's fields print as its value only when the type word is its
+// descriptor; a nil *T as nil; another word as without contents. A manifest whose candidate does
+// not lie after its interface, is not hidden or is named outside its prefix is refused.
+TEST_CASE("output: an interface's contents by the candidate its type word names, and no other") {
+  json j = check_return_manifest();
+  json &probe = j["probes"][0];
+  probe["event_size"] = 176;
+  json &capture = probe["captures"][0];
+  capture["fields"].push_back(
+      {{"name", "#0.Limit"}, {"kind", "int"}, {"go_type", "int"}, {"size", 8}, {"offset", 168}, {"hidden", true}});
+  capture["contents"] = {{{"interface", ""},
+                          {"type_field", 0},
+                          {"data_field", 1},
+                          {"types", {{{"type", "*main.Q"}, {"descriptor", 0x4a0000}, {"first", 4}, {"last", 5},
+                                      {"pointer", true}}}}}};
+  Manifest m = parse_ok(j);
+  EventPrinter text(m, OutputFormat::Text, kStart), json_printer(m, OutputFormat::Json, kStart);
+  Event e(176);
+  e.header() = {kStart + 2'000'000, 1, 0, 0, 10, 11, 0, WEAVE_EVENT_RETURN};
+  e.u64(64, 1500);
+  e.u64(72, 0x4a0000).u64(80, 0xc000012345).u64(168, static_cast<uint64_t>(-7));
+  auto line = [&](EventPrinter &p) {
+    std::string out;
+    REQUIRE(p.format(e.bytes.data(), e.bytes.size(), out));
+    return out;
+  };
+  CHECK(line(text).find("main.Check(res=*main.Q{Limit=-7})") != std::string::npos);
+  CHECK(json::parse(line(json_printer))["results"]["res"] ==
+        json{{"type", "*main.Q"}, {"value", {{"Limit", -7}}}});
+  e.u64(80, 0); // a nil *main.Q in a non-nil interface
+  CHECK(line(text).find("res=*main.Q(nil)") != std::string::npos);
+  CHECK(json::parse(line(json_printer))["results"]["res"] == json{{"type", "*main.Q"}, {"value", nullptr}});
+  e.u64(72, 0x4a0008).u64(80, 0xc000012345); // another type: never read as *main.Q
+  CHECK(line(text).find("res=<unknown type 0x4a0008>(0xc000012345)") != std::string::npos);
+  e.u64(72, 0);
+  CHECK(line(text).find("res=nil") != std::string::npos);
+
+  struct Case {
+    const char *what;
+    std::function<void(json &)> mutate;
+    std::string expected;
+  };
+  for (const Case &c : std::vector<Case>{
+           {"inside the interface", [](json &k) { k["types"][0]["first"] = 1; },
+            "[first, last) must be a non-empty range of fields after the interface's own"},
+           {"not hidden", [](json &k) { (void)k; }, "its fields must be hidden in the capture"},
+           {"another prefix", [](json &k) { k["types"][0]["type"] = "*main.Q"; }, "is not under \"#0\""},
+           {"not the type word", [](json &k) { k["type_field"] = 1; },
+            "type_field and data_field must name the interface's type and data fields"},
+       }) {
+    CAPTURE(c.what);
+    json bad = j;
+    json &f = bad["probes"][0]["captures"][0]["fields"][4];
+    if (std::string(c.what) == "not hidden")
+      f["hidden"] = false;
+    if (std::string(c.what) == "another prefix")
+      f["name"] = "#1.Limit";
+    c.mutate(bad["probes"][0]["captures"][0]["contents"][0]);
+    std::string error = parse_error(bad);
+    CHECK_MESSAGE(error.find(c.expected) != std::string::npos, error);
+  }
+}

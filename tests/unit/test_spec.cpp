@@ -476,7 +476,7 @@ TEST_CASE("schema hints: did you mean, the valid keys, or the property's descrip
   e = text_error("probe:\n  - function: f\n");
   CHECK(e.hint == "did you mean probes?");
   e = text_error("probes:\n  - function: f\n    outputs: [a]\n");
-  CHECK(e.hint == "valid keys here: function, name, when, exclude, capture, args, return, min_duration, when_return, capture_at_return, params, results, limits, stack, stack_mode, stack_bytes, line, locals, inlined");
+  CHECK(e.hint == "valid keys here: function, name, when, exclude, capture, args, return, contents, contents_types, min_duration, when_return, capture_at_return, params, results, limits, stack, stack_mode, stack_bytes, line, locals, inlined");
   e = text_error("probes:\n  - capture: [a]\n");
   CHECK(e.hint == "function: The Go symbol name of the function, as the linker writes it, e.g. "
                  "main.(*Server).Handle; or a shell glob such as main.* or github.com/org/svc/*, which "

@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 )
 
 type Shape interface{ Area() int }
@@ -75,6 +76,138 @@ func Measure(s Shape, k int) int {
 //go:noinline
 func Keep(v any, k int) int { return k }
 
+// Plain is an error held by value (the data word points to a copy).
+type Plain struct {
+	Code int
+	Text string
+	Ok   bool
+}
+
+func (p Plain) Error() string { return p.Text }
+
+// Listed and Lonely are never converted to a non-empty interface, so no itab names them: Listed
+// is given to contents_types, Lonely is not (its contents are not known to the tracer).
+type Listed struct {
+	Name  string
+	Count int
+}
+
+type Lonely struct{ N int }
+
+// Fail returns an error of another shape each call: a custom error struct behind a pointer, one
+// wrapped with %w, a *fs.PathError, nil, a struct by value, and a nil *QuotaError in a non-nil
+// error.
+//
+//go:noinline
+func Fail(k int) error {
+	switch k % 6 {
+	case 0:
+		return &QuotaError{User: fmt.Sprintf("bob%d", k), Limit: k}
+	case 1:
+		return fmt.Errorf("open x%d: %w", k, &QuotaError{User: "w", Limit: -k})
+	case 2:
+		return &fs.PathError{Op: "stat", Path: fmt.Sprintf("/p/%d", k), Err: fs.ErrNotExist}
+	case 3:
+		return nil
+	case 4:
+		return Plain{Code: 400 + k, Text: fmt.Sprintf("plain %d", k), Ok: k%2 == 0}
+	}
+	var q *QuotaError
+	return q
+}
+
+//go:noinline
+func Hold(v any, k int) int { return k }
+
+// fullName is the type's name as the binary spells it: "*io/fs.PathError", "main.Point".
+func fullName(t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		return "*" + fullName(t.Elem())
+	}
+	if t.PkgPath() == "" {
+		return t.String()
+	}
+	return t.PkgPath() + "." + t.Name()
+}
+
+// contents records a value as the program itself sees it: its %#v and %+v, its type's full name,
+// and by reflection (unexported fields too) each field of the value, or of what a pointer points
+// to: a string, integer or bool as it is, an interface field as its dynamic type's name.
+func contents(v any) map[string]any {
+	rec := map[string]any{"nil": v == nil, "gov": fmt.Sprintf("%#v", v), "plusv": fmt.Sprintf("%+v", v)}
+	if v == nil {
+		return rec
+	}
+	rv := reflect.ValueOf(v)
+	rec["type"] = fullName(rv.Type())
+	if rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			rec["nilptr"] = true
+			return rec
+		}
+		rv = rv.Elem()
+	}
+	switch rv.Kind() {
+	case reflect.String:
+		rec["value"] = rv.String()
+	case reflect.Struct:
+		fields := map[string]any{}
+		for i := 0; i < rv.NumField(); i++ {
+			f := rv.Field(i)
+			switch f.Kind() {
+			case reflect.String:
+				fields[rv.Type().Field(i).Name] = f.String()
+			case reflect.Int:
+				fields[rv.Type().Field(i).Name] = f.Int()
+			case reflect.Bool:
+				fields[rv.Type().Field(i).Name] = f.Bool()
+			case reflect.Interface:
+				if f.IsNil() {
+					fields[rv.Type().Field(i).Name] = nil
+				} else {
+					fields[rv.Type().Field(i).Name] = map[string]any{"type": fullName(f.Elem().Type())}
+				}
+			}
+		}
+		rec["fields"] = fields
+	}
+	return rec
+}
+
+// runContents makes the calls contents: true is tested with, and records each value.
+func runContents(out *json.Encoder, rounds int) {
+	k := 0
+	for r := 0; r < rounds; r++ {
+		for i := 0; i < 6; i++ {
+			k++
+			err := Fail(k)
+			rec := contents(err)
+			rec["fn"], rec["k"] = "Fail", k
+			if err != nil && reflect.ValueOf(err).Kind() == reflect.Pointer && reflect.ValueOf(err).IsNil() {
+				rec["nil"] = false // a nil *QuotaError in a non-nil error
+			}
+			out.Encode(rec)
+			var v any
+			switch k % 6 {
+			case 0:
+				v = Point{X: k, Y: -k}
+			case 1:
+				v = fmt.Sprintf("any%d", k)
+			case 2:
+				v = &Box{W: k, H: 2 * k, Label: fmt.Sprintf("b%d", k)}
+			case 3:
+				v = Listed{Name: fmt.Sprintf("l%d", k), Count: k * 3}
+			case 4:
+				v = Lonely{N: k}
+			}
+			Hold(v, k)
+			rec = contents(v)
+			rec["fn"], rec["k"] = "Hold", k
+			out.Encode(rec)
+		}
+	}
+}
+
 func record(out *json.Encoder, fn string, k int, v any) {
 	rec := map[string]any{"fn": fn, "k": k, "type": fmt.Sprintf("%T", v), "nil": v == nil}
 	switch x := v.(type) {
@@ -95,8 +228,13 @@ func record(out *json.Encoder, fn string, k int, v any) {
 func main() {
 	rounds := flag.Int("rounds", 2, "rounds over the cases")
 	dir := flag.String("dir", os.TempDir(), "where the files Open looks for are (not)")
+	withContents := flag.Bool("contents", false, "make the calls of contents: true instead")
 	flag.Parse()
 	out := json.NewEncoder(os.Stdout)
+	if *withContents {
+		runContents(out, *rounds)
+		return
+	}
 	k := 0
 	for r := 0; r < *rounds; r++ {
 		for i := 0; i < 8; i++ {
