@@ -847,6 +847,13 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
     sw.lr = w.lr;
     sw.bytes = event + probe.stack_offset + sizeof(w);
     sw.len = std::min(w.len, probe.stack_window);
+    if (probe.thread_window) {
+      struct weave_stack_window t;
+      std::memcpy(&t, event + probe.thread_offset, sizeof(t));
+      sw.thread_sp = t.sp;
+      sw.thread_bytes = event + probe.thread_offset + sizeof(t);
+      sw.thread_len = std::min(t.len, probe.thread_window);
+    }
     if (symbolizer_)
       unwound = symbolizer_->unwind(bias, sw, probe.stack_depth);
     else
@@ -873,7 +880,11 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
     if (!pc)
       break;
     static const std::vector<Pclntab::Frame> none;
-    const auto &frames = symbolizer_ ? symbolizer_->frames(bias, pc) : none;
+    const std::vector<Pclntab::Frame> *found = symbolizer_ ? &symbolizer_->frames(bias, pc) : &none;
+    // A window's walk reaches C frames only by their CFI: name them from DWARF or symbols.
+    if (found->empty() && window && symbolizer_)
+      found = &symbolizer_->c_frames(bias, pc);
+    const auto &frames = *found;
     if (frames.empty()) {
       if (json) {
         out += first ? "{\"pc\":\"" : ",{\"pc\":\"";
@@ -930,14 +941,14 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
   if (json)
     out += ']';
   if (window)
-    append_stack_end(out, *window, probe.stack_window, json);
+    append_stack_end(out, *window, window->in_thread_window ? probe.thread_window : probe.stack_window, json);
   else if (fp_stopped)
     append_stack_end(out, fp_end, 0, json);
 }
 
 // Where a window's walk stopped short of the stack's first frame, and why: in text one more line
 // ("    … truncated: window 8192 bytes"), in JSON a "stack_end" object {"reason", "window_bytes"
-// or "function"}. Nothing when the stack is complete or has the frames asked for.
+// (and "window": "thread" when the thread's window of a cgo callback ended) or "function"}. Nothing when the stack is complete or has the frames asked for.
 void EventPrinter::append_stack_end(std::string &out, const UnwoundStack &stack, uint32_t window_bytes,
                                     bool json) {
   std::string reason, detail;
@@ -954,6 +965,12 @@ void EventPrinter::append_stack_end(std::string &out, const UnwoundStack &stack,
   case UnwoundStack::End::Unknown:
     reason = "no .gopclntab entry";
     break;
+  case UnwoundStack::End::NoCfi:
+    reason = "no CFI";
+    break;
+  case UnwoundStack::End::Lost:
+    reason = "CFI needs a lost register";
+    break;
   }
   if (json) {
     out += ",\"stack_end\":{\"reason\":";
@@ -961,6 +978,8 @@ void EventPrinter::append_stack_end(std::string &out, const UnwoundStack &stack,
     if (stack.end == UnwoundStack::End::Truncated) {
       out += ",\"window_bytes\":";
       append_u64(out, window_bytes);
+      if (stack.in_thread_window)
+        out += ",\"window\":\"thread\"";
     } else {
       out += ",\"function\":";
       append_json_string(out, stack.function.empty() ? "?" : stack.function);
@@ -971,7 +990,7 @@ void EventPrinter::append_stack_end(std::string &out, const UnwoundStack &stack,
   out += "    \u2026 ";
   out += reason;
   if (stack.end == UnwoundStack::End::Truncated) {
-    out += ": window ";
+    out += stack.in_thread_window ? ": thread window " : ": window ";
     append_u64(out, window_bytes);
     out += " bytes\n";
   } else {

@@ -33,6 +33,8 @@ bool Symbolizer::load_functions() {
     pcln_ = Pclntab::load(*image_);
     if (!pcln_)
       error_ = path_ + " has no .gopclntab";
+    else
+      c_ = std::make_unique<CFrames>(path_, image_->arch, &image_->functions);
   } catch (const UserError &e) {
     error_ = e.what();
   } catch (const std::exception &e) {
@@ -64,7 +66,20 @@ UnwoundStack Symbolizer::unwind(uint64_t bias, const StackWindow &window, uint32
     none.end = UnwoundStack::End::Unknown;
     return none;
   }
-  return unwind_go_stack(*pcln_, image_->arch, bias, window, max_frames);
+  if (c_)
+    c_->set_bias(bias);
+  return unwind_go_stack(*pcln_, image_->arch, bias, window, max_frames, c_.get());
+}
+
+const std::vector<Pclntab::Frame> &Symbolizer::c_frames(uint64_t bias, uint64_t return_address) {
+  if (return_address <= bias || !load_functions() || !c_)
+    return none_;
+  uint64_t key = return_address - bias;
+  auto it = c_cache_.find(key);
+  if (it != c_cache_.end())
+    return it->second;
+  c_->set_bias(bias);
+  return c_cache_.emplace(key, c_->frames(return_address)).first->second;
 }
 
 std::string Symbolizer::function_at(uint64_t bias, uint64_t pc) {

@@ -6,10 +6,12 @@
 #include "gobinary/binary.h"
 #include "gobinary/pclntab.h"
 #include "gobinary/unwind.h"
+#include "cframes.h"
 #include "manifest.h"
 #include "typenames.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -37,6 +39,11 @@ public:
   // binary's SP-delta tables (gobinary/unwind.h). Empty, ending Unknown, without a pclntab.
   UnwoundStack unwind(uint64_t bias, const StackWindow &window, uint32_t max_frames) const;
 
+  // The frames of a call in C code (a return address .gopclntab has no function for, in the
+  // binary), from its DWARF with inlined calls, else its symbol table: what a window's walk through
+  // a cgo callback shows between the callback and the cgo call. Empty when unknown. Cached.
+  const std::vector<Pclntab::Frame> &c_frames(uint64_t bias, uint64_t return_address);
+
   // The function whose code starts at (or contains) `pc`, or "" when unknown.
   std::string function_at(uint64_t bias, uint64_t pc);
 
@@ -61,6 +68,8 @@ private:
   std::optional<Pclntab> pcln_;
   std::string error_;
   std::unordered_map<uint64_t, std::vector<Pclntab::Frame>> cache_;
+  std::unordered_map<uint64_t, std::vector<Pclntab::Frame>> c_cache_; // by PC in the file
+  std::unique_ptr<CFrames> c_; // the binary's CFI and DWARF, once the pclntab is loaded
   std::vector<Pclntab::Frame> none_;
   TypeNames types_;
 };

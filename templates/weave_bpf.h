@@ -431,6 +431,27 @@ static __always_inline void weave_stack_copy(struct weave_stack_window *w, __u8 
 	}
 }
 
+/* weave_thread_stack_copy (stack_mode: window, cgo binaries): a window of the thread's own stack
+ * (g0's) from the SP runtime.cgocallback saved in m.g0.sched.sp when C called back into Go, for the
+ * tracer to walk the C frames between the callback and the cgo call. On a goroutine C did not call,
+ * the saved SP is some earlier one and the tracer never reaches this window. `ptr` is the word size;
+ * w->len is 0 when g, m or the SP cannot be read. */
+static __always_inline void weave_thread_stack_copy(struct weave_stack_window *w, __u8 *bytes, __u32 size, __u64 g,
+						    long m_offset, long g0_offset, long sp_offset, __u32 ptr)
+{
+	__u64 m = 0, g0 = 0, sp = 0;
+	w->pc = 0;
+	w->sp = 0;
+	w->fp = 0;
+	w->lr = 0;
+	w->len = 0;
+	w->capacity = size;
+	if (!g || weave_load(&m, g + m_offset, ptr) || !m || weave_load(&g0, m + g0_offset, ptr) || !g0 ||
+	    weave_load(&sp, g0 + sp_offset, ptr) || !sp)
+		return;
+	weave_stack_copy(w, bytes, size, 0, sp, 0, 0);
+}
+
 /* weave_tls_g_386: g of the current thread of a 386 process, from GS base + offset. Go (and glibc,
  * with cgo) set GS with set_thread_area, whose first free slot in a new process is the task's first
  * TLS entry (runtime/sys_linux_386.s, setldt); its base is in the descriptor's bytes 2-4 and 7. */

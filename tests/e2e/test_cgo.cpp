@@ -7,8 +7,10 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 using nlohmann::json;
 
@@ -63,15 +65,15 @@ struct Callbacks {
 
 // The fixture calls C twice (c1 -> c2 -> c3, built -O2 -fomit-frame-pointer), which calls back into
 // main.Probed; traced with `stack: 32` in the given stack_mode.
-Callbacks trace_callbacks(const std::string &mode) {
-  std::string dir = e2e::temp_dir("cgo-callback-" + mode);
+Callbacks trace_callbacks(const std::string &mode, bool via_libc = false) {
+  std::string dir = e2e::temp_dir("cgo-callback-" + mode + (via_libc ? "-libc" : ""));
   std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Probed\n    args: all\n    stack: 32\n"
                                     << "    stack_mode: " << mode << "\n";
   auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("cgo"), "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
   auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("cgo"), "-truth",
-                          dir + "/truth.jsonl", "-callbacks", "2"});
+                          dir + "/truth.jsonl", "-callbacks", "2", via_libc ? "-via-libc" : "-via-libc=false"});
   INFO(traced.err);
   REQUIRE(traced.status == 0);
   Callbacks c;
@@ -88,24 +90,102 @@ Callbacks trace_callbacks(const std::string &mode) {
 
 } // namespace
 
-TEST_CASE("a callback from C, stack_mode: window: the whole stack as runtime.Callers sees it") {
-  // From runtime.cgocallback the walk goes on where the goroutine called into C (cgocall,
-  // _Cfunc_c1, callC, main...), as the runtime's own unwinder does; the ABI wrapper it leaves out
-  // is left out too. Every frame, down to runtime.goexit, equals the program's own list.
+// LLVM's addr2line's frames for a return address in the fixture, innermost first: function, file
+// and line from its DWARF, by an implementation other than the tracer's (libdw). (Not binutils'
+// 2.40: it names the wrong file for cgo's wrappers, whose DWARF 5 line table switches files by
+// #line; gdb agrees with LLVM and libdw there.) llvm comes with clang (scripts/install-deps.sh).
+std::vector<json> addr2line(uint64_t return_address) {
+  char pc[32];
+  std::snprintf(pc, sizeof pc, "%#llx", static_cast<unsigned long long>(return_address - 1));
+  auto r = e2e::run({"llvm-addr2line", "-f", "-i", "-e", e2e::fixture("cgo"), pc});
+  REQUIRE(r.status == 0);
+  std::vector<json> frames;
+  std::istringstream lines(r.out);
+  std::string function, where;
+  while (std::getline(lines, function) && std::getline(lines, where)) {
+    size_t colon = where.rfind(':');
+    REQUIRE(colon != std::string::npos);
+    frames.push_back({{"function", function}, {"file", where.substr(0, colon)},
+                      {"line", std::stoi(where.substr(colon + 1))}, {"module", e2e::fixture("cgo")}});
+  }
+  REQUIRE(!frames.empty());
+  return frames;
+}
+
+uint64_t hex(const json &pc) { return std::stoull(pc.get<std::string>(), nullptr, 16); }
+
+TEST_CASE("a callback from C, stack_mode: window: Go, C and Go frames, as the program sees them") {
+  // From runtime.cgocallback the walk reads the thread's stack where cgocallback left it: crosscall2
+  // and the C export wrapper goCallback, then c3, c2, c1, the cgo wrapper _cgo_..._Cfunc_c1 and
+  // runtime.asmcgocall, by the C code's CFI (.eh_frame); then where the goroutine called into C
+  // (cgocall, _Cfunc_c1, callC, main...), as the runtime's own unwinder does. So the stack is the
+  // program's two views together: runtime.Callers in the callback up to cgocallback, c3's own
+  // backtrace() (glibc, through the same CFI) for the C frames, and runtime.Callers again from the
+  // cgo call down to runtime.goexit. Frame for frame, and c2 on with the very return addresses
+  // backtrace() saw (c3's differs by the one call to record_c_stack on the same line).
   e2e::require_bpf();
   Callbacks c = trace_callbacks("window");
+  const std::string module = e2e::fixture("cgo");
   for (size_t i = 0; i < 2; ++i) {
     CAPTURE(i);
     CHECK(c.events[i]["args"]["x"] == c.truth[i]["args"]["x"]);
-    const json &want = c.truth[i]["stack"];
+    const json &callers = c.truth[i]["stack"];
+    const json &c_stack = c.truth[i]["c_stack"];
     const json &got = c.events[i]["stack"];
-    REQUIRE(want.size() >= 8);
-    e2e::check_same_stack(got, want, e2e::fixture("cgo"));
+    REQUIRE(got.is_array());
+    size_t cb = 0;
+    while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
+      ++cb;
+    REQUIRE(cb + 1 < callers.size());
+    REQUIRE(c_stack.size() >= 4); // c3, c2, c1, the cgo wrapper (and asmcgocall, Go code)
+    json want = json::array();
+    for (size_t f = 0; f <= cb; ++f) {
+      json w = callers[f];
+      w["module"] = module;
+      want.push_back(w);
+    }
+    // The two frames C calls Go through, which neither view lists (c3 recorded its stack before it
+    // called them; runtime.Callers skips from cgocallback to the goroutine): Go's crosscall2, and
+    // the export wrapper cgo generates in C.
+    REQUIRE(got.size() > cb + 2);
+    CHECK(got[cb + 1]["function"] == "crosscall2");
+    want.push_back({{"function", "crosscall2"}, {"file", got[cb + 1]["file"]}, {"line", got[cb + 1]["line"]},
+                    {"module", module}});
+    json wrapper = addr2line(hex(got[cb + 2]["pc"])).back();
+    CHECK(wrapper["function"] == "goCallback");
+    CHECK(wrapper["file"].get<std::string>().find("_cgo_export.c") != std::string::npos);
+    want.push_back(wrapper);
+    // c3's backtrace(): glibc's names, addr2line's positions (the runtime's for Go code).
+    std::vector<uint64_t> c_pcs;
+    for (const json &f : c_stack) {
+      c_pcs.push_back(hex(f["pc"]));
+      if (f.contains("go")) {
+        json w = f["go"];
+        w["module"] = module;
+        want.push_back(w);
+        continue;
+      }
+      std::string symbol = f["symbol"]; // "/path/cgo(c3+0x9) [0x4a3a39]"
+      size_t open = symbol.find('('), plus = symbol.find('+', open);
+      REQUIRE(open != std::string::npos);
+      REQUIRE(plus != std::string::npos);
+      std::vector<json> frames = addr2line(c_pcs.back());
+      CHECK(frames.back()["function"] == symbol.substr(open + 1, plus - open - 1));
+      for (const json &w : frames)
+        want.push_back(w);
+    }
+    for (size_t f = cb + 1; f < callers.size(); ++f) {
+      json w = callers[f];
+      w["module"] = module;
+      want.push_back(w);
+    }
+    e2e::check_same_stack(got, want, module);
+    // The return addresses themselves, where both views have the same call.
+    for (size_t f = 1; f < c_pcs.size() && cb + 3 + f < got.size(); ++f) {
+      CAPTURE(f);
+      CHECK(hex(got[cb + 3 + f]["pc"]) == c_pcs[f]);
+    }
     CHECK(!c.events[i].contains("stack_end"));
-    bool below_c = false;
-    for (const auto &f : got)
-      below_c = below_c || f["function"] == "main.callC";
-    CHECK(below_c);
   }
 }
 
@@ -135,5 +215,50 @@ TEST_CASE("a callback from C, stack_mode: fp: the walk ends at the first C frame
     REQUIRE(c.events[i].contains("stack_end"));
     CHECK(c.events[i]["stack_end"]["reason"] == "no .gopclntab entry");
     CHECK(c.events[i]["stack_end"]["function"] == got[go + 1]["pc"]);
+  }
+}
+
+TEST_CASE("a callback from C through libc, stack_mode: window: the walk ends at libc's frame and says so") {
+  // qsort (libc.so) calls the fixture's comparator, which calls back into Go. The walk crosses to
+  // the thread's stack and unwinds the comparator by its CFI; the return address into qsort is real
+  // (the comparator's own), shown bare, and since only the binary's CFI is read, the walk ends
+  // there with "no CFI": never a frame guessed through libc. Checked against the comparator's
+  // own backtrace(), which glibc unwinds on through libc.
+  e2e::require_bpf();
+  Callbacks c = trace_callbacks("window", true);
+  const std::string module = e2e::fixture("cgo");
+  for (size_t i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    const json &callers = c.truth[i]["stack"];
+    const json &c_stack = c.truth[i]["c_stack"];
+    const json &got = c.events[i]["stack"];
+    REQUIRE(got.is_array());
+    size_t cb = 0;
+    while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
+      ++cb;
+    REQUIRE(cb < callers.size());
+    REQUIRE(c_stack.size() >= 2);
+    REQUIRE(got.size() == cb + 5);
+    json want = json::array();
+    for (size_t f = 0; f <= cb; ++f) {
+      json w = callers[f];
+      w["module"] = module;
+      want.push_back(w);
+    }
+    json head = json::array();
+    for (size_t f = 0; f <= cb; ++f)
+      head.push_back(got[f]);
+    e2e::check_same_stack(head, want, module);
+    CHECK(got[cb + 1]["function"] == "crosscall2");
+    CHECK(got[cb + 2]["function"] == "goCallback");
+    CHECK(got[cb + 3]["function"] == addr2line(hex(c_stack[0]["pc"])).back()["function"]);
+    CHECK(got[cb + 3]["function"] == "compare");
+    // The return address into libc, exactly as backtrace() saw it, and nothing after it.
+    CHECK(!got[cb + 4].contains("function"));
+    CHECK(hex(got[cb + 4]["pc"]) == hex(c_stack[1]["pc"]));
+    CHECK(c_stack[1]["symbol"].get<std::string>().find("libc.so") != std::string::npos);
+    REQUIRE(c.events[i].contains("stack_end"));
+    CHECK(c.events[i]["stack_end"]["reason"] == "no CFI");
+    CHECK(hex(c.events[i]["stack_end"]["function"]) == hex(c_stack[1]["pc"]));
   }
 }
