@@ -165,12 +165,15 @@ TEST_CASE("a callback from C, stack_mode: window: Go, C and Go frames, as the pr
         want.push_back(w);
         continue;
       }
-      std::string symbol = f["symbol"]; // "/path/cgo(c3+0x9) [0x4a3a39]"
+      // "/path/cgo(c3+0x9) [0x4a3a39]", the name from the dynamic symbol table, which Go 1.19's
+      // external link exports C functions to; newer Go's does not ("/path/cgo() [0x...]"), and
+      // then the name is addr2line's alone.
+      std::string symbol = f["symbol"];
       size_t open = symbol.find('('), plus = symbol.find('+', open);
       REQUIRE(open != std::string::npos);
-      REQUIRE(plus != std::string::npos);
       std::vector<json> frames = addr2line(c_pcs.back());
-      CHECK(frames.back()["function"] == symbol.substr(open + 1, plus - open - 1));
+      if (plus != std::string::npos && plus > open + 1)
+        CHECK(frames.back()["function"] == symbol.substr(open + 1, plus - open - 1));
       for (const json &w : frames)
         want.push_back(w);
     }
