@@ -33,7 +33,12 @@ UnwoundStack unwind_go_stack(const Pclntab &pcln, Arch arch, uint64_t bias, cons
     std::memcpy(&value, bytes + (addr - base), ptr); // little-endian targets only
     return true;
   };
-  auto word = [&](uint64_t addr, uint64_t &value) { return word_in(window.sp, window.bytes, window.len, addr, value); };
+  // The stack the walk is on: the probe's, until a switch to the goroutine's (g0's systemstack).
+  uint64_t base = window.sp;
+  const uint8_t *bytes = window.bytes;
+  uint32_t len = window.len;
+  bool on_thread = false;
+  auto word = [&](uint64_t addr, uint64_t &value) { return word_in(base, bytes, len, addr, value); };
   std::function<bool(uint64_t, uint64_t &)> thread_word = [&](uint64_t addr, uint64_t &value) {
     return word_in(window.thread_sp, window.thread_bytes, window.thread_len, addr, value);
   };
@@ -155,10 +160,27 @@ UnwoundStack unwind_go_stack(const Pclntab &pcln, Arch arch, uint64_t bias, cons
     // into C: the runtime's own unwinder crosses it (traceback.go), and so does this one.
     // A callback from C: its C frames first, from the thread's stack (once: m.g0.sched.sp is the
     // innermost callback's).
-    if (!innermost && fn->name == "runtime.cgocallback" && window.thread_len && !crossed) {
+    if (!innermost && fn->name == "runtime.cgocallback" && window.thread_len && !window.thread_pc && !crossed) {
       crossed = true;
       if (!thread_frames(pc))
         return out;
+    }
+    // On g0, systemstack's caller is on the goroutine's stack: the walk goes on there, from the
+    // PC and SP systemstack saved in its g.sched (once: only the innermost switch is known).
+    if (!innermost && fn->name == "runtime.systemstack" && window.thread_pc && window.thread_len && !crossed) {
+      crossed = true;
+      if (out.return_addresses.size() >= max_frames) {
+        out.end = UnwoundStack::End::Depth;
+        return out;
+      }
+      out.return_addresses.push_back(window.thread_pc);
+      pc = window.thread_pc;
+      sp = window.thread_sp;
+      base = window.thread_sp;
+      bytes = window.thread_bytes;
+      len = window.thread_len;
+      on_thread = true;
+      continue;
     }
     if (!innermost && (fn->flag & kFlagSPWrite) && fn->name != "runtime.cgocallback") {
       out.end = UnwoundStack::End::Switch;
@@ -181,12 +203,14 @@ UnwoundStack unwind_go_stack(const Pclntab &pcln, Arch arch, uint64_t bias, cons
         return_address = window.lr;
       else if (!word(sp, return_address)) {
         out.end = UnwoundStack::End::Truncated;
+        out.in_thread_window = on_thread;
         return out;
       }
       caller_sp = sp + static_cast<uint64_t>(*delta);
     } else {
       if (!word(sp + static_cast<uint64_t>(*delta), return_address)) {
         out.end = UnwoundStack::End::Truncated;
+        out.in_thread_window = on_thread;
         return out;
       }
       caller_sp = sp + static_cast<uint64_t>(*delta) + ptr;

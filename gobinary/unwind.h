@@ -35,6 +35,9 @@ struct StackWindow {
   uint32_t len = 0;               // bytes of it read
   // cgo binaries: the thread's own stack (g0's) from the SP runtime.cgocallback saved, where the C
   // frames between a callback into Go and the cgo call below it are (thread_len 0: none).
+  // When the probe ran on g0 (through systemstack), the goroutine's stack instead, from where
+  // systemstack left it: its sched.pc (nonzero only then) and sched.sp.
+  uint64_t thread_pc = 0;
   uint64_t thread_sp = 0;
   const uint8_t *thread_bytes = nullptr;
   uint32_t thread_len = 0;
@@ -95,7 +98,9 @@ struct UnwoundStack {
 // window of the thread's stack and `c`, a callback from C (runtime.cgocallback) is followed on the
 // thread's stack first: crosscall2 and the C frames (by their CFI) down to runtime.asmcgocall,
 // where the goroutine called into C; then the walk goes on on the goroutine's stack, from the cgo
-// call, as without them.
+// call, as without them. With a window of the goroutine's stack (thread_pc set: the probe ran on
+// g0), runtime.systemstack is crossed to the goroutine's frames, from runtime.systemstack_switch
+// (the PC the switch leaves in g.sched, as the runtime's own traceback shows it) down.
 UnwoundStack unwind_go_stack(const Pclntab &pcln, Arch arch, uint64_t bias, const StackWindow &window,
                              uint32_t max_frames, const CUnwinder *c = nullptr);
 

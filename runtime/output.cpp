@@ -850,6 +850,7 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
     if (probe.thread_window) {
       struct weave_stack_window t;
       std::memcpy(&t, event + probe.thread_offset, sizeof(t));
+      sw.thread_pc = t.pc;
       sw.thread_sp = t.sp;
       sw.thread_bytes = event + probe.thread_offset + sizeof(t);
       sw.thread_len = std::min(t.len, probe.thread_window);

@@ -769,12 +769,15 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
                                            "regs.bp, 0)",
                                            event->stack_window) +
                              (event->thread_window
-                                  ? fmt::format(";\n\t/* and the thread's own stack, where runtime.cgocallback left it "
-                                                "(m.g0.sched.sp: {}), for the C frames of a callback */\n\t"
+                                  ? fmt::format(";\n\t/* and the other stack ({}): on a goroutine the thread's own, where "
+                                                "runtime.cgocallback left it (m.g0.sched.sp), for the C frames of a "
+                                                "callback; on g0 the goroutine's, where systemstack left it "
+                                                "(m.curg.sched) */\n\t"
                                                 "weave_thread_stack_copy(&e->thread_window, e->thread_bytes, {}, g, "
-                                                "{}, {}, {}, {})",
+                                                "{}, {}, {}, {}, {}, {})",
                                                 comment(plan.thread_sp_source), event->thread_window, plan.g_m_offset,
-                                                plan.m_g0_offset, plan.g_sched_sp_offset, plan.target.ptr_size)
+                                                plan.m_g0_offset, plan.m_curg_offset, plan.g_sched_sp_offset,
+                                                plan.g_sched_pc_offset, plan.target.ptr_size)
                                   : std::string()));
   else
     ev.set("stack_call", plan.target.arch == "arm64"
