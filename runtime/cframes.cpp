@@ -20,7 +20,47 @@ struct CFrames::Impl {
   const std::vector<ElfSymbol> *symbols = nullptr;
   int registers = 17; // DWARF register numbers a frame can restore
   int sp_reg = 7;
+  // .dynsym's functions, sorted by address: a stripped binary keeps them (a cgo program exports
+  // its C functions there), and glibc's backtrace_symbols names frames from them too.
+  std::vector<ElfSymbol> dynamic;
 };
+
+namespace {
+
+// The function covering `pc` in `symbols` (sorted by address), or null.
+const ElfSymbol *covering(const std::vector<ElfSymbol> &symbols, uint64_t pc) {
+  auto it = std::upper_bound(symbols.begin(), symbols.end(), pc,
+                             [](uint64_t a, const ElfSymbol &s) { return a < s.address; });
+  if (it == symbols.begin())
+    return nullptr;
+  --it;
+  return pc < it->address + std::max<uint64_t>(it->size, 1) ? &*it : nullptr;
+}
+
+void read_dynsym(Elf *elf, std::vector<ElfSymbol> &out) {
+  for (Elf_Scn *scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM || !shdr.sh_entsize)
+      continue;
+    Elf_Data *data = elf_getdata(scn, nullptr);
+    if (!data)
+      continue;
+    size_t count = std::min<size_t>(shdr.sh_size / shdr.sh_entsize, 1u << 20);
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_value)
+        continue;
+      const char *name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+      if (name && *name)
+        out.push_back(ElfSymbol{name, sym.st_value, sym.st_size});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const ElfSymbol &a, const ElfSymbol &b) {
+    return a.address != b.address ? a.address < b.address : a.name < b.name;
+  });
+}
+
+} // namespace
 
 CFrames::CFrames(const std::string &path, Arch arch, const std::vector<ElfSymbol> *symbols)
     : impl_(std::make_unique<Impl>()) {
@@ -36,6 +76,7 @@ CFrames::CFrames(const std::string &path, Arch arch, const std::vector<ElfSymbol
   if (!impl_->elf)
     return;
   impl_->cfi = dwarf_getcfi_elf(impl_->elf);
+  read_dynsym(impl_->elf, impl_->dynamic);
   impl_->dwarf = dwarf_begin_elf(impl_->elf, DWARF_C_READ, nullptr);
 }
 
@@ -236,19 +277,15 @@ std::vector<Pclntab::Frame> CFrames::frames(uint64_t return_address) const {
         return out;
     }
   }
-  if (impl_->symbols) {
-    const auto &syms = *impl_->symbols;
-    auto it = std::upper_bound(syms.begin(), syms.end(), pc,
-                               [](uint64_t a, const ElfSymbol &s) { return a < s.address; });
-    if (it != syms.begin()) {
-      --it;
-      if (pc < it->address + std::max<uint64_t>(it->size, 1)) {
-        Pclntab::Frame f;
-        f.function = it->name;
-        f.file = "?";
-        out.push_back(f);
-      }
-    }
+  // Else the symbol tables: .symtab, or a stripped binary's .dynsym. No file or line.
+  const ElfSymbol *sym = impl_->symbols ? covering(*impl_->symbols, pc) : nullptr;
+  if (!sym)
+    sym = covering(impl_->dynamic, pc);
+  if (sym) {
+    Pclntab::Frame f;
+    f.function = sym->name;
+    f.file = "?";
+    out.push_back(f);
   }
   return out;
 }

@@ -40,7 +40,7 @@ public:
   UnwoundStack unwind(uint64_t bias, const StackWindow &window, uint32_t max_frames) const;
 
   // The frames of a call in C code (a return address .gopclntab has no function for, in the
-  // binary), from its DWARF with inlined calls, else its symbol table: what a window's walk through
+  // binary), from its DWARF with inlined calls, else .symtab, else .dynsym: what a window's walk through
   // a cgo callback shows between the callback and the cgo call. Empty when unknown. Cached.
   const std::vector<Pclntab::Frame> &c_frames(uint64_t bias, uint64_t return_address);
 

@@ -65,14 +65,18 @@ struct Callbacks {
 
 // The fixture calls C twice (c1 -> c2 -> c3, built -O2 -fomit-frame-pointer), which calls back into
 // main.Probed; traced with `stack: 32` in the given stack_mode.
-Callbacks trace_callbacks(const std::string &mode, bool via_libc = false) {
-  std::string dir = e2e::temp_dir("cgo-callback-" + mode + (via_libc ? "-libc" : ""));
-  std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Probed\n    args: all\n    stack: 32\n"
+Callbacks trace_callbacks(const std::string &mode, bool via_libc = false, const std::string &fixture = "cgo") {
+  std::string dir = e2e::temp_dir("cgo-callback-" + mode + (via_libc ? "-libc" : "") + "-" + fixture);
+  // A stripped binary's parameters are declared, as weave asks.
+  std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Probed\n"
+                                    << (fixture == "cgo" ? "    args: all\n"
+                                                         : "    params: [{name: x, type: int64}]\n    args: all\n")
+                                    << "    stack: 32\n"
                                     << "    stack_mode: " << mode << "\n";
-  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("cgo"), "-o", dir + "/out"});
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(fixture), "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
-  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("cgo"), "-truth",
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture(fixture), "-truth",
                           dir + "/truth.jsonl", "-callbacks", "2", via_libc ? "-via-libc" : "-via-libc=false"});
   INFO(traced.err);
   REQUIRE(traced.status == 0);
@@ -263,5 +267,61 @@ TEST_CASE("a callback from C through libc, stack_mode: window: the walk ends at 
     REQUIRE(c.events[i].contains("stack_end"));
     CHECK(c.events[i]["stack_end"]["reason"] == "no CFI");
     CHECK(hex(c.events[i]["stack_end"]["function"]) == hex(c_stack[1]["pc"]));
+  }
+}
+
+TEST_CASE("a callback from C in a stripped binary: C frames by .eh_frame, named by .dynsym as glibc names them") {
+  // -ldflags=-s -w drops DWARF and .symtab, not .eh_frame (C's unwinder needs it) nor .dynsym. The
+  // walk is the same; the C frames are named from .dynsym, as backtrace_symbols names them in the
+  // program, with no file or line (Go 1.21 on exports no C functions there: bare PCs in both
+  // views); m.g0.sched.sp's offsets come from the runtime.g layout table.
+  e2e::require_bpf();
+  Callbacks c = trace_callbacks("window", false, "cgo_stripped");
+  const std::string module = e2e::fixture("cgo_stripped");
+  for (size_t i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    const json &callers = c.truth[i]["stack"];
+    const json &c_stack = c.truth[i]["c_stack"];
+    const json &got = c.events[i]["stack"];
+    size_t cb = 0;
+    while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
+      ++cb;
+    REQUIRE(cb < callers.size());
+    std::vector<std::string> want;
+    for (size_t f = 0; f <= cb; ++f)
+      want.push_back(callers[f]["function"]);
+    want.push_back("crosscall2");
+    want.push_back("goCallback");
+    for (const json &f : c_stack) {
+      if (f.contains("go")) {
+        want.push_back(f["go"]["function"]);
+        continue;
+      }
+      std::string symbol = f["symbol"];
+      size_t open = symbol.find('('), plus = symbol.find('+', open);
+      if (open == std::string::npos || plus == std::string::npos || plus == open + 1) {
+        want.push_back(""); // not exported (Go 1.21 on): a bare PC in both views
+        continue;
+      }
+      want.push_back(symbol.substr(open + 1, plus - open - 1));
+    }
+    for (size_t f = cb + 1; f < callers.size(); ++f)
+      want.push_back(callers[f]["function"]);
+    REQUIRE(got.is_array());
+    CHECK(got.size() == want.size());
+    for (size_t f = 0; f < std::min(got.size(), want.size()); ++f) {
+      CAPTURE(f);
+      if (want[f].empty()) {
+        CHECK(!got[f].contains("function"));
+        continue;
+      }
+      CHECK(got[f]["function"] == want[f]);
+      CHECK(got[f]["module"] == module);
+    }
+    for (size_t f = 1; f < c_stack.size() && cb + 3 + f < got.size(); ++f) {
+      CAPTURE(f);
+      CHECK(hex(got[cb + 3 + f]["pc"]) == hex(c_stack[f]["pc"]));
+    }
+    CHECK(!c.events[i].contains("stack_end"));
   }
 }
