@@ -219,6 +219,21 @@ CUnwinder::Step CFrames::step(CFrameRegs &regs, const std::function<bool(uint64_
   return Step::Ok;
 }
 
+std::optional<uint64_t> CFrames::vaddr_of_offset(uint64_t offset) const {
+  size_t count = 0;
+  if (!impl_->elf || elf_getphdrnum(impl_->elf, &count) != 0)
+    return std::nullopt;
+  for (size_t i = 0; i < count && i < 256; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(impl_->elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD && offset >= ph.p_offset &&
+        offset - ph.p_offset < std::max<uint64_t>(ph.p_filesz, 1))
+      return ph.p_vaddr + (offset - ph.p_offset);
+  }
+  return std::nullopt;
+}
+
+bool CFrames::has_cfi() const { return impl_->cfi != nullptr; }
+
 std::vector<Pclntab::Frame> CFrames::frames(uint64_t return_address) const {
   std::vector<Pclntab::Frame> out;
   if (return_address == 0 || return_address - 1 < bias_)

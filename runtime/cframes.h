@@ -7,7 +7,8 @@
 // dwfl_getthread_frames falls back to a frame-pointer chain on x86-64 where CFI is missing, which in
 // -fomit-frame-pointer code invents frames; and libunwind would read the live process.)
 //
-// Only the binary's own code: a frame in a shared library (libc...) ends the walk, "no CFI".
+// The binary's own code, and shared libraries' (libc...) by the process's /proc/PID/maps
+// (runtime/symbolize.h): each file's CFI and names, at its load bias.
 #pragma once
 
 #include "gobinary/binary.h"
@@ -15,6 +16,7 @@
 #include "gobinary/unwind.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,11 @@ public:
   void set_bias(uint64_t bias) { bias_ = bias; }
 
   Step step(CFrameRegs &regs, const std::function<bool(uint64_t, uint64_t &)> &read) const override;
+
+  // The link-time address of file offset `offset` (by the PT_LOAD that maps it), for a shared
+  // library's load bias from a /proc/PID/maps line; nullopt when no segment maps it.
+  std::optional<uint64_t> vaddr_of_offset(uint64_t offset) const;
+  bool has_cfi() const;
 
   // The source frames of the call that returns to `return_address` (innermost first, the physical
   // function last), or none when neither DWARF nor a symbol covers it.

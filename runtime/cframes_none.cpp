@@ -22,6 +22,10 @@ CUnwinder::Step CFrames::step(CFrameRegs &, const std::function<bool(uint64_t, u
   return Step::NoCfi;
 }
 
+std::optional<uint64_t> CFrames::vaddr_of_offset(uint64_t) const { return std::nullopt; }
+
+bool CFrames::has_cfi() const { return false; }
+
 std::vector<Pclntab::Frame> CFrames::frames(uint64_t return_address) const {
   std::vector<Pclntab::Frame> out;
   if (!impl_->symbols || return_address == 0 || return_address - 1 < bias_)

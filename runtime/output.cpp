@@ -838,6 +838,7 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
   // before the stack does, and then says so after the frames.
   UnwoundStack unwound;
   const UnwoundStack *window = nullptr;
+  uint32_t pid = 0;
   if (probe.stack_window) {
     struct weave_stack_window w;
     std::memcpy(&w, event + probe.stack_offset, sizeof(w));
@@ -855,8 +856,11 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
       sw.thread_bytes = event + probe.thread_offset + sizeof(t);
       sw.thread_len = std::min(t.len, probe.thread_window);
     }
+    struct weave_event_header h;
+    std::memcpy(&h, event, sizeof(h));
+    pid = h.pid;
     if (symbolizer_)
-      unwound = symbolizer_->unwind(bias, sw, probe.stack_depth);
+      unwound = symbolizer_->unwind(bias, sw, probe.stack_depth, pid);
     else
       unwound.end = UnwoundStack::End::Unknown;
     if (w.len == 0) {
@@ -882,18 +886,33 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
       break;
     static const std::vector<Pclntab::Frame> none;
     const std::vector<Pclntab::Frame> *found = symbolizer_ ? &symbolizer_->frames(bias, pc) : &none;
-    // A window's walk reaches C frames only by their CFI: name them from DWARF or symbols.
+    // A window's walk reaches C frames only by their CFI: name them from DWARF or symbols, the
+    // binary's or a shared library's (whose path is then the frame's module).
+    const std::string *module = symbolizer_ ? &symbolizer_->module() : nullptr;
+    const std::string *library = nullptr;
     if (found->empty() && window && symbolizer_)
-      found = &symbolizer_->c_frames(bias, pc);
+      found = &symbolizer_->c_frames(bias, pc, pid, &library);
+    if (library)
+      module = library;
     const auto &frames = *found;
     if (frames.empty()) {
       if (json) {
         out += first ? "{\"pc\":\"" : ",{\"pc\":\"";
         append_hex(out, pc);
-        out += "\"}";
+        out += '"';
+        if (library) {
+          out += ",\"module\":";
+          append_json_string(out, *library);
+        }
+        out += '}';
       } else {
         out += "    ";
         append_hex(out, pc);
+        if (library) {
+          out += " (";
+          out += *library;
+          out += ')';
+        }
         out += '\n';
       }
       first = false;
@@ -925,7 +944,7 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
         out += ",\"pc\":\"";
         append_hex(out, pc);
         out += "\",\"module\":";
-        append_json_string(out, symbolizer_->module());
+        append_json_string(out, *module);
         out += '}';
       } else {
         out += "    ";

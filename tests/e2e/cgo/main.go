@@ -23,7 +23,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
+	"syscall"
 	"unsafe"
 )
 
@@ -84,6 +86,8 @@ func main() {
 	truthPath := flag.String("truth", "/dev/null", "file for the ground truth")
 	callbacks := flag.Int("callbacks", 0, "calls into C that call back into Go's Probed")
 	viaLibc := flag.Bool("via-libc", false, "make the callbacks through libc's qsort instead (c_sort)")
+	holdExit := flag.Bool("hold-exit", false, "after the callbacks, print 'callbacks done PID' and wait for "+
+		"SIGUSR1 before exiting (a tracer reads a live process's /proc/PID/maps)")
 	flag.Parse()
 	f, err := os.Create(*truthPath)
 	if err != nil {
@@ -105,6 +109,12 @@ func main() {
 			continue
 		}
 		sum += int(callC(int64(10 * i)))
+	}
+	if *holdExit {
+		signals := make(chan os.Signal, 1)
+		signal.Notify(signals, syscall.SIGUSR1)
+		fmt.Fprintln(os.Stderr, "callbacks done", os.Getpid())
+		<-signals
 	}
 	fmt.Fprintln(os.Stderr, "cgo done", sum)
 }
