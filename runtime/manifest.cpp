@@ -451,6 +451,14 @@ ManifestProbe parse_probe(const json &p, size_t index, uint32_t header_size) {
       if (probe.stack_offset < header_size ||
           probe.stack_offset + uint64_t{sizeof(struct weave_stack_window)} + probe.stack_window > probe.event_size)
         fail(path + ".stack", "outside the event record");
+      if (stack.contains("thread")) {
+        const json &thread = object_at(stack, path + ".stack", "thread");
+        probe.thread_offset = u32_at(thread, path + ".stack.thread", "offset", kMaxEventSize);
+        probe.thread_window = u32_at(thread, path + ".stack.thread", "window", 1u << 16);
+        if (probe.thread_offset < probe.stack_offset + uint64_t{sizeof(struct weave_stack_window)} + probe.stack_window ||
+            probe.thread_offset + uint64_t{sizeof(struct weave_stack_window)} + probe.thread_window > probe.event_size)
+          fail(path + ".stack.thread", "outside the event record");
+      }
     } else if (probe.stack_offset < header_size || probe.stack_offset + 8ull * probe.stack_depth > probe.event_size)
       fail(path + ".stack", "outside the event record");
   }

@@ -134,6 +134,10 @@ struct ManifestProbe {
   // stack_mode: window: bytes of stack after the struct weave_stack_window at stack_offset (0:
   // a frame-pointer walk's return addresses are there); stack_depth then caps the frames shown.
   uint32_t stack_window = 0;
+  // ... and in a cgo binary a second struct weave_stack_window at thread_offset, with thread_window
+  // bytes of the thread's own stack from where runtime.cgocallback left it (0: none).
+  uint32_t thread_offset = 0;
+  uint32_t thread_window = 0;
   std::vector<ManifestAttach> attach;
   std::vector<ManifestCapture> captures;
   // Generic shape instances (entry events): the capture holding the hidden dictionary pointer,

@@ -914,6 +914,7 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
   // before the stack does, and then says so after the frames.
   UnwoundStack unwound;
   const UnwoundStack *window = nullptr;
+  uint32_t pid = 0;
   if (probe.stack_window) {
     struct weave_stack_window w;
     std::memcpy(&w, event + probe.stack_offset, sizeof(w));
@@ -923,8 +924,19 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
     sw.lr = w.lr;
     sw.bytes = event + probe.stack_offset + sizeof(w);
     sw.len = std::min(w.len, probe.stack_window);
+    if (probe.thread_window) {
+      struct weave_stack_window t;
+      std::memcpy(&t, event + probe.thread_offset, sizeof(t));
+      sw.thread_pc = t.pc;
+      sw.thread_sp = t.sp;
+      sw.thread_bytes = event + probe.thread_offset + sizeof(t);
+      sw.thread_len = std::min(t.len, probe.thread_window);
+    }
+    struct weave_event_header h;
+    std::memcpy(&h, event, sizeof(h));
+    pid = h.pid;
     if (symbolizer_)
-      unwound = symbolizer_->unwind(bias, sw, probe.stack_depth);
+      unwound = symbolizer_->unwind(bias, sw, probe.stack_depth, pid);
     else
       unwound.end = UnwoundStack::End::Unknown;
     if (w.len == 0) {
@@ -949,15 +961,34 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
     if (!pc)
       break;
     static const std::vector<Pclntab::Frame> none;
-    const auto &frames = symbolizer_ ? symbolizer_->frames(bias, pc) : none;
+    const std::vector<Pclntab::Frame> *found = symbolizer_ ? &symbolizer_->frames(bias, pc) : &none;
+    // A window's walk reaches C frames only by their CFI: name them from DWARF or symbols, the
+    // binary's or a shared library's (whose path is then the frame's module).
+    const std::string *module = symbolizer_ ? &symbolizer_->module() : nullptr;
+    const std::string *library = nullptr;
+    if (found->empty() && window && symbolizer_)
+      found = &symbolizer_->c_frames(bias, pc, pid, &library);
+    if (library)
+      module = library;
+    const auto &frames = *found;
     if (frames.empty()) {
       if (json) {
         out += first ? "{\"pc\":\"" : ",{\"pc\":\"";
         append_hex(out, pc);
-        out += "\"}";
+        out += '"';
+        if (library) {
+          out += ",\"module\":";
+          append_json_string(out, *library);
+        }
+        out += '}';
       } else {
         out += "    ";
         append_hex(out, pc);
+        if (library) {
+          out += " (";
+          out += *library;
+          out += ')';
+        }
         out += '\n';
       }
       first = false;
@@ -989,7 +1020,7 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
         out += ",\"pc\":\"";
         append_hex(out, pc);
         out += "\",\"module\":";
-        append_json_string(out, symbolizer_->module());
+        append_json_string(out, *module);
         out += '}';
       } else {
         out += "    ";
@@ -1006,14 +1037,14 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
   if (json)
     out += ']';
   if (window)
-    append_stack_end(out, *window, probe.stack_window, json);
+    append_stack_end(out, *window, window->in_thread_window ? probe.thread_window : probe.stack_window, json);
   else if (fp_stopped)
     append_stack_end(out, fp_end, 0, json);
 }
 
 // Where a window's walk stopped short of the stack's first frame, and why: in text one more line
 // ("    … truncated: window 8192 bytes"), in JSON a "stack_end" object {"reason", "window_bytes"
-// or "function"}. Nothing when the stack is complete or has the frames asked for.
+// (and "window": "thread" when the thread's window of a cgo callback ended) or "function"}. Nothing when the stack is complete or has the frames asked for.
 void EventPrinter::append_stack_end(std::string &out, const UnwoundStack &stack, uint32_t window_bytes,
                                     bool json) {
   std::string reason, detail;
@@ -1030,6 +1061,12 @@ void EventPrinter::append_stack_end(std::string &out, const UnwoundStack &stack,
   case UnwoundStack::End::Unknown:
     reason = "no .gopclntab entry";
     break;
+  case UnwoundStack::End::NoCfi:
+    reason = "no CFI";
+    break;
+  case UnwoundStack::End::Lost:
+    reason = "CFI needs a lost register";
+    break;
   }
   if (json) {
     out += ",\"stack_end\":{\"reason\":";
@@ -1037,6 +1074,8 @@ void EventPrinter::append_stack_end(std::string &out, const UnwoundStack &stack,
     if (stack.end == UnwoundStack::End::Truncated) {
       out += ",\"window_bytes\":";
       append_u64(out, window_bytes);
+      if (stack.in_thread_window)
+        out += ",\"window\":\"thread\"";
     } else {
       out += ",\"function\":";
       append_json_string(out, stack.function.empty() ? "?" : stack.function);
@@ -1047,7 +1086,7 @@ void EventPrinter::append_stack_end(std::string &out, const UnwoundStack &stack,
   out += "    \u2026 ";
   out += reason;
   if (stack.end == UnwoundStack::End::Truncated) {
-    out += ": window ";
+    out += stack.in_thread_window ? ": thread window " : ": window ";
     append_u64(out, window_bytes);
     out += " bytes\n";
   } else {

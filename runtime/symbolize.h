@@ -6,10 +6,12 @@
 #include "gobinary/binary.h"
 #include "gobinary/pclntab.h"
 #include "gobinary/unwind.h"
+#include "cframes.h"
 #include "manifest.h"
 #include "typenames.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -35,7 +37,17 @@ public:
 
   // stack_mode: window: the callers' return addresses, unwound from the copied stack with the
   // binary's SP-delta tables (gobinary/unwind.h). Empty, ending Unknown, without a pclntab.
-  UnwoundStack unwind(uint64_t bias, const StackWindow &window, uint32_t max_frames) const;
+  // `pid`: the process, whose shared libraries' C frames (libc...) are unwound and named by its
+  // /proc/PID/maps (0: the binary's own only).
+  UnwoundStack unwind(uint64_t bias, const StackWindow &window, uint32_t max_frames, uint32_t pid = 0);
+
+  // The frames of a call in C code (a return address .gopclntab has no function for, in the
+  // binary), from its DWARF with inlined calls, else .symtab, else .dynsym: what a window's walk through
+  // a cgo callback shows between the callback and the cgo call. Empty when unknown. Cached.
+  // In a shared library of process `pid`, its frames, and `module` set to the library's path
+  // (else left as is).
+  const std::vector<Pclntab::Frame> &c_frames(uint64_t bias, uint64_t return_address, uint32_t pid = 0,
+                                              const std::string **module = nullptr);
 
   // The function whose code starts at (or contains) `pc`, or "" when unknown.
   std::string function_at(uint64_t bias, uint64_t pc);
@@ -61,6 +73,20 @@ private:
   std::optional<Pclntab> pcln_;
   std::string error_;
   std::unordered_map<uint64_t, std::vector<Pclntab::Frame>> cache_;
+  std::unordered_map<uint64_t, std::vector<Pclntab::Frame>> c_cache_; // by PC in the file
+  std::unique_ptr<CFrames> c_; // the binary's CFI and DWARF, once the pclntab is loaded
+  // Shared libraries: the executable mappings of each process's /proc/PID/maps, and each file's
+  // CFI and names (opened once, by path).
+  struct Library {
+    uint64_t start = 0, end = 0, bias = 0;
+    std::string path;
+    CFrames *c = nullptr;
+  };
+  const Library *library_at(uint32_t pid, uint64_t pc);
+  void read_maps(uint32_t pid);
+  std::unordered_map<uint32_t, std::vector<Library>> maps_;
+  std::unordered_map<std::string, std::unique_ptr<CFrames>> libraries_;
+  std::unordered_map<std::string, std::vector<Pclntab::Frame>> library_cache_; // "path@offset"
   std::vector<Pclntab::Frame> none_;
   TypeNames types_;
 };

@@ -431,6 +431,37 @@ static __always_inline void weave_stack_copy(struct weave_stack_window *w, __u8 
 	}
 }
 
+/* weave_thread_stack_copy (stack_mode: window): a window of the stack the probe's is not on, for
+ * the tracer to walk on where the first window's walk switches stacks. On a goroutine: the thread's
+ * own stack (g0's) from the SP runtime.cgocallback saved in m.g0.sched.sp when C called back into
+ * Go, for the C frames between the callback and the cgo call (on a goroutine C did not call, some
+ * earlier SP, which the walk never reaches); w->pc is 0. On g0 (a function systemstack called):
+ * the goroutine's stack from where systemstack left it, m.curg.sched.sp, and w->pc its sched.pc
+ * (curg_offset 0: unknown, nothing copied). `ptr` is the word size; w->len is 0 when a pointer on
+ * the way cannot be read. */
+static __always_inline void weave_thread_stack_copy(struct weave_stack_window *w, __u8 *bytes, __u32 size, __u64 g,
+						    long m_offset, long g0_offset, long curg_offset, long sp_offset,
+						    long pc_offset, __u32 ptr)
+{
+	__u64 m = 0, g0 = 0, curg = 0, sp = 0, pc = 0;
+	w->pc = 0;
+	w->sp = 0;
+	w->fp = 0;
+	w->lr = 0;
+	w->len = 0;
+	w->capacity = size;
+	if (!g || weave_load(&m, g + m_offset, ptr) || !m || weave_load(&g0, m + g0_offset, ptr) || !g0)
+		return;
+	if (g == g0) {
+		if (!curg_offset || weave_load(&curg, m + curg_offset, ptr) || !curg || curg == g0 ||
+		    weave_load(&pc, curg + pc_offset, ptr) || !pc || weave_load(&sp, curg + sp_offset, ptr) || !sp)
+			return;
+	} else if (weave_load(&sp, g0 + sp_offset, ptr) || !sp) {
+		return;
+	}
+	weave_stack_copy(w, bytes, size, pc, sp, 0, 0);
+}
+
 /* weave_tls_g_386: g of the current thread of a 386 process, from GS base + offset. Go (and glibc,
  * with cgo) set GS with set_thread_area, whose first free slot in a new process is the task's first
  * TLS entry (runtime/sys_linux_386.s, setldt); its base is in the descriptor's bytes 2-4 and 7. */

@@ -778,7 +778,18 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
                                            event->stack_window)
                              : fmt::format("weave_stack_copy(&e->stack_window, e->stack_bytes, {}, regs.ip, regs.sp, "
                                            "regs.bp, 0)",
-                                           event->stack_window));
+                                           event->stack_window) +
+                             (event->thread_window
+                                  ? fmt::format(";\n\t/* and the other stack ({}): on a goroutine the thread's own, where "
+                                                "runtime.cgocallback left it (m.g0.sched.sp), for the C frames of a "
+                                                "callback; on g0 the goroutine's, where systemstack left it "
+                                                "(m.curg.sched) */\n\t"
+                                                "weave_thread_stack_copy(&e->thread_window, e->thread_bytes, {}, g, "
+                                                "{}, {}, {}, {}, {}, {})",
+                                                comment(plan.thread_sp_source), event->thread_window, plan.g_m_offset,
+                                                plan.m_g0_offset, plan.m_curg_offset, plan.g_sched_sp_offset,
+                                                plan.g_sched_pc_offset, plan.target.ptr_size)
+                                  : std::string()));
   else
     ev.set("stack_call", plan.target.arch == "arm64"
                              ? fmt::format("weave_walk_frames(e->stack, {}, regs.regs[30], regs.regs[29])",
@@ -955,6 +966,20 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     b.set("offset", std::to_string(event->stack_offset + kStackWindowHeader));
     b.set("comment", "the stack from SP, for the tracer to unwind with .gopclntab");
     members.push_back(b);
+    if (event->thread_window) {
+      Data t;
+      t.set("decl", "struct weave_stack_window thread_window");
+      t.set("name", "thread_window");
+      t.set("offset", std::to_string(event->thread_offset));
+      t.set("comment", "the thread's stack pointer saved by runtime.cgocallback, and how much follows");
+      members.push_back(t);
+      Data tb;
+      tb.set("decl", fmt::format("__u8 thread_bytes[{}]", event->thread_window));
+      tb.set("name", "thread_bytes");
+      tb.set("offset", std::to_string(event->thread_offset + kStackWindowHeader));
+      tb.set("comment", "the thread's stack from there, for the C frames below a callback");
+      members.push_back(tb);
+    }
   } else if (event->stack_depth) {
     Data m;
     m.set("decl", fmt::format("__u64 stack[{}]", event->stack_depth));
@@ -1138,12 +1163,15 @@ std::string render_manifest(const Plan &plan) {
         p["holds_entry"] = true;
       if (!event->return_filter_text.empty())
         p["when_return"] = event->return_filter_text;
-      if (event->stack_depth)
+      if (event->stack_depth) {
         p["stack"] = event->stack_window
                          ? json{{"offset", event->stack_offset},
                                 {"depth", event->stack_depth},
                                 {"window", event->stack_window}}
                          : json{{"offset", event->stack_offset}, {"depth", event->stack_depth}};
+        if (event->thread_window)
+          p["stack"]["thread"] = json{{"offset", event->thread_offset}, {"window", event->thread_window}};
+      }
       if (!probe.skipped.empty())
         p["skipped"] = probe.skipped;
       if (probe.inlined_into)

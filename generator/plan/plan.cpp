@@ -179,6 +179,31 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
     plan.parent_goid_offset = table->parent_goid;
     plan.ancestry_source = "table for " + plan.target.go_version;
   }
+  // A window stack walk crosses from a callback into Go to the C frames below it through the
+  // thread's stack pointer runtime.cgocallback saves in m.g0.sched.sp (asm_*.s). Only binaries
+  // with runtime/cgo have callbacks (crosscall2 is C's way into Go).
+  plan.cgo = pcln && pcln->find("crosscall2");
+  {
+    auto m = member("runtime.g", "m"), sched = member("runtime.g", "sched"), g0 = member("runtime.m", "g0"),
+         sp = member("runtime.gobuf", "sp"), pc = member("runtime.gobuf", "pc"), curg = member("runtime.m", "curg");
+    if (m && sched && g0 && sp) {
+      plan.g_m_offset = *m;
+      plan.m_g0_offset = *g0;
+      plan.g_sched_sp_offset = *sched + *sp;
+      plan.thread_sp_source = "DWARF runtime.g, runtime.m, runtime.gobuf";
+      if (curg && pc) {
+        plan.m_curg_offset = *curg;
+        plan.g_sched_pc_offset = *sched + *pc;
+      }
+    } else {
+      // g starts stack (2 words), stackguard0, stackguard1, _panic, _defer, m, sched (a gobuf,
+      // sp first); m starts with g0: so in every Go since 1.5 (runtime2.go), on every arch.
+      plan.g_m_offset = 6 * image.ptr_size;
+      plan.m_g0_offset = 0;
+      plan.g_sched_sp_offset = 7 * image.ptr_size;
+      plan.thread_sp_source = "layout of runtime.g and runtime.m since Go 1.5";
+    }
+  }
   plan.g_register = regs.g;
   plan.g_register_name = regs.g_name;
   plan.sp_register = regs.sp;
@@ -503,6 +528,13 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
         // In whole words: the record's size stays a multiple of its alignment.
         probe.entry.stack_window = ((probe_spec.stack_bytes ? probe_spec.stack_bytes : kDefaultStackWindow) + 7) & ~7u;
         probe.entry.event_size += kStackWindowHeader + probe.entry.stack_window;
+        bool runtime_function = fn->name.rfind("runtime.", 0) == 0 && plan.m_curg_offset;
+        if ((plan.cgo || runtime_function) && (plan.has_tls_g || probe.abi == "ABIInternal")) {
+          // the thread's stack too, as much, for the C frames of a callback (see thread_window)
+          probe.entry.thread_offset = probe.entry.event_size;
+          probe.entry.thread_window = probe.entry.stack_window;
+          probe.entry.event_size += kStackWindowHeader + probe.entry.thread_window;
+        }
       } else {
         probe.entry.event_size += 8 * probe.entry.stack_depth;
       }

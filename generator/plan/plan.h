@@ -192,6 +192,14 @@ struct EventPlan {
   // then holds a struct weave_stack_window (registers, bytes copied) at stack_offset followed by
   // the window, and stack_depth is how many frames the tracer's unwinder shows at most.
   uint32_t stack_window = 0;
+  // stack_mode: window in a cgo binary: bytes of the thread's own stack (g0's) copied from where
+  // runtime.cgocallback left it (m.g0.sched.sp), for the C frames between a callback into Go and
+  // the cgo call below it; and when the probe runs on g0 itself, the goroutine's stack from where
+  // systemstack left it (m.curg.sched), for the frames beyond the switch (also for probes on
+  // runtime functions in other binaries: those are the ones that run on g0). A second struct
+  // weave_stack_window and its bytes follow the first window at thread_offset; 0 when none.
+  uint32_t thread_window = 0;
+  uint32_t thread_offset = 0;
   // Entry events of a probe with "when:": the condition over the event's captures, evaluated
   // once they are read; a call where it is false is discarded before the tracer sees it, and is
   // not remembered for pairing. A capture it reads that faulted lets the event through, marked.
@@ -309,6 +317,14 @@ struct Plan {
   uint64_t gopc_offset = 0;
   uint64_t parent_goid_offset = 0;
   std::string ancestry_source;  // "DWARF runtime.g" / "table for go1.N"
+  // Where runtime.cgocallback saved the thread's stack pointer: g.m, m.g0, g.sched.sp (gobuf.sp is
+  // its first word). Set for cgo binaries with a window stack probe.
+  uint64_t g_m_offset = 0, m_g0_offset = 0, g_sched_sp_offset = 0;
+  std::string thread_sp_source; // "DWARF runtime.g, runtime.m, runtime.gobuf" / "layout since Go 1.5"
+  // And for a probe running on g0 (reached through systemstack): m.curg and g.sched.pc, where the
+  // goroutine's frames go on (m_curg_offset 0: unknown, from DWARF only).
+  uint64_t m_curg_offset = 0, g_sched_pc_offset = 0;
+  bool cgo = false; // the binary links runtime/cgo (crosscall2)
   std::string g_register;       // pt_regs field holding g at ABIInternal entries ("r14")
   std::string g_register_name;  // "R14"
   std::string ctx_type;         // C type of the uprobe context: "struct weave_pt_regs_x86_64"

@@ -7,8 +7,13 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <unistd.h>
+#include <filesystem>
+#include <csignal>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 using nlohmann::json;
 
@@ -63,15 +68,19 @@ struct Callbacks {
 
 // The fixture calls C twice (c1 -> c2 -> c3, built -O2 -fomit-frame-pointer), which calls back into
 // main.Probed; traced with `stack: 32` in the given stack_mode.
-Callbacks trace_callbacks(const std::string &mode) {
-  std::string dir = e2e::temp_dir("cgo-callback-" + mode);
-  std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Probed\n    args: all\n    stack: 32\n"
+Callbacks trace_callbacks(const std::string &mode, bool via_libc = false, const std::string &fixture = "cgo") {
+  std::string dir = e2e::temp_dir("cgo-callback-" + mode + (via_libc ? "-libc" : "") + "-" + fixture);
+  // A stripped binary's parameters are declared, as weave asks.
+  std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Probed\n"
+                                    << (fixture == "cgo" ? "    args: all\n"
+                                                         : "    params: [{name: x, type: int64}]\n    args: all\n")
+                                    << "    stack: 32\n"
                                     << "    stack_mode: " << mode << "\n";
-  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("cgo"), "-o", dir + "/out"});
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(fixture), "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
-  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("cgo"), "-truth",
-                          dir + "/truth.jsonl", "-callbacks", "2"});
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture(fixture), "-truth",
+                          dir + "/truth.jsonl", "-callbacks", "2", via_libc ? "-via-libc" : "-via-libc=false"});
   INFO(traced.err);
   REQUIRE(traced.status == 0);
   Callbacks c;
@@ -88,24 +97,105 @@ Callbacks trace_callbacks(const std::string &mode) {
 
 } // namespace
 
-TEST_CASE("a callback from C, stack_mode: window: the whole stack as runtime.Callers sees it") {
-  // From runtime.cgocallback the walk goes on where the goroutine called into C (cgocall,
-  // _Cfunc_c1, callC, main...), as the runtime's own unwinder does; the ABI wrapper it leaves out
-  // is left out too. Every frame, down to runtime.goexit, equals the program's own list.
+// LLVM's addr2line's frames for a return address in the fixture, innermost first: function, file
+// and line from its DWARF, by an implementation other than the tracer's (libdw). (Not binutils'
+// 2.40: it names the wrong file for cgo's wrappers, whose DWARF 5 line table switches files by
+// #line; gdb agrees with LLVM and libdw there.) llvm comes with clang (scripts/install-deps.sh).
+std::vector<json> addr2line(uint64_t return_address) {
+  char pc[32];
+  std::snprintf(pc, sizeof pc, "%#llx", static_cast<unsigned long long>(return_address - 1));
+  auto r = e2e::run({"llvm-addr2line", "-f", "-i", "-e", e2e::fixture("cgo"), pc});
+  REQUIRE(r.status == 0);
+  std::vector<json> frames;
+  std::istringstream lines(r.out);
+  std::string function, where;
+  while (std::getline(lines, function) && std::getline(lines, where)) {
+    size_t colon = where.rfind(':');
+    REQUIRE(colon != std::string::npos);
+    frames.push_back({{"function", function}, {"file", where.substr(0, colon)},
+                      {"line", std::stoi(where.substr(colon + 1))}, {"module", e2e::fixture("cgo")}});
+  }
+  REQUIRE(!frames.empty());
+  return frames;
+}
+
+uint64_t hex(const json &pc) { return std::stoull(pc.get<std::string>(), nullptr, 16); }
+
+TEST_CASE("a callback from C, stack_mode: window: Go, C and Go frames, as the program sees them") {
+  // From runtime.cgocallback the walk reads the thread's stack where cgocallback left it: crosscall2
+  // and the C export wrapper goCallback, then c3, c2, c1, the cgo wrapper _cgo_..._Cfunc_c1 and
+  // runtime.asmcgocall, by the C code's CFI (.eh_frame); then where the goroutine called into C
+  // (cgocall, _Cfunc_c1, callC, main...), as the runtime's own unwinder does. So the stack is the
+  // program's two views together: runtime.Callers in the callback up to cgocallback, c3's own
+  // backtrace() (glibc, through the same CFI) for the C frames, and runtime.Callers again from the
+  // cgo call down to runtime.goexit. Frame for frame, and c2 on with the very return addresses
+  // backtrace() saw (c3's differs by the one call to record_c_stack on the same line).
   e2e::require_bpf();
   Callbacks c = trace_callbacks("window");
+  const std::string module = e2e::fixture("cgo");
   for (size_t i = 0; i < 2; ++i) {
     CAPTURE(i);
     CHECK(c.events[i]["args"]["x"] == c.truth[i]["args"]["x"]);
-    const json &want = c.truth[i]["stack"];
+    const json &callers = c.truth[i]["stack"];
+    const json &c_stack = c.truth[i]["c_stack"];
     const json &got = c.events[i]["stack"];
-    REQUIRE(want.size() >= 8);
-    e2e::check_same_stack(got, want, e2e::fixture("cgo"));
+    REQUIRE(got.is_array());
+    size_t cb = 0;
+    while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
+      ++cb;
+    REQUIRE(cb + 1 < callers.size());
+    REQUIRE(c_stack.size() >= 4); // c3, c2, c1, the cgo wrapper (and asmcgocall, Go code)
+    json want = json::array();
+    for (size_t f = 0; f <= cb; ++f) {
+      json w = callers[f];
+      w["module"] = module;
+      want.push_back(w);
+    }
+    // The two frames C calls Go through, which neither view lists (c3 recorded its stack before it
+    // called them; runtime.Callers skips from cgocallback to the goroutine): Go's crosscall2, and
+    // the export wrapper cgo generates in C.
+    REQUIRE(got.size() > cb + 2);
+    CHECK(got[cb + 1]["function"] == "crosscall2");
+    want.push_back({{"function", "crosscall2"}, {"file", got[cb + 1]["file"]}, {"line", got[cb + 1]["line"]},
+                    {"module", module}});
+    json wrapper = addr2line(hex(got[cb + 2]["pc"])).back();
+    CHECK(wrapper["function"] == "goCallback");
+    CHECK(wrapper["file"].get<std::string>().find("_cgo_export.c") != std::string::npos);
+    want.push_back(wrapper);
+    // c3's backtrace(): glibc's names, addr2line's positions (the runtime's for Go code).
+    std::vector<uint64_t> c_pcs;
+    for (const json &f : c_stack) {
+      c_pcs.push_back(hex(f["pc"]));
+      if (f.contains("go")) {
+        json w = f["go"];
+        w["module"] = module;
+        want.push_back(w);
+        continue;
+      }
+      // "/path/cgo(c3+0x9) [0x4a3a39]", the name from the dynamic symbol table, which Go 1.19's
+      // external link exports C functions to; newer Go's does not ("/path/cgo() [0x...]"), and
+      // then the name is addr2line's alone.
+      std::string symbol = f["symbol"];
+      size_t open = symbol.find('('), plus = symbol.find('+', open);
+      REQUIRE(open != std::string::npos);
+      std::vector<json> frames = addr2line(c_pcs.back());
+      if (plus != std::string::npos && plus > open + 1)
+        CHECK(frames.back()["function"] == symbol.substr(open + 1, plus - open - 1));
+      for (const json &w : frames)
+        want.push_back(w);
+    }
+    for (size_t f = cb + 1; f < callers.size(); ++f) {
+      json w = callers[f];
+      w["module"] = module;
+      want.push_back(w);
+    }
+    e2e::check_same_stack(got, want, module);
+    // The return addresses themselves, where both views have the same call.
+    for (size_t f = 1; f < c_pcs.size() && cb + 3 + f < got.size(); ++f) {
+      CAPTURE(f);
+      CHECK(hex(got[cb + 3 + f]["pc"]) == c_pcs[f]);
+    }
     CHECK(!c.events[i].contains("stack_end"));
-    bool below_c = false;
-    for (const auto &f : got)
-      below_c = below_c || f["function"] == "main.callC";
-    CHECK(below_c);
   }
 }
 
@@ -135,5 +225,159 @@ TEST_CASE("a callback from C, stack_mode: fp: the walk ends at the first C frame
     REQUIRE(c.events[i].contains("stack_end"));
     CHECK(c.events[i]["stack_end"]["reason"] == "no .gopclntab entry");
     CHECK(c.events[i]["stack_end"]["function"] == got[go + 1]["pc"]);
+  }
+}
+
+TEST_CASE("a callback from C through libc, stack_mode: window: libc's frames by its CFI, as glibc saw them") {
+  // qsort (libc.so) calls the fixture's comparator, which calls back into Go. The walk crosses to
+  // the thread's stack, unwinds the comparator by the binary's CFI, then qsort's frames by libc's
+  // own .eh_frame, found through the process's /proc/PID/maps (so the process is kept alive until
+  // its events are out: -hold-exit), and on through c_sort to the goroutine's frames. Checked
+  // against the comparator's own backtrace() (glibc, through the same CFI): the same return
+  // addresses, libc's frames from libc's file, named where backtrace_symbols names them.
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("cgo-callback-libc");
+  std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Probed\n    args: all\n    stack: 32\n"
+                                    << "    stack_mode: window\n";
+  const std::string module = e2e::fixture("cgo");
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", module, "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto trace = e2e::spawn({dir + "/out/tracer", "--format", "json", "--", module, "-truth", dir + "/truth.jsonl",
+                           "-callbacks", "2", "-via-libc", "-hold-exit"},
+                          dir);
+  REQUIRE_MESSAGE(trace.wait_for_err("callbacks done"), trace.read_err());
+  std::smatch pid;
+  std::string err = trace.read_err();
+  REQUIRE(std::regex_search(err, pid, std::regex(R"(callbacks done (\d+))")));
+  // Both events printed (the tracer reads the ring as they come), then the program may exit.
+  for (int i = 0; i < 1200; ++i) {
+    size_t n = 0;
+    for (auto &e : e2e::json_lines(trace.read_out()))
+      n += e["function"] == "main.Probed";
+    if (n == 2)
+      break;
+    usleep(100 * 1000);
+  }
+  kill(std::stoi(pid[1].str()), SIGUSR1);
+  REQUIRE(trace.wait() == 0);
+  std::vector<json> truth, events;
+  for (auto &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl")))
+    if (t["function"] == "main.Probed")
+      truth.push_back(t);
+  for (auto &e : e2e::json_lines(trace.read_out()))
+    if (e["function"] == "main.Probed")
+      events.push_back(e);
+  REQUIRE(truth.size() == 2);
+  REQUIRE(events.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    const json &callers = truth[i]["stack"];
+    const json &c_stack = truth[i]["c_stack"];
+    const json &got = events[i]["stack"];
+    REQUIRE(got.is_array());
+    size_t cb = 0;
+    while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
+      ++cb;
+    REQUIRE(cb < callers.size());
+    REQUIRE(c_stack.size() >= 4);
+    // Go frames up to cgocallback, crosscall2, the export wrapper, then c_stack's frames, then the
+    // goroutine's: the same length, and each frame what the views say.
+    REQUIRE(got.size() == cb + 3 + c_stack.size() + (callers.size() - cb - 1));
+    for (size_t f = 0; f <= cb; ++f) {
+      CAPTURE(f);
+      CHECK(got[f]["function"] == callers[f]["function"]);
+      CHECK(got[f]["line"] == callers[f]["line"]);
+    }
+    CHECK(got[cb + 1]["function"] == "crosscall2");
+    CHECK(got[cb + 2]["function"] == "goCallback");
+    for (size_t f = 0; f < c_stack.size(); ++f) {
+      CAPTURE(f);
+      const json &want = c_stack[f];
+      const json &frame = got[cb + 3 + f];
+      CAPTURE(frame.dump());
+      CAPTURE(want.dump());
+      if (f > 0) // the comparator's return address differs by the one call to record_c_stack
+        CHECK(hex(frame["pc"]) == hex(want["pc"]));
+      std::string symbol = want["symbol"]; // "/lib/x86_64-linux-gnu/libc.so.6(qsort_r+0xb6) [0x...]"
+      size_t open = symbol.find('('), plus = symbol.find('+', open);
+      REQUIRE(open != std::string::npos);
+      std::string file = symbol.substr(0, open);
+      bool in_libc = file.find("libc.so") != std::string::npos;
+      if (want.contains("go"))
+        CHECK(frame["function"] == want["go"]["function"]);
+      else if (plus != std::string::npos && plus > open + 1)
+        CHECK(frame["function"] == symbol.substr(open + 1, plus - open - 1));
+      else if (in_libc)
+        CHECK(!frame.contains("function")); // a libc function with no exported name: none here either
+      else
+        CHECK(frame["function"] == addr2line(hex(want["pc"])).back()["function"]);
+      REQUIRE(frame.contains("module"));
+      CHECK(std::filesystem::canonical(frame["module"].get<std::string>()) ==
+            std::filesystem::canonical(in_libc ? file : module));
+    }
+    for (size_t f = cb + 1; f < callers.size(); ++f) {
+      CAPTURE(f);
+      const json &frame = got[cb + 2 + c_stack.size() + f - cb];
+      CHECK(frame["function"] == callers[f]["function"]);
+      CHECK(frame["line"] == callers[f]["line"]);
+    }
+    CHECK(!events[i].contains("stack_end"));
+  }
+}
+
+TEST_CASE("a callback from C in a stripped binary: C frames by .eh_frame, named by .dynsym as glibc names them") {
+  // -ldflags=-s -w drops DWARF and .symtab, not .eh_frame (C's unwinder needs it) nor .dynsym. The
+  // walk is the same; the C frames are named from .dynsym, as backtrace_symbols names them in the
+  // program, with no file or line (Go 1.21 on exports no C functions there: bare PCs in both
+  // views); m.g0.sched.sp's offsets come from the runtime.g layout table.
+  e2e::require_bpf();
+  Callbacks c = trace_callbacks("window", false, "cgo_stripped");
+  const std::string module = e2e::fixture("cgo_stripped");
+  for (size_t i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    const json &callers = c.truth[i]["stack"];
+    const json &c_stack = c.truth[i]["c_stack"];
+    const json &got = c.events[i]["stack"];
+    size_t cb = 0;
+    while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
+      ++cb;
+    REQUIRE(cb < callers.size());
+    std::vector<std::string> want;
+    for (size_t f = 0; f <= cb; ++f)
+      want.push_back(callers[f]["function"]);
+    want.push_back("crosscall2");
+    want.push_back("goCallback");
+    for (const json &f : c_stack) {
+      if (f.contains("go")) {
+        want.push_back(f["go"]["function"]);
+        continue;
+      }
+      std::string symbol = f["symbol"];
+      size_t open = symbol.find('('), plus = symbol.find('+', open);
+      if (open == std::string::npos || plus == std::string::npos || plus == open + 1) {
+        want.push_back(""); // not exported (Go 1.21 on): a bare PC in both views
+        continue;
+      }
+      want.push_back(symbol.substr(open + 1, plus - open - 1));
+    }
+    for (size_t f = cb + 1; f < callers.size(); ++f)
+      want.push_back(callers[f]["function"]);
+    REQUIRE(got.is_array());
+    CHECK(got.size() == want.size());
+    for (size_t f = 0; f < std::min(got.size(), want.size()); ++f) {
+      CAPTURE(f);
+      if (want[f].empty()) {
+        CHECK(!got[f].contains("function"));
+        continue;
+      }
+      CHECK(got[f]["function"] == want[f]);
+      CHECK(got[f]["module"] == module);
+    }
+    for (size_t f = 1; f < c_stack.size() && cb + 3 + f < got.size(); ++f) {
+      CAPTURE(f);
+      CHECK(hex(got[cb + 3 + f]["pc"]) == hex(c_stack[f]["pc"]));
+    }
+    CHECK(!c.events[i].contains("stack_end"));
   }
 }

@@ -163,14 +163,18 @@ TEST_CASE("a window shorter than the stack says it is truncated, and invents not
 }
 
 // runtime.newproc1 runs on g0, reached through runtime.systemstack, which switches stacks: the
-// window holds g0's stack only, so the walk ends at systemstack and says so (crossing to the
-// goroutine's frames through m.curg is not done yet). While the runtime starts, newproc1 runs on
-// g0 already (systemstack calls it in place) and the stack is whole, down to runtime.rt0_go.
-TEST_CASE("a window walk on g0 stops at the stack switch and names it") {
+// first window holds g0's stack, and a second one the goroutine's, copied from where systemstack
+// left it (m.curg.sched). So the walk crosses the switch as the runtime's own traceback does, at
+// runtime.systemstack_switch, and goes on through runtime.newproc to the function with the go
+// statement, whose return address is the very callerpc the runtime passes newproc1 (captured as
+// an argument: the runtime's own record of the call), and down to the goroutine's first frame.
+// While the runtime starts, newproc1 runs on g0 already (systemstack calls it in place) and the
+// stack is whole, down to runtime.rt0_go.
+TEST_CASE("a window walk on g0 crosses systemstack to the goroutine's frames") {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("stacks-g0");
-  std::ofstream(dir + "/spec.yaml")
-      << "probes:\n  - function: runtime.newproc1\n    stack: 16\n    stack_mode: window\n";
+  std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: runtime.newproc1\n    capture: [callerpc]\n"
+                                    << "    stack: 16\n    stack_mode: window\n";
   auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
@@ -178,7 +182,7 @@ TEST_CASE("a window walk on g0 stops at the stack switch and names it") {
                           "/dev/null", "-rounds", "1"});
   INFO(traced.err);
   REQUIRE(traced.status == 0);
-  size_t switched = 0, whole = 0;
+  size_t crossed = 0, whole = 0;
   for (auto &e : e2e::json_lines(traced.out)) {
     if (e["function"] != "runtime.newproc1")
       continue;
@@ -186,18 +190,26 @@ TEST_CASE("a window walk on g0 stops at the stack switch and names it") {
     REQUIRE(frames.size() >= 2);
     CAPTURE(e.dump());
     CHECK(frames[0]["function"] == "runtime.newproc.func1");
-    if (e.contains("stack_end")) {
-      CHECK(e["stack_end"]["reason"] == "stack switch");
-      CHECK(e["stack_end"]["function"] == "runtime.systemstack");
-      CHECK(frames.back()["function"] == "runtime.systemstack");
-      ++switched;
-    } else {
+    CHECK(!e.contains("stack_end"));
+    size_t at = 0;
+    while (at < frames.size() && frames[at]["function"] != "runtime.systemstack")
+      ++at;
+    if (at == frames.size()) {
       CHECK(frames.back()["function"] == "runtime.rt0_go");
       ++whole;
+      continue;
     }
+    REQUIRE(at + 3 < frames.size());
+    CHECK(frames[at + 1]["function"] == "runtime.systemstack_switch");
+    CHECK(frames[at + 2]["function"] == "runtime.newproc");
+    // The go statement's caller: the runtime's callerpc, exactly.
+    uint64_t callerpc = e["args"]["callerpc"].get<uint64_t>();
+    CHECK(std::stoull(frames[at + 3]["pc"].get<std::string>(), nullptr, 16) == callerpc);
+    CHECK(frames.back()["function"] == "runtime.goexit");
+    ++crossed;
   }
-  CHECK(switched > 0);
-  MESSAGE(switched << " stacks end at the switch, " << whole << " whole");
+  CHECK(crossed > 0);
+  MESSAGE(crossed << " stacks cross the switch, " << whole << " whole on g0");
 }
 
 TEST_CASE("a process whose binary was deleted after it started: arguments and whole stacks named") {

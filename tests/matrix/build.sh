@@ -8,6 +8,7 @@
 #
 # What is built (each as its own file in OUTDIR, named as the pinned 1.19 build names it):
 #   fixture fixture_stripped fixture_pie fixture_386 fixture_386_stripped cgo   tests/e2e/*
+#   cgo_stripped                                                               tests/e2e/cgo
 #   zerosize zerosize_386 maps maps_386 failing failing_386                     tests/e2e/*
 #   spawn spawn_386 spawn_stripped spawn_386_stripped                          tests/e2e/spawn
 #   inlined inlined_stripped inlined_386 inlined_pie                           tests/e2e/inline
@@ -83,6 +84,7 @@ build fixture_386_stripped "$e2e" GOARCH=386 -- -ldflags='-s -w'
 build fixture_arm64 "$e2e" GOARCH=arm64 --
 build fixture_arm64_stripped "$e2e" GOARCH=arm64 -- -ldflags='-s -w'
 build cgo "$src/tests/e2e/cgo" CGO_ENABLED=1 --
+build cgo_stripped "$src/tests/e2e/cgo" CGO_ENABLED=1 -- -ldflags='-s -w'
 build zerosize "$src/tests/e2e/zerosize" --
 build inlined "$src/tests/e2e/inline" --
 build inlined_stripped "$src/tests/e2e/inline" -- -ldflags='-s -w'

@@ -2,7 +2,8 @@
 // where ABI0 code finds g (FS base - 0x30 here instead of - 8), and weave must derive that from
 // the binary. It prints what it passes to Add, one JSON line per call, to -truth. With -callbacks
 // N it also calls C (c.c: c1 -> c2 -> c3) N times, which calls back into Go's Probed; Probed
-// records its argument and the stack runtime.Callers sees from it.
+// records its argument, the stack runtime.Callers sees from it, and the C frames' own backtrace.
+// With -via-libc the calls go through libc's qsort (c_sort), which calls back from its comparator.
 package main
 
 /*
@@ -10,6 +11,10 @@ package main
 #include <stdint.h>
 int bump(int n);
 int64_t c1(int64_t x);
+int64_t c_sort(int64_t x);
+extern void *c_stack[64];
+extern int c_stack_len;
+extern char **c_stack_symbols;
 */
 import "C"
 
@@ -18,7 +23,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
+	"syscall"
+	"unsafe"
 )
 
 var enc *json.Encoder
@@ -44,7 +52,23 @@ func Probed(x int64) int64 {
 			break
 		}
 	}
-	if err := enc.Encode(map[string]any{"function": "main.Probed", "args": map[string]any{"x": x}, "stack": list}); err != nil {
+	// And the C frames' view, as c3 recorded it just before it called back (c.c): each return
+	// address, with glibc's name for it (backtrace_symbols), or the runtime's where it is Go code
+	// (runtime.asmcgocall, where the goroutine's call into C began). The first is record_c_stack's
+	// own.
+	var cstack []map[string]any
+	for i := 1; i < int(C.c_stack_len); i++ {
+		pc := uintptr(C.c_stack[i])
+		frame := map[string]any{"pc": fmt.Sprintf("%#x", pc),
+			"symbol": C.GoString(*(**C.char)(unsafe.Add(unsafe.Pointer(C.c_stack_symbols), i*int(unsafe.Sizeof(uintptr(0))))))}
+		if f := runtime.FuncForPC(pc - 1); f != nil {
+			file, line := f.FileLine(pc - 1)
+			frame["go"] = map[string]any{"function": f.Name(), "file": file, "line": line}
+		}
+		cstack = append(cstack, frame)
+	}
+	if err := enc.Encode(map[string]any{"function": "main.Probed", "args": map[string]any{"x": x}, "stack": list,
+		"c_stack": cstack}); err != nil {
 		panic(err)
 	}
 	return x * 2
@@ -61,6 +85,9 @@ func Add(a int, s string) int {
 func main() {
 	truthPath := flag.String("truth", "/dev/null", "file for the ground truth")
 	callbacks := flag.Int("callbacks", 0, "calls into C that call back into Go's Probed")
+	viaLibc := flag.Bool("via-libc", false, "make the callbacks through libc's qsort instead (c_sort)")
+	holdExit := flag.Bool("hold-exit", false, "after the callbacks, print 'callbacks done PID' and wait for "+
+		"SIGUSR1 before exiting (a tracer reads a live process's /proc/PID/maps)")
 	flag.Parse()
 	f, err := os.Create(*truthPath)
 	if err != nil {
@@ -77,7 +104,17 @@ func main() {
 		sum += Add(i*7, s)
 	}
 	for i := 0; i < *callbacks; i++ {
+		if *viaLibc {
+			sum += int(C.c_sort(C.int64_t(10 * i)))
+			continue
+		}
 		sum += int(callC(int64(10 * i)))
+	}
+	if *holdExit {
+		signals := make(chan os.Signal, 1)
+		signal.Notify(signals, syscall.SIGUSR1)
+		fmt.Fprintln(os.Stderr, "callbacks done", os.Getpid())
+		<-signals
 	}
 	fmt.Fprintln(os.Stderr, "cgo done", sum)
 }
