@@ -25,6 +25,7 @@ packages=(
   build-essential cmake ninja-build pkg-config make   # toolchain
   clang llvm                                          # clang -target bpf compiles the probes
   libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev  # BPF loading, ELF and DWARF reading
+  liblzma-dev libbz2-dev                              # libdw.a's decompressors, in the static tracer
   nlohmann-json3-dev libyaml-cpp-dev libkainjow-mustache-dev libcli11-dev libfmt-dev libzydis-dev
   doctest-dev                                         # unit tests (CMake looks for it always)
   golang-1.19                                         # the pinned toolchain of the example, fixtures and goldens
