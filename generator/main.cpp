@@ -759,16 +759,14 @@ int main(int argc, char **argv) {
                 std::errc{} ||
             number < 1)
           throw weave::UserError("bad-line", "--line must be FILE:LINE, found " + funcs_line);
-        if (!debug)
-          throw weave::UserError("no-dwarf-lines", funcs_binary + " has no DWARF: lines map to PCs and locals "
-                                                                  "through DWARF's line table and location lists");
+        weave::TypeTable no_types;
         for (const weave::LineListing &l :
              weave::list_line_sites(funcs_line.substr(0, colon), number, funcs_pattern, weave::dwarf_path(image),
-                                    *debug, image, pcln ? &*pcln : nullptr, debug->types())) {
+                                    debug.get(), image, pcln ? &*pcln : nullptr, debug ? debug->types() : no_types)) {
           std::cout << fmt::format("{}:{} pc {:#x} in {}", l.site.file, l.site.line, l.site.pc, l.site.function);
           if (l.site.inlined)
             std::cout << " (inlined into " << l.site.physical << ")";
-          std::cout << "\n";
+          std::cout << (debug ? "\n" : " (no DWARF: no locals)\n");
           for (const weave::LineValue &v : l.values)
             std::cout << fmt::format("  {} {}: {}\n", v.name, v.type, v.where);
         }

@@ -25,6 +25,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <map>
+#include <optional>
 #include <set>
 #include <sys/stat.h>
 #include <tuple>
@@ -729,6 +730,100 @@ std::vector<Pclntab::Frame> Pclntab::symbolize(uint64_t pc, bool keep_wrappers) 
   }
   frames.push_back(std::move(physical));
   return frames;
+}
+
+std::vector<Pclntab::LineStart> Pclntab::line_starts(const std::function<bool(std::string_view)> &file_matches,
+                                                     int line, std::vector<std::string> *files,
+                                                     std::vector<Problem> *problems) const {
+  std::vector<LineStart> out;
+  std::set<std::string> seen_files;
+  struct Run {
+    int32_t value;
+    uint64_t start, end;
+  };
+  for (const PclnFunction &fn : functions_) {
+    FuncRecord r = record(fn);
+    if (!r.has_tables || r.pcfile == 0 || r.pcln == 0)
+      continue;
+    try {
+      // The file runs first: most functions hold no code of a matching file, and their line table
+      // is not read.
+      std::vector<Run> file_runs, line_runs;
+      std::map<int32_t, std::optional<std::string>> names; // fileno -> the name, when it matches
+      bool any = false;
+      uint64_t start = fn.entry;
+      walk_pcvalue(r.pcfile, fn.entry, fn, [&](int32_t value, uint64_t end) {
+        file_runs.push_back({value, start, end});
+        start = end;
+        if (value >= 0 && !names.count(value)) {
+          std::string name = file_name(r, value);
+          names[value] = file_matches(name) ? std::optional<std::string>(name) : std::nullopt;
+        }
+        any = any || (value >= 0 && names[value]);
+        return end < fn.end && file_runs.size() <= 1000000; // bounded on a damaged table
+      });
+      if (!any)
+        continue;
+      for (const Run &run : file_runs)
+        if (run.value >= 0 && names[run.value] && run.start < run.end)
+          seen_files.insert(*names[run.value]);
+      start = fn.entry;
+      walk_pcvalue(r.pcln, fn.entry, fn, [&](int32_t value, uint64_t end) {
+        line_runs.push_back({value, start, end});
+        start = end;
+        return end < fn.end && line_runs.size() <= 1000000;
+      });
+      // Both tables' runs cut the function into pieces of one (file, line); consecutive pieces at
+      // the line in one matching file make one run, which starts the line there.
+      size_t fi = 0, li = 0;
+      std::optional<LineStart> open;
+      auto close = [&](uint64_t end) {
+        if (open) {
+          open->end = end;
+          out.push_back(std::move(*open));
+          open.reset();
+        }
+      };
+      for (uint64_t pc = fn.entry; pc < fn.end && fi < file_runs.size() && li < line_runs.size();) {
+        while (fi < file_runs.size() && file_runs[fi].end <= pc)
+          ++fi;
+        while (li < line_runs.size() && line_runs[li].end <= pc)
+          ++li;
+        if (fi == file_runs.size() || li == line_runs.size())
+          break;
+        uint64_t end = std::min({file_runs[fi].end, line_runs[li].end, fn.end});
+        int32_t fileno = file_runs[fi].value;
+        bool match = line_runs[li].value == line && fileno >= 0 && names[fileno];
+        if (!match || (open && open->file != *names[fileno]))
+          close(pc);
+        if (match && !open) {
+          LineStart s;
+          s.pc = pc;
+          s.file = *names[fileno];
+          s.physical = fn.name;
+          s.function = fn.name;
+          open = std::move(s);
+        }
+        pc = end;
+      }
+      close(fn.end);
+    } catch (const Damaged &d) {
+      if (problems)
+        problems->push_back({fn.name, d.reason});
+      std::erase_if(out, [&](const LineStart &s) { return s.physical == fn.name && s.pc >= fn.entry && s.pc < fn.end; });
+    }
+  }
+  // Which function each start is written in: the innermost frame at its PC.
+  for (LineStart &s : out) {
+    std::vector<Frame> frames = symbolize(s.pc, true);
+    if (frames.size() > 1 && frames.front().inlined) {
+      s.function = frames.front().function;
+      s.inlined = true;
+    }
+  }
+  if (files)
+    files->assign(seen_files.begin(), seen_files.end());
+  return out;
 }
 
 const PclnFunction *Pclntab::at_pc(uint64_t pc) const {

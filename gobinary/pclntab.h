@@ -136,6 +136,25 @@ public:
   std::vector<InlinedCopy> inlined_copies(const std::function<bool(std::string_view)> &wanted = nullptr,
                                           std::vector<Problem> *problems = nullptr) const;
 
+  // Where a source line starts in the code, from the pcfile and pcln tables alone (what a stripped
+  // binary keeps): one LineStart per contiguous run of PCs whose innermost position is a file
+  // `file_matches` accepts at `line`, at the run's first PC, in every function (copies of the line
+  // inlined elsewhere included: pcfile/pcln give the innermost, inlined, position). `files`
+  // receives every file name accepted that has code in some function, sorted, each once. The
+  // tables carry no statement marks (DWARF's is_stmt): a run's first PC stands for its start. A
+  // function whose tables do not check out is left out and listed in `problems` (when given).
+  // Empty for Go 1.2-1.15.
+  struct LineStart {
+    uint64_t pc = 0;      // the run's first PC
+    uint64_t end = 0;     // the PC after its last
+    std::string file;     // as the table spells it
+    std::string function; // the function the line is written in (an inlined callee's name)
+    std::string physical; // the function whose code holds the PC
+    bool inlined = false; // `function` is a copy inlined into `physical`
+  };
+  std::vector<LineStart> line_starts(const std::function<bool(std::string_view)> &file_matches, int line,
+                                     std::vector<std::string> *files, std::vector<Problem> *problems = nullptr) const;
+
   // How the table was found and what was derived from it (for --dump and the tests).
   uint64_t address() const { return address_; } // the header's virtual address
   uint64_t size() const { return size_; }       // bytes from the header to the table's end

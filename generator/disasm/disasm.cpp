@@ -262,7 +262,39 @@ Writes x86_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t sta
   return w;
 }
 
+Jumps x86_jumps(const std::vector<uint8_t> &code, uint64_t vaddr, bool long_mode) {
+  Jumps out;
+  ZydisDecoder decoder;
+  if (long_mode)
+    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+  else
+    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
+  ZydisDecodedInstruction insn;
+  ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+  for (size_t offset = 0; offset < code.size();) {
+    const uint64_t at = vaddr + offset;
+    if (ZYAN_FAILED(ZydisDecoderDecodeFull(&decoder, code.data() + offset, code.size() - offset, &insn, ops))) {
+      out.error = fmt::format("cannot decode the instruction at {:#x}", at);
+      return out;
+    }
+    if (insn.meta.category == ZYDIS_CATEGORY_COND_BR || insn.meta.category == ZYDIS_CATEGORY_UNCOND_BR) {
+      ZyanU64 target = 0;
+      if (insn.operand_count_visible >= 1 && ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+          ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&insn, &ops[0], at, &target)))
+        out.jumps.push_back({at, long_mode ? target : (target & 0xffffffffu)});
+      else
+        out.computed = true;
+    }
+    offset += insn.length;
+  }
+  return out;
+}
+
 } // namespace
+
+Jumps x86_64_jumps(const std::vector<uint8_t> &code, uint64_t vaddr) { return x86_jumps(code, vaddr, true); }
+
+Jumps i386_jumps(const std::vector<uint8_t> &code, uint64_t vaddr) { return x86_jumps(code, vaddr, false); }
 
 Writes x86_64_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t start, uint64_t end) {
   return x86_writes(code, vaddr, start, end, true);

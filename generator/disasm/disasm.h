@@ -46,4 +46,15 @@ Writes x86_64_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t 
 // The same for 386 code (32-bit mode), registers by the i386 DWARF numbers (0-7; SP is 4).
 Writes i386_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t start, uint64_t end);
 
+// Every jump of an x86 function body (JMP and the conditional jumps, not CALL, which returns):
+// (where it is, where it goes). `computed` when one jumps through a register or memory (a jump
+// table), whose targets are unknown; `error` when the bytes could not be decoded.
+struct Jumps {
+  std::vector<std::pair<uint64_t, uint64_t>> jumps;
+  bool computed = false;
+  std::string error;
+};
+Jumps x86_64_jumps(const std::vector<uint8_t> &code, uint64_t vaddr);
+Jumps i386_jumps(const std::vector<uint8_t> &code, uint64_t vaddr);
+
 } // namespace weave

@@ -38,12 +38,75 @@ bool is_identifier(const std::string &name) {
   });
 }
 
+// Whether code entered at `from` reaches `to` by itself: no jump from elsewhere lands in (from, to],
+// and none inside goes backward there. Then each time `to` runs, `from` ran just before in the same
+// pass, and a run of the line at `to` continues the one at `from` (the compiler scheduled code of
+// another line, or of a call the line makes that it inlined, in between): it is no start of the line.
+bool continues(const Jumps &jumps, uint64_t from, uint64_t to) {
+  if (!jumps.error.empty() || jumps.computed)
+    return false;
+  return std::none_of(jumps.jumps.begin(), jumps.jumps.end(), [&](const std::pair<uint64_t, uint64_t> &j) {
+    return j.second > from && j.second <= to && (j.first < from || j.first >= to || j.second <= j.first);
+  });
+}
+
+// A stripped binary's sites, from .gopclntab's pcfile/pcln tables: the first PC of each run of the
+// line, no variables (nothing locates them), the block starting at the PC. The tables carry no
+// statement marks: a run that only continues the previous run of the line in the same function
+// (`continues`) is left out, as DWARF's line table leaves it without is_stmt.
+LineSites read_pcln_sites(const Pclntab &pcln, const BinaryImage &image, const std::string &file, int line) {
+  LineSites out;
+  std::vector<Pclntab::LineStart> starts =
+      pcln.line_starts([&](std::string_view name) { return path_suffix_matches(name, file); }, line, &out.files);
+  std::sort(starts.begin(), starts.end(),
+            [](const Pclntab::LineStart &a, const Pclntab::LineStart &b) { return a.pc < b.pc; });
+  std::map<uint64_t, Jumps> jumps_of; // by function entry
+  std::vector<Pclntab::LineStart> kept;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const Pclntab::LineStart &s = starts[i];
+    // The previous run, kept or itself a continuation: this one continues it, or starts the line.
+    const Pclntab::LineStart *previous = i ? &starts[i - 1] : nullptr;
+    if (previous && previous->physical == s.physical && previous->function == s.function &&
+        previous->file == s.file && (image.arch == Arch::X86_64 || image.arch == Arch::I386)) {
+      if (const PclnFunction *fn = pcln.at_pc(s.pc); fn && previous->pc >= fn->entry) {
+        auto it = jumps_of.find(fn->entry);
+        if (it == jumps_of.end()) {
+          std::vector<uint8_t> code = read_bytes(image, fn->entry, fn->end - fn->entry);
+          it = jumps_of
+                   .emplace(fn->entry, image.arch == Arch::X86_64 ? x86_64_jumps(code, fn->entry)
+                                                                  : i386_jumps(code, fn->entry))
+                   .first;
+        }
+        if (continues(it->second, previous->pc, s.pc))
+          continue;
+      }
+    }
+    kept.push_back(s);
+  }
+  for (Pclntab::LineStart &start : kept) {
+    LineSite site;
+    site.pc = start.pc;
+    site.block_start = start.pc;
+    site.file = std::move(start.file);
+    site.line = line;
+    site.function = std::move(start.function);
+    site.physical = std::move(start.physical);
+    site.inlined = start.inlined;
+    out.sites.push_back(std::move(site));
+  }
+  std::sort(out.sites.begin(), out.sites.end(), [](const LineSite &a, const LineSite &b) { return a.pc < b.pc; });
+  return out;
+}
+
 // The sites of the line, narrowed to `function`; refuses no match, several files, and no code.
 std::vector<LineSite> resolve_sites(const std::string &file, int line, const std::string &function,
-                                    const SourceLoc &loc, const std::string &dwarf_file) {
-  LineSites all = read_line_sites(dwarf_file, file, line);
+                                    const SourceLoc &loc, const std::string &dwarf_file, const BinaryImage &image,
+                                    const Pclntab *stripped = nullptr) {
+  LineSites all =
+      stripped ? read_pcln_sites(*stripped, image, file, line) : read_line_sites(dwarf_file, file, line);
   if (all.files.empty())
-    throw UserError("unknown-line-file", fmt::format("no file of the binary's DWARF ends in {}", file), loc,
+    throw UserError("unknown-line-file",
+                    fmt::format("no file of the binary's {} ends in {}", stripped ? ".gopclntab" : "DWARF", file), loc,
                     "FILE is a path suffix of a source file the binary was built from, e.g. main.go or "
                     "internal/fs/realfs.go");
   std::vector<LineSite> sites;
@@ -64,8 +127,8 @@ std::vector<LineSite> resolve_sites(const std::string &file, int line, const std
   }
   if (sites.empty())
     throw UserError("no-code-at-line",
-                    function.empty() ? fmt::format("{}:{} has no statement in the binary's line table",
-                                                   all.files.front(), line)
+                    function.empty() ? fmt::format("{}:{} has no {} in the binary's line table", all.files.front(),
+                                                   line, stripped ? "code" : "statement")
                                      : fmt::format("{}:{} has no statement in {}", all.files.front(), line, function),
                     loc, "pick a line holding a statement (not a comment, a declaration or a closing brace)");
   return sites;
@@ -236,30 +299,56 @@ std::vector<ProbePlan> plan_line_probes(const ProbeSpec &spec, const std::string
     refuse("params: or results:", "its values come from DWARF");
   if (spec.inlined)
     refuse("inlined:", "copies of the line inlined elsewhere are always probed");
-  if (!debug)
+  if (!debug && !pcln)
     throw UserError("no-dwarf-lines",
-                    fmt::format("{} has no DWARF: line probes map lines to PCs and locals with DWARF's line table "
-                                "and location lists",
-                                image.path),
+                    fmt::format("{} has neither DWARF nor .gopclntab: nothing maps its lines to PCs", image.path),
                     spec.line_loc, "build the binary without -ldflags=-w, or give weave its debug file");
   if (image.arch != Arch::X86_64 && image.arch != Arch::I386)
     throw UserError("unsupported-line-arch",
                     fmt::format("line probes are built for amd64 and 386 binaries only, and {} is {}", image.path,
                                 arch_name(image.arch)),
                     spec.line_loc);
-  std::vector<LineSite> sites = resolve_sites(spec.line_file, spec.line, spec.function, spec.line_loc, dwarf_file);
+  // Without DWARF the line still maps to PCs through .gopclntab, but nothing says where a local is:
+  // the probe counts, names the goroutine and the stack, and reads no value.
+  const bool stripped = !debug;
+  if (stripped) {
+    if (!spec.captures.empty() || !spec.when.empty()) {
+      const SourceLoc &at = spec.captures.empty() ? spec.when_loc : spec.captures.front().loc;
+      throw UserError("no-dwarf-locals",
+                      fmt::format("{} has no DWARF: its line probes map the line to PCs through .gopclntab, which "
+                                  "locates no local, so {} cannot be read",
+                                  image.path, spec.captures.empty() ? "when:" : "capture: " + spec.captures.front().expr),
+                      at,
+                      "drop capture: and when: (the probe still counts the line's runs, with goroutine ids and "
+                      "stack:), or trace a build with DWARF (without -ldflags=-w) or give weave its debug file");
+    }
+    std::string said = fmt::format("{} has no DWARF: line probes map lines to PCs through .gopclntab and read no "
+                                   "locals (counts, goroutine ids and stack: only)",
+                                   image.path);
+    if (std::find(warnings.begin(), warnings.end(), said) == warnings.end())
+      warnings.push_back(said);
+  }
+  std::vector<LineSite> sites = resolve_sites(spec.line_file, spec.line, spec.function, spec.line_loc, dwarf_file,
+                                              image, stripped ? pcln : nullptr);
   if (sites.size() > max_sites)
     throw UserError("too-many-copies",
                     fmt::format("{}:{} maps to {} PCs, each an uprobe of its own; the limit is {}", spec.line_file,
                                 spec.line, sites.size(), max_sites),
                     spec.line_loc, "narrow it with function:, or raise options.max_functions");
-  if (spec.stack > 0)
-    warnings.push_back(fmt::format("{}: stack: is not captured at line probes in this version", spec.name));
+  // A line's PC is inside its function, past the prologue: no return address at SP to start a
+  // frame-pointer walk from. The window (registers and a copy of the stack) is unwound by the tracer
+  // with .gopclntab's SP deltas, which hold at every PC.
+  if (spec.stack > 0 && spec.stack_mode == "fp")
+    throw UserError("unsupported-stack",
+                    "stack_mode: fp starts its walk from the return address at a function's entry, and a line "
+                    "probe fires inside the function",
+                    spec.stack_mode_loc, "leave stack_mode out: line probes copy a window of the stack");
 
   std::vector<std::vector<NamedValue>> values(sites.size());
   std::vector<std::vector<std::string>> skipped(sites.size());
-  for (size_t i = 0; i < sites.size(); ++i)
-    values[i] = site_values(sites[i], *debug, image, pcln, context.types, &skipped[i]);
+  if (!stripped)
+    for (size_t i = 0; i < sites.size(); ++i)
+      values[i] = site_values(sites[i], *debug, image, pcln, context.types, &skipped[i]);
 
   // The roots the spec names: each must be in scope at one PC at least.
   std::optional<PredicateNode> filter;
@@ -347,6 +436,13 @@ std::vector<ProbePlan> plan_line_probes(const ProbeSpec &spec, const std::string
       continue;
     }
     probe.entry.events_per_second = spec.events_per_second;
+    if (spec.stack > 0) {
+      probe.entry.stack_depth = static_cast<uint32_t>(spec.stack);
+      probe.entry.event_size = (probe.entry.event_size + 7) & ~7u;
+      probe.entry.stack_offset = probe.entry.event_size;
+      probe.entry.stack_window = ((spec.stack_bytes ? spec.stack_bytes : kDefaultStackWindow) + 7) & ~7u;
+      probe.entry.event_size += kStackWindowHeader + probe.entry.stack_window;
+    }
     probes.push_back(std::move(probe));
   }
   if (undecidable)
@@ -364,13 +460,17 @@ std::vector<ProbePlan> plan_line_probes(const ProbeSpec &spec, const std::string
 }
 
 std::vector<LineListing> list_line_sites(const std::string &file, int line, const std::string &function,
-                                         const std::string &dwarf_file, DebugInfo &debug, const BinaryImage &image,
+                                         const std::string &dwarf_file, DebugInfo *debug, const BinaryImage &image,
                                          const Pclntab *pcln, TypeTable &types) {
   std::vector<LineListing> out;
-  for (LineSite &site : resolve_sites(file, line, function, SourceLoc{file, 0, 0}, dwarf_file)) {
+  if (!debug && !pcln)
+    throw UserError("no-dwarf-lines", image.path + " has neither DWARF nor .gopclntab: nothing maps its lines to PCs");
+  for (LineSite &site :
+       resolve_sites(file, line, function, SourceLoc{file, 0, 0}, dwarf_file, image, debug ? nullptr : pcln)) {
     LineListing listing;
-    for (const NamedValue &v : site_values(site, debug, image, pcln, types, nullptr))
-      listing.values.push_back({v.name, types.at(v.type).name, describe_inlined_value(v)});
+    if (debug)
+      for (const NamedValue &v : site_values(site, *debug, image, pcln, types, nullptr))
+        listing.values.push_back({v.name, types.at(v.type).name, describe_inlined_value(v)});
     listing.site = std::move(site);
     out.push_back(std::move(listing));
   }

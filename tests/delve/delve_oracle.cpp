@@ -717,9 +717,39 @@ void compare_call(const std::string &where, const json &weave_args, const json &
   compare_args(ctx, where, weave_args, delve_args);
 }
 
+namespace {
+
+// One breakpoint to set: its key in the result, and the api.Breakpoint fields that place it.
+struct BreakpointAt {
+  std::string key;
+  json place; // {"functionName": F} or {"addr": PC}
+};
+
+// Runs `binary` under Delve to its end with the breakpoints, and returns the variables read at every
+// hit (the arguments, then with `locals` the locals), with the key and the goroutine id, in the order
+// Delve stopped at them.
+using Stops = std::vector<std::tuple<std::string, long long, json>>;
+Stops run_breakpoints(const std::string &binary, const std::vector<BreakpointAt> &at, bool locals,
+                     const Options &options, Counts &counts);
+
+} // namespace
+
 Hits run_delve(const std::string &binary, const std::vector<std::string> &functions, const Options &options,
                Counts &counts) {
+  std::vector<BreakpointAt> at;
+  for (const std::string &f : functions)
+    at.push_back({f, {{"functionName", f}}});
   Hits hits;
+  for (auto &[f, g, args] : run_breakpoints(binary, at, false, options, counts))
+    hits[{f, g}].push_back(std::move(args));
+  return hits;
+}
+
+namespace {
+
+Stops run_breakpoints(const std::string &binary, const std::vector<BreakpointAt> &at, bool locals,
+                      const Options &options, Counts &counts) {
+  Stops hits;
   auto deadline = Clock::now() + std::chrono::milliseconds(options.timeout_ms);
   json cfg = {{"FollowPointers", true},
               {"MaxVariableRecurse", 3},
@@ -730,11 +760,12 @@ Hits run_delve(const std::string &binary, const std::vector<std::string> &functi
     Dlv dlv(options, binary);
     Rpc rpc(dlv.port(deadline), deadline, getenv("WEAVE_DELVE_LOG") ? options.work_dir + "/rpc.log" : "");
     std::map<long long, std::string> by_id;
-    for (auto &f : functions) {
+    for (auto &[f, place] : at) {
       try {
-        json spec = json::object();
-        spec["functionName"] = f;
+        json spec = place;
         spec["LoadArgs"] = cfg;
+        if (locals)
+          spec["LoadLocals"] = cfg;
         json request = json::object();
         request["Breakpoint"] = spec;
         json bp = rpc.call("CreateBreakpoint", request);
@@ -774,6 +805,9 @@ Hits run_delve(const std::string &binary, const std::vector<std::string> &functi
         json args = info.is_object() ? info.value("arguments", json::array()) : json::array();
         if (!args.is_array())
           args = json::array();
+        if (locals && info.is_object() && info.contains("locals") && info["locals"].is_array())
+          for (auto &l : info["locals"])
+            args.push_back(l);
         order.emplace_back(by_id[id], t.value("goroutineID", 0ll), args);
       }
       if (!any)
@@ -793,7 +827,7 @@ Hits run_delve(const std::string &binary, const std::vector<std::string> &functi
         };
         for (auto &a : args)
           fill(a);
-        hits[{f, g}].push_back(args);
+        hits.emplace_back(f, g, args);
       }
       order.clear();
     }
@@ -808,6 +842,8 @@ Hits run_delve(const std::string &binary, const std::vector<std::string> &functi
   }
   return hits;
 }
+
+} // namespace
 
 LeftOut left_out_from_manifest(const json &manifest) {
   static const std::regex entry(R"(^parameter ([^:]+): .*(\[[a-z0-9-]+\])\s*$)");
@@ -826,7 +862,7 @@ std::vector<std::string> functions_from_manifest(const json &manifest) {
   std::vector<std::string> functions;
   std::set<std::string> seen;
   for (auto &p : manifest.value("probes", json::array()))
-    if (p.value("kind", "") == "entry" && seen.insert(p.value("function", "")).second)
+    if (p.value("kind", "") == "entry" && !p.contains("line") && seen.insert(p.value("function", "")).second)
       functions.push_back(p.value("function", ""));
   return functions;
 }
@@ -892,12 +928,116 @@ Counts compare(const std::string &binary, const std::vector<std::string> &functi
   return counts;
 }
 
+std::vector<LinePoint> line_points_from_manifest(const json &manifest) {
+  std::vector<LinePoint> points;
+  for (auto &p : manifest.value("probes", json::array())) {
+    if (!p.contains("line") || !p["line"].is_object())
+      continue;
+    LinePoint point;
+    point.pc = p["line"].value("pc", 0ull);
+    point.probe = p.value("name", "");
+    for (auto &c : p.value("captures", json::array()))
+      if (c.contains("unavailable"))
+        point.refused[c.value("expr", "")] = c["unavailable"].get<std::string>();
+    // "NAME: why" for values `locals: all` leaves out.
+    for (auto &text : p.value("skipped", json::array()))
+      if (text.is_string()) {
+        std::string t = text.get<std::string>();
+        if (auto colon = t.find(": "); colon != std::string::npos && colon > 0)
+          point.refused.emplace(t.substr(0, colon), t.substr(colon + 2));
+      }
+    points.push_back(std::move(point));
+  }
+  return points;
+}
+
+LineHits run_delve_lines(const std::string &binary, const std::vector<LinePoint> &points, const Options &options,
+                         Counts &counts) {
+  std::vector<BreakpointAt> at;
+  for (const LinePoint &p : points)
+    at.push_back({std::to_string(p.pc), {{"addr", p.pc}}});
+  // Matched per PC in the order Delve stopped there: the tracer's events of one PC come in the order
+  // the program ran it, whichever goroutine ran it.
+  LineHits out;
+  for (auto &[key, g, vars] : run_breakpoints(binary, at, true, options, counts))
+    out[std::stoull(key)].push_back(std::move(vars));
+  return out;
+}
+
+void compare_line_hits(const LineHits &hits, const std::vector<LinePoint> &points, const std::vector<json> &events,
+                       Counts &counts) {
+  std::map<uint64_t, std::vector<const json *>> seen;
+  for (auto &e : events)
+    if (e.value("kind", "") == "line" && e.contains("pc"))
+      if (auto pc = weave_address(e["pc"]))
+        seen[*pc].push_back(&e);
+  constexpr int kShadowed = 2;
+  for (const LinePoint &point : points) {
+    auto found = hits.find(point.pc);
+    static const std::vector<json> none;
+    const std::vector<json> &ds = found == hits.end() ? none : found->second;
+    auto &ws = seen[point.pc];
+    char pc[32];
+    snprintf(pc, sizeof pc, "%#llx", static_cast<unsigned long long>(point.pc));
+    std::string who = point.probe + " pc " + pc;
+    if (ws.size() != ds.size())
+      counts.mismatches.push_back(who + ": hits: weave " + std::to_string(ws.size()) + ", delve " +
+                                  std::to_string(ds.size()));
+    for (size_t i = 0; i < ws.size() && i < ds.size(); ++i) {
+      Ctx ctx{counts};
+      ++counts.calls;
+      std::string where = who + " hit " + std::to_string(i + 1);
+      const json &locals = ws[i]->contains("locals") ? (*ws[i])["locals"] : json::object();
+      std::set<std::string> listed;
+      for (auto &d : ds[i]) {
+        std::string name = d.value("name", "");
+        if (d.value("flags", 0) & kShadowed) {
+          skip(ctx, "hidden by an inner declaration of the same name (both show the inner one)");
+          continue;
+        }
+        if (d.value("flags", 0) & kReturnArgument) {
+          skip(ctx, "a result (not yet set at a line)");
+          continue;
+        }
+        listed.insert(name);
+        if (!locals.contains(name)) {
+          auto why = point.refused.find(name);
+          skip(ctx, why == point.refused.end() ? "not among weave's locals at the line"
+                                               : "weave leaves it out: " + reason_text(why->second));
+          continue;
+        }
+        if (locals[name].is_null()) {
+          auto why = point.refused.find(name);
+          std::string unreadable = d.value("unreadable", "");
+          if (!unreadable.empty()) { // neither reads it
+            skip(ctx, "weave refuses it, and Delve cannot read it: " + reason_text(unreadable));
+            continue;
+          }
+          ++counts.refused;
+          skip(ctx, "weave refuses it: " + (why == point.refused.end() ? std::string("(no reason in the manifest)")
+                                                                         : reason_text(why->second)));
+          continue;
+        }
+        compare_value(ctx, locals[name], d, where + ": " + name, false);
+      }
+      for (auto &[name, _] : locals.items())
+        if (!listed.count(name)) {
+          if (getenv("WEAVE_DELVE_LOG"))
+            fprintf(stderr, "not listed by Delve: %s: %s\n", where.c_str(), name.c_str());
+          skip(ctx, "a local Delve does not list at the PC");
+        }
+    }
+  }
+}
+
 std::string report(const Counts &counts, size_t max_mismatches) {
   std::ostringstream out;
   out << "delve oracle: " << counts.functions << " functions, " << counts.calls << " calls, " << counts.compared
       << " values compared, " << counts.mismatches.size() << " mismatches\n";
   for (auto &[reason, n] : counts.skipped)
     out << "  skipped " << n << ": " << reason << "\n";
+  if (counts.refused)
+    out << "  " << counts.refused << " values Delve reads that weave refuses (the \"weave refuses it\" reasons above)\n";
   for (size_t i = 0; i < counts.mismatches.size() && i < max_mismatches; ++i)
     out << "  MISMATCH " << counts.mismatches[i] << "\n";
   if (counts.mismatches.size() > max_mismatches)

@@ -39,6 +39,7 @@ struct Counts {
   std::map<std::string, size_t> skipped; // reason -> values (parameters or parts) not compared
   std::vector<std::string> mismatches;   // "function#call goroutine: path: weave X, delve Y"
   std::string error;                     // the run itself failed (Delve missing, timeout, RPC error)
+  size_t refused = 0;                    // line probes: values Delve read that weave shows as unavailable
   bool ok() const { return error.empty() && mismatches.empty(); }
 };
 
@@ -58,7 +59,7 @@ Hits run_delve(const std::string &binary, const std::vector<std::string> &functi
 // the warning's tag ("[float-in-register]"). Each is counted under its tag instead of compared.
 using LeftOut = std::map<std::string, std::map<std::string, std::string>>;
 LeftOut left_out_from_manifest(const nlohmann::json &manifest);
-// The functions of the manifest's entry probes, each once.
+// The functions of the manifest's entry probes (line probes aside), each once.
 std::vector<std::string> functions_from_manifest(const nlohmann::json &manifest);
 
 // Compares the hits with the tracer's entry events of the same function, goroutine and call number.
@@ -76,6 +77,30 @@ Counts compare(const std::string &binary, const std::vector<std::string> &functi
 // as JSON). Exposed for tests and for callers that drive Delve themselves.
 void compare_call(const std::string &where, const nlohmann::json &weave_args, const nlohmann::json &delve_args,
                   Counts &counts);
+
+// ---- line probes ----
+// Each PC the manifest's line probes attach at (its "line": {"pc"}), with the probe's name, and per
+// value the probe cannot read there, weave's reason (from the captures' "unavailable" and the
+// probe's "skipped").
+struct LinePoint {
+  uint64_t pc = 0;
+  std::string probe;
+  std::map<std::string, std::string> refused; // local -> weave's reason
+};
+std::vector<LinePoint> line_points_from_manifest(const nlohmann::json &manifest);
+
+// Delve's arguments and locals (api.Variable JSON, one array) at each hit of a breakpoint at each
+// PC, in order.
+using LineHits = std::map<uint64_t, std::vector<nlohmann::json>>;
+LineHits run_delve_lines(const std::string &binary, const std::vector<LinePoint> &points, const Options &options,
+                         Counts &counts);
+
+// Compares each line event of the tracer (kind "line", by "pc", in order) with Delve's variables at
+// the same hit of the same PC: every local both show must be equal. A local Delve reads that weave
+// shows as unavailable is counted under "weave refuses it: REASON" (and in counts.refused); one
+// weave does not list, under why. Mismatches name "PROBE pc PC hit N: NAME.FIELD".
+void compare_line_hits(const LineHits &hits, const std::vector<LinePoint> &points,
+                       const std::vector<nlohmann::json> &events, Counts &counts);
 
 // A few lines: calls, values compared, skipped by reason, mismatches (the first `max_mismatches`).
 std::string report(const Counts &counts, size_t max_mismatches = 40);

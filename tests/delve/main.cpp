@@ -4,7 +4,8 @@
 //   tracer --format json -- BIN ARGS... > events.jsonl
 //   delve-oracle --manifest out/probes.json --events events.jsonl [--work DIR] [--timeout S] -- BIN ARGS...
 //
-// Functions are the manifest's entry probes. Exit 0: no mismatch; 1: mismatches; 2: the run failed;
+// Functions are the manifest's entry probes; its line probes (line: FILE:LINE) are checked at their PCs,
+// their arguments and locals against the tracer's line events. Exit 0: no mismatch; 1: mismatches; 2: the run failed;
 // 77: no dlv on PATH.
 #include "delve_oracle.h"
 
@@ -70,7 +71,24 @@ int main(int argc, char **argv) {
     auto m = nlohmann::json::parse(read_file(manifest));
     auto functions = delve_oracle::functions_from_manifest(m);
     auto events = delve_oracle::parse_events(read_file(events_path));
-    auto counts = delve_oracle::compare(binary, functions, events, options, delve_oracle::left_out_from_manifest(m));
+    delve_oracle::Counts counts;
+    if (!functions.empty())
+      counts = delve_oracle::compare(binary, functions, events, options, delve_oracle::left_out_from_manifest(m));
+    // Line probes: Delve stopped at the same PCs, their arguments and locals against the line events.
+    if (auto points = delve_oracle::line_points_from_manifest(m); !points.empty() && counts.error.empty()) {
+      delve_oracle::Counts lines;
+      auto hits = delve_oracle::run_delve_lines(binary, points, options, lines);
+      if (lines.error.empty())
+        delve_oracle::compare_line_hits(hits, points, events, lines);
+      counts.calls += lines.calls;
+      counts.functions += lines.functions;
+      counts.compared += lines.compared;
+      counts.refused += lines.refused;
+      for (auto &[reason, n] : lines.skipped)
+        counts.skipped[reason] += n;
+      counts.mismatches.insert(counts.mismatches.end(), lines.mismatches.begin(), lines.mismatches.end());
+      counts.error = lines.error;
+    }
     std::cout << delve_oracle::report(counts, 100000);
     if (!counts.error.empty())
       return 2;

@@ -7,7 +7,13 @@
 
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -276,4 +282,134 @@ TEST_CASE("Delve 1.27 sees what the tracer printed: generics fixture by Go 1.26 
   // 81 calls and 358 values when written: DWARF's .dict is not a value weave prints.
   CHECK(counts.calls >= 80);
   CHECK(counts.compared >= 350);
+}
+
+// Line probes (line: FILE:LINE, locals: all) on the lines fixture by Go 1.26, with Delve 1.27 stopped at
+// the same PCs weave attaches at (probes.json's line.pc), reading its arguments and locals there. A
+// value both show must be equal; one Delve reads and weave refuses is counted, with weave's reason. Go
+// 1.26 describes some optimized struct locals in pieces that do not add up to the type (golang/go#72053),
+// where Delve can show one field read from another's register: weave refuses those, and where the two
+// disagree the program's own record of the value decides which is wrong.
+namespace {
+
+int lines_source_line(const std::string &text) {
+  std::istringstream in(e2e::read_file(e2e::source("tests/e2e/lines/main.go")));
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.find(text) != std::string::npos)
+      return n;
+  }
+  FAIL("no line holds " << text);
+  return 0;
+}
+
+delve_oracle::Counts line_oracle(const std::string &binary, const std::string &dlv) {
+  auto start = std::chrono::steady_clock::now();
+  std::string dir = e2e::temp_dir("delve-" + std::filesystem::path(binary).filename().string());
+  std::string spec = "probes:\n";
+  for (const char *probe : {"loop", "structs", "build", "shadow", "framed", "twice"})
+    spec += fmt::format("  - name: {}\n    line: lines/main.go:{}\n    locals: all\n", probe,
+                        lines_source_line(std::string("// probe: ") + probe));
+  std::ofstream(dir + "/spec.yaml") << spec;
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", binary, "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", binary, "-truth", dir + "/truth.jsonl",
+                          "-rounds", "3"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  auto events = delve_oracle::parse_events(traced.out);
+  json manifest = json::parse(e2e::read_file(dir + "/out/probes.json"));
+  auto points = delve_oracle::line_points_from_manifest(manifest);
+  REQUIRE(points.size() == 7); // twice: inlined into callA and callB
+  delve_oracle::Options options;
+  options.dlv = dlv;
+  options.args = {"-truth", dir + "/truth-delve.jsonl", "-rounds", "3"};
+  options.work_dir = dir;
+  options.timeout_ms = 240000;
+  delve_oracle::Counts counts;
+  auto hits = delve_oracle::run_delve_lines(binary, points, options, counts);
+  REQUIRE_MESSAGE(counts.error.empty(), counts.error);
+  delve_oracle::compare_line_hits(hits, points, events, counts);
+
+  // Where they disagree, the program's record (of the traced run) decides: a value weave printed
+  // that the program recorded is Delve's error; any other is a mismatch.
+  std::map<std::string, std::vector<json>> truth;
+  for (const json &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl")))
+    if (t.contains("probe"))
+      truth[t["probe"]].push_back(t["locals"]);
+  std::map<std::string, std::string> record_of; // "probe pc 0x..." -> the truth key
+  for (const json &p : manifest["probes"])
+    record_of[fmt::format("{} pc {:#x}", p["name"].get<std::string>(), p["line"]["pc"].get<uint64_t>())] =
+        p["line"]["inlined"].get<bool>() ? p["name"].get<std::string>() + ":" + p["line"]["physical"].get<std::string>()
+                                         : p["name"].get<std::string>();
+  static const std::regex shape(R"(^(.* pc 0x[0-9a-f]+) hit (\d+): ([^:]+): weave (.*), delve (.*)$)");
+  std::vector<std::string> mismatches;
+  size_t delve_wrong = 0;
+  for (const std::string &m : counts.mismatches) {
+    std::smatch parts;
+    bool decided = false;
+    if (std::regex_match(m, parts, shape)) {
+      const auto &records = truth[record_of[parts[1]]];
+      size_t hit = std::stoul(parts[2]) - 1;
+      std::string path = parts[3];
+      if (hit < records.size() && records[hit].contains(path)) {
+        json weave = json::parse(parts[4].str(), nullptr, false);
+        decided = !weave.is_discarded() && weave == records[hit][path];
+      }
+    }
+    if (decided)
+      ++delve_wrong;
+    else
+      mismatches.push_back(m);
+  }
+  counts.mismatches = mismatches;
+  if (delve_wrong)
+    counts.skipped["Delve shows a value the program did not have (its record agrees with weave)"] += delve_wrong;
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << binary << ": " << delve_oracle::report(counts) << "  (" << seconds << " s)" << std::endl;
+  CHECK_MESSAGE(counts.mismatches.empty(), delve_oracle::report(counts));
+  CHECK(counts.calls > 0);
+  CHECK(counts.compared > 0);
+
+  // The comparison is not blind: one wrong integer in the tracer's line events is one mismatch.
+  auto wrong = events;
+  bool changed = false;
+  for (auto &e : wrong) {
+    if (changed || e.value("kind", "") != "line" || !e.contains("locals"))
+      continue;
+    for (auto &[name, v] : e["locals"].items())
+      if (!changed && v.is_number_integer()) {
+        v = v.get<long long>() - 1;
+        changed = true;
+      }
+  }
+  REQUIRE(changed);
+  delve_oracle::Counts bad;
+  delve_oracle::compare_line_hits(hits, points, wrong, bad);
+  CHECK(bad.mismatches.size() == 1);
+  return counts;
+}
+
+} // namespace
+
+TEST_CASE("Delve 1.27 reads the same locals at the PCs of line probes: lines fixture by Go 1.26") {
+  e2e::require_bpf();
+  auto binary = newer_fixture("lines_newer");
+  auto counts = line_oracle(binary, require_new_dlv());
+  // 26 hits and 36 values when written.
+  CHECK(counts.calls >= 26);
+  CHECK(counts.compared >= 36);
+}
+
+// Debian's Delve 1.20 on the pinned Go's build (amd64: Delve 1.20 stops a 386 program at a
+// breakpoint and then fails every command with "input/output error").
+TEST_CASE("Delve reads the same locals at the PCs of line probes: lines fixture by Go 1.19") {
+  e2e::require_bpf();
+  require_dlv();
+  auto counts = line_oracle(e2e::fixture("lines"), "dlv");
+  // 26 hits and 50 values when written.
+  CHECK(counts.calls >= 26);
+  CHECK(counts.compared >= 50);
 }

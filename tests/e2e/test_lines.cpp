@@ -3,6 +3,7 @@
 // the program recorded; every value it shows as unavailable must carry a reason in the manifest,
 // and is counted by reason.
 #include "harness.h"
+#include "same_stack.h"
 
 #include <doctest/doctest.h>
 
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 using nlohmann::json;
@@ -30,27 +32,48 @@ int source_line(const std::string &text) {
   return 0;
 }
 
-std::string spec_text() {
+std::string spec_text_with_values();
+
+// Every probe with stack: 10; a stripped binary's without values (nothing locates them there).
+std::string spec_text(bool stripped) {
+  std::string text = spec_text_with_values();
+  if (!stripped)
+    return text;
+  std::istringstream in(text);
+  std::string out;
+  for (std::string line; std::getline(in, line);)
+    if (line.find("capture:") == std::string::npos && line.find("locals:") == std::string::npos)
+      out += line + "\n";
+  return out;
+}
+
+std::string spec_text_with_values() {
   return fmt::format(R"(probes:
   - name: loop
     line: lines/main.go:{}
     capture: [i, sum, n]
+    stack: 10
   - name: structs
     line: lines/main.go:{}
     capture: [p.X, p.Y, p.Name, q, k]
+    stack: 10
   - name: build
     line: lines/main.go:{}
     function: main.build
     capture: [s, k]
+    stack: 10
   - name: shadow
     line: lines/main.go:{}
     locals: all
+    stack: 10
   - name: framed
     line: lines/main.go:{}
     capture: [p.X, p.Y, p.Name, n]
+    stack: 10
   - name: twice
     line: lines/main.go:{}
     locals: all
+    stack: 10
 )",
                      source_line("// probe: loop"), source_line("// probe: structs"),
                      source_line("// probe: build"), source_line("// probe: shadow"),
@@ -59,15 +82,24 @@ std::string spec_text() {
 
 struct Counts {
   size_t compared = 0;
+  size_t goroutines = 0; // events whose goroutine and stack were compared
   std::map<std::string, size_t> unavailable; // by reason
 };
 
-Counts trace_and_compare(const std::string &binary) {
+// A stripped binary (no DWARF): the same probes without values, each event's goroutine and stack
+// still compared with the program's own, and the count of events with its count of runs.
+Counts trace_and_compare(const std::string &binary, bool stripped = false) {
   std::string dir = e2e::temp_dir("lines-" + binary);
-  std::ofstream(dir + "/spec.yaml") << spec_text();
+  std::ofstream(dir + "/spec.yaml") << spec_text(stripped);
   auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(binary), "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
+  // Said once, however many line probes there are.
+  const std::string said = "has no DWARF: line probes map lines to PCs through .gopclntab and read no locals";
+  size_t at = built.err.find(said);
+  CHECK((at != std::string::npos) == stripped);
+  if (at != std::string::npos)
+    CHECK(built.err.find(said, at + 1) == std::string::npos);
   json manifest = json::parse(e2e::read_file(dir + "/out/probes.json"));
   // (probe name, pc) -> the manifest's reason for each capture it cannot read there.
   std::map<std::pair<std::string, std::string>, std::map<std::string, std::string>> reasons;
@@ -95,10 +127,22 @@ Counts trace_and_compare(const std::string &binary) {
                           dir + "/truth.jsonl", "-rounds", "4"});
   INFO(traced.err);
   REQUIRE(traced.status == 0);
-  std::map<std::string, std::vector<json>> truth;
-  for (const json &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl")))
+  // Each record of a line's locals, with the goroutine and the callers of its function from the
+  // "called" record its call is followed by.
+  std::map<std::string, std::vector<json>> truth, where;
+  std::map<std::string, size_t> placed;
+  for (const json &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"))) {
+    if (t.contains("called")) {
+      std::vector<json> &hits = truth[t["called"]];
+      for (size_t &i = placed[t["called"]]; i < hits.size(); ++i)
+        where[t["called"]].push_back(t);
+      continue;
+    }
     truth[t["probe"]].push_back(t["locals"]);
+  }
   REQUIRE(truth.size() == 7);
+  for (const auto &[probe, hits] : truth)
+    REQUIRE(where[probe].size() == hits.size());
   std::map<std::pair<std::string, std::string>, std::vector<json>> events;
   std::istringstream lines(traced.out);
   for (std::string line; std::getline(lines, line);) {
@@ -117,6 +161,7 @@ Counts trace_and_compare(const std::string &binary) {
     CAPTURE(pc);
     const std::vector<json> &seen = events[key];
     const std::vector<json> &want = truth[truth_key[key]];
+    const std::vector<json> &ran = where[truth_key[key]];
     CAPTURE(truth_key[key]);
     CHECK(!want.empty());
     REQUIRE(seen.size() == want.size());
@@ -125,6 +170,14 @@ Counts trace_and_compare(const std::string &binary) {
       CHECK(seen[i]["line"] == source_line("// probe: " + probe));
       if (probe == "twice")
         CHECK(seen[i]["inlined_into"]["function"] == truth_key[key].substr(6));
+      // The goroutine the program says ran the call, and its callers, whole.
+      CHECK(seen[i]["goid"] == ran[i]["goid"]);
+      e2e::check_same_stack(seen[i]["stack"], ran[i]["stack"], e2e::fixture(binary));
+      counts.goroutines++;
+      if (stripped) {
+        CHECK((!seen[i].contains("locals") || seen[i]["locals"].empty()));
+        continue;
+      }
       const json &locals = seen[i]["locals"];
       // Every local the program records is shown, and nothing it does not record.
       CHECK(locals.size() == want[i].size());
@@ -181,6 +234,59 @@ TEST_CASE("a 386 line probe reads each local where DWARF puts it, value for valu
   Counts c = trace_and_compare("lines_386");
   report("lines_386", c);
   CHECK(c.compared > 0);
+}
+
+TEST_CASE("a stripped binary's line probes map the line through .gopclntab: every run counted, its goroutine and stack") {
+  e2e::require_bpf();
+  // The same PCs as DWARF's statement starts: one event per run of the line, as the program counts.
+  for (const char *binary : {"lines_stripped", "lines_386_stripped"}) {
+    CAPTURE(binary);
+    Counts c = trace_and_compare(binary, true);
+    MESSAGE(std::string(binary) << ": " << c.goroutines << " events, each with the program's goroutine and stack");
+    CHECK(c.compared == 0);
+    CHECK(c.goroutines > 0);
+  }
+}
+
+TEST_CASE("a stripped binary's line probe refuses a local by name, and weave funcs --line lists its PCs") {
+  std::string dir = e2e::temp_dir("lines-stripped-local");
+  int loop = source_line("// probe: loop");
+  std::ofstream(dir + "/spec.yaml") << fmt::format("probes:\n  - line: lines/main.go:{}\n    capture: [i]\n", loop);
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("lines_stripped"), "-o", dir + "/out"});
+  CHECK(built.status != 0);
+  CHECK(built.err.find("[no-dwarf-locals]") != std::string::npos);
+  CHECK(built.err.find("spec.yaml:3:") != std::string::npos); // at the capture
+  CHECK(built.err.find("capture: i cannot be read") != std::string::npos);
+  std::ofstream(dir + "/when.yaml") << fmt::format("probes:\n  - line: lines/main.go:{}\n    when: 'i > 1'\n", loop);
+  built = e2e::run({e2e::weave(), dir + "/when.yaml", e2e::fixture("lines_stripped"), "-o", dir + "/out"});
+  CHECK(built.status != 0);
+  CHECK(built.err.find("[no-dwarf-locals]") != std::string::npos);
+  // Both builds list as many PCs for each probed line, in the same functions and copies: one per
+  // start of the line (.gopclntab's runs that only continue the line are left out, as DWARF leaves
+  // them without is_stmt). A PC itself may differ: a run's first instruction can precede DWARF's
+  // statement mark (a NOP before main.build's line).
+  auto without_pcs = [](const std::string &text, bool stripped) {
+    static const std::regex pc(" pc 0x[0-9a-f]+ ");
+    std::string out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);)
+      if (!l.starts_with("  "))
+        out += std::regex_replace(l, pc, " pc ? ") + (stripped ? "\n" : " (no DWARF: no locals)\n");
+    return out;
+  };
+  for (const char *line :
+       {"// probe: loop", "// probe: structs", "// probe: build", "// probe: shadow", "// probe: framed", "// probe: twice"}) {
+    CAPTURE(line);
+    std::string where = fmt::format("lines/main.go:{}", source_line(line));
+    for (const auto &[with_dwarf, stripped] :
+         {std::pair<std::string, std::string>{"lines", "lines_stripped"}, {"lines_386", "lines_386_stripped"}}) {
+      auto with = e2e::run({e2e::weave(), "funcs", e2e::fixture(with_dwarf), "--line", where});
+      auto without = e2e::run({e2e::weave(), "funcs", e2e::fixture(stripped), "--line", where});
+      REQUIRE(with.status == 0);
+      REQUIRE(without.status == 0);
+      CHECK(without_pcs(without.out, true) == without_pcs(with.out, false));
+    }
+  }
 }
 
 TEST_CASE("line probes refuse an ambiguous file, a variable out of scope, and say which") {

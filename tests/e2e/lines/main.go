@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 )
 
@@ -32,6 +33,34 @@ func record(probe string, locals map[string]any) {
 	if truth != nil {
 		_ = truth.Encode(hit{probe, locals})
 	}
+}
+
+// called records the goroutine that just ran a probed function and that function's callers, as
+// runtime.Callers and runtime.CallersFrames give them (its caller's frame at the call's line
+// first), for the calls probe's records before it.
+//
+//go:noinline
+func called(probe string) int {
+	if truth == nil {
+		return 0
+	}
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	var goid int
+	fmt.Sscanf(string(buf), "goroutine %d ", &goid)
+	pcs := make([]uintptr, 32)
+	k := runtime.Callers(2, pcs) // skip runtime.Callers and called itself
+	frames := runtime.CallersFrames(pcs[:k])
+	var stack []map[string]any
+	for {
+		f, more := frames.Next()
+		stack = append(stack, map[string]any{"function": f.Function, "file": f.File, "line": f.Line})
+		if !more {
+			break
+		}
+	}
+	_ = truth.Encode(map[string]any{"called": probe, "goid": goid, "stack": stack})
+	return 0
 }
 
 //go:noinline
@@ -119,13 +148,23 @@ func main() {
 		truth = json.NewEncoder(f)
 	}
 	total := 0
+	// Each pass in a goroutine of its own, one after the other: each call below also records,
+	// on the call's own line, the goroutine it ran on and its callers (after the call, as
+	// "called"), so that what a line probe shows of the goroutine and the stack is checked too.
 	for r := 0; r < *rounds; r++ {
-		total += loop(r + 2)
-		total += structs(r)
-		total += len(build(r * 7))
-		total += shadow(r)
-		total += framed(r)
-		total += callA(r) + callB(r)
+		done := make(chan int)
+		go func() {
+			t := 0
+			t += loop(r+2) + called("loop")
+			t += structs(r) + called("structs")
+			t += len(build(r*7)) + called("build")
+			t += shadow(r) + called("shadow")
+			t += framed(r) + called("framed")
+			t += callA(r) + called("twice:main.callA")
+			t += callB(r) + called("twice:main.callB")
+			done <- t
+		}()
+		total += <-done
 	}
 	fmt.Println("total", total, sink)
 }
