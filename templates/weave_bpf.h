@@ -301,6 +301,30 @@ static __always_inline long weave_read_string(char *dst, __u32 max, __u64 data, 
 	return bpf_probe_read_user(dst, n, (const void *)data);
 }
 
+/* weave_span: widen [*lo, *hi) to cover the min(len, max) bytes at data, for one read of several
+ * strings' bytes (templates/strings.bpf.c.mustache). An empty string, or a nil pointer (a header
+ * read that faulted leaves 0), adds nothing; a span that would wrap covers everything, which no
+ * area holds, so the strings are then read one by one. */
+static __always_inline void weave_span(__u64 *lo, __u64 *hi, __u64 data, __u64 len, __u64 max)
+{
+	__u64 n = len < max ? len : max;
+	if (!data || !n)
+		return;
+	__u64 end = data + n;
+	if (end < data)
+		end = ~0ULL;
+	if (data < *lo)
+		*lo = data;
+	if (end > *hi)
+		*hi = end;
+}
+
+/* weave_span_at: where a string's bytes are in a span read from lo (0 for one weave_span skipped). */
+static __always_inline __u64 weave_span_at(__u64 data, __u64 len, __u64 lo)
+{
+	return data && len ? data - lo : 0;
+}
+
 /* weave_word: the 8 bytes at p as one word, for when: conditions, which compare a string with a
  * literal 8 bytes at a time (the literal's words are written little-endian by generator/codegen).
  * Compared a byte at a time, clang kept each byte of a record built on the stack in a register of
