@@ -301,25 +301,27 @@ static __always_inline long weave_read_string(char *dst, __u32 max, __u64 data, 
 	return bpf_probe_read_user(dst, n, (const void *)data);
 }
 
-/* weave_span: widen [*lo, *hi) to cover the min(len, max) bytes at data, for one read of several
- * strings' bytes (templates/strings.bpf.c.mustache). An empty string, or a nil pointer (a header
- * read that faulted leaves 0), adds nothing; a span that would wrap covers everything, which no
- * area holds, so the strings are then read one by one. */
-static __always_inline void weave_span(__u64 *lo, __u64 *hi, __u64 data, __u64 len, __u64 max)
+/* weave_join: 1 when the min(len, max) bytes at data join the span [*lo, *hi) of strings read at
+ * once (templates/strings.bpf.c.mustache), widening it, which stays within `span` bytes; 0 when
+ * they would make it wider (or wrap), and are read on their own. An empty string, or a nil pointer
+ * (a header read that faulted leaves 0), has nothing to read and joins as it is. */
+static __always_inline __u64 weave_join(__u64 *lo, __u64 *hi, __u64 data, __u64 len, __u64 max, __u64 span)
 {
 	__u64 n = len < max ? len : max;
 	if (!data || !n)
-		return;
+		return 1;
 	__u64 end = data + n;
 	if (end < data)
-		end = ~0ULL;
-	if (data < *lo)
-		*lo = data;
-	if (end > *hi)
-		*hi = end;
+		return 0;
+	__u64 l = data < *lo ? data : *lo, h = end > *hi ? end : *hi;
+	if (h - l > span)
+		return 0;
+	*lo = l;
+	*hi = h;
+	return 1;
 }
 
-/* weave_span_at: where a string's bytes are in a span read from lo (0 for one weave_span skipped). */
+/* weave_span_at: where a string's bytes are in a span read from lo (0 when it has none). */
 static __always_inline __u64 weave_span_at(__u64 data, __u64 len, __u64 lo)
 {
 	return data && len ? data - lo : 0;

@@ -925,7 +925,9 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
           sv.set("max_len", std::to_string(field.max_len));
           sv.set("slot", std::to_string(field.area_slot));
           sv.set("fault_bit", std::to_string(capture.fault_bit));
-          (late_group(capture) ? late_area_strings : area_strings).push_back(sv);
+          Data &group = late_group(capture) ? late_area_strings : area_strings;
+          sv.set("index", std::to_string(group.is_empty_list() ? 0 : group.list_value().size()));
+          group.push_back(sv);
         } else {
           data_m.set("decl", fmt::format("char {}_data[{}]", member, (field.max_len + 7) / 8 * 8));
           data_m.set("name", member + "_data");
@@ -961,6 +963,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
       Data sv;
       sv.set("strings", group);
       sv.set("size", std::to_string(event->strings_size));
+      sv.set("span_size", std::to_string(event->strings_span));
       sv.set("span", !on_stack);
       list.push_back(sv);
     }

@@ -1236,11 +1236,14 @@ void add_at_return_captures(EventPlan &entry, EventPlan &ret, const std::vector<
 // often lie within a few hundred bytes of each other, and on a kernel where every helper call costs
 // 60-190 ns (bench/run.sh, step 6) one read of the span they cover is cheaper than one read each.
 // So an event with two or more strings that can take part gets a string area, the record's last
-// member: each such string's slot holds its length and the position of its bytes in the area, and
-// the program reads [lowest pointer, highest pointer + copied length) into the area when that span
-// fits, else (or when that read faults) each string into a slot of its own there, so a fault marks
-// exactly the captures it affects (templates/strings.bpf.c.mustache). The area is as large as the
-// strings' own slots together: a string never gets fewer bytes than string_max gives it.
+// member: each such string's slot holds its length and the position of its bytes in the area. The
+// area starts with a span of kStringSpan bytes, then a slot of its own for each string. The program
+// takes the strings in capture order into one span [lowest pointer, highest pointer + copied
+// length) as long as it stays within kStringSpan bytes (a string too far from the others keeps out,
+// so one stray string, say a header's or the remote address, does not cost the others their
+// shared read), reads the span once, and reads each string left out, or every one when that read
+// faults, into its own slot: a fault marks exactly the captures it affects
+// (templates/strings.bpf.c.mustache). A string never gets fewer bytes than string_max gives it.
 //
 // Left out: strings a when: or when_return: condition reads (compared at fixed offsets, before the
 // others are read), speculative ones (an interface's text), slice elements and values behind a type
@@ -1263,8 +1266,18 @@ void place_strings(EventPlan &event, uint64_t conditioned) {
       count += size_t(std::count_if(c.fields.begin(), c.fields.end(), takes_part));
   if (count < 2) // one string: one read either way
     return;
+  uint32_t slots = 0;
+  for (const CapturePlan &c : event.captures)
+    if (capture_takes_part(c))
+      for (const EventField &f : c.fields)
+        if (takes_part(f))
+          slots += round8(f.max_len);
+  // The span: what a request line's strings need (net/http's are a few dozen bytes apart), and no
+  // more than the slots would hold.
+  constexpr uint32_t kStringSpan = 256;
   uint32_t offset = kEventHeaderSize + (event.duration_offset ? 8 : 0);
-  uint32_t area = 0;
+  event.strings_span = std::min(kStringSpan, slots);
+  uint32_t area = event.strings_span;
   for (CapturePlan &c : event.captures) {
     bool part = capture_takes_part(c);
     for (EventField &f : c.fields) {

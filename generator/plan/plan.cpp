@@ -758,7 +758,8 @@ std::string dump_plan(const Plan &plan) {
       out << fmt::format("  event {} program={} event_size={}\n", event->kind, event->program,
                          event->event_size);
       if (event->strings_size)
-        out << fmt::format("    string area offset={} size={}\n", event->strings_offset, event->strings_size);
+        out << fmt::format("    string area offset={} size={} span={}\n", event->strings_offset, event->strings_size,
+                           event->strings_span);
       if (event->min_duration_ns)
         out << fmt::format("    min_duration {}ns\n", event->min_duration_ns);
       if (event->return_filter)

@@ -218,9 +218,11 @@ struct EventPlan {
   // values are not there: the entry was not seen).
   uint64_t at_return_faults = 0;
   // The string area (0 bytes: none): a u64 of the bytes used, then strings_size bytes holding the
-  // bytes of the strings marked in_area. The record's last member.
+  // bytes of the strings marked in_area (strings_span bytes read at once, then a slot for each
+  // string). The record's last member.
   uint32_t strings_offset = 0;
   uint32_t strings_size = 0;
+  uint32_t strings_span = 0; // the area's first bytes: the span several strings are read in at once
 };
 
 struct ProbePlan {

@@ -13,10 +13,10 @@ namespace {
 // is what lets events share a program. Keep in step with codegen's program view: a value the
 // template prints into code must be part of the key.
 std::string program_shape(const ProbePlan &probe, const EventPlan &event, bool plan_pie_) {
-  std::string key = fmt::format("{} {} pairs={} size={} duration={} stack={}@{} window={} strings={}+{}\n",
+  std::string key = fmt::format("{} {} pairs={} size={} duration={} stack={}@{} window={} strings={}+{}/{}\n",
                                 event.kind, probe.abi, event.pairs_calls, event.event_size, event.duration_offset,
                                 event.stack_depth, event.stack_offset, event.stack_window, event.strings_offset,
-                                event.strings_size);
+                                event.strings_size, event.strings_span);
   auto read_key = [&key](const ValueRead &read) {
     key += read.base_field >= 0 ? fmt::format("field{}", read.base_field) : read.base_reg;
     for (const LoadStep &l : read.loads)
