@@ -72,7 +72,7 @@ TEST_CASE("strings read in one span fault only the captures whose bytes are unre
   // The four strings' bytes are read as one span when it fits (else this test would prove nothing).
   std::string source = e2e::read_file(dir + "/out/probes.bpf.c");
   CHECK(source.find("bpf_probe_read_user(e->strings, n, (const void *)lo)") != std::string::npos);
-  CHECK(source.find("weave_span(&lo, &hi, e->c3_at, e->c3_len,") != std::string::npos);
+  CHECK(source.find("weave_join(&lo, &hi, e->c3_at, e->c3_len, 64, 256) << 3;") != std::string::npos);
   auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "--", e2e::fixture("pagefault"), "-lines",
                           "-truth", dir + "/truth.jsonl", "-rounds", "3"});
   INFO(traced.err);
