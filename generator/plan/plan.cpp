@@ -686,9 +686,17 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
                         : "every probe of the spec was left out",
                     SourceLoc{spec.path},
                     plan.warnings.empty() ? "" : plan.warnings.front());
+  // A record its program builds on the stack (codegen: program_view, for a call its when: condition
+  // or limits may drop, so that a dropped call costs no reservation) keeps its strings in their own
+  // slots: a string area would make it too large for the stack.
+  auto stack_built = [&plan](const EventPlan &e) {
+    bool gated = e.kind == "entry" && (e.filter || e.events_per_second || plan.total_events_per_second);
+    return (gated || e.needs_entry) && !e.holds && e.event_size <= (plan.target.arch == "arm64" ? 160u : 256u);
+  };
   for (ProbePlan &probe : plan.probes) {
-    place_strings(probe.entry, probe.entry.filter_faults | (probe.ret ? probe.ret->return_filter_entry_faults : 0));
-    if (probe.ret)
+    if (!stack_built(probe.entry))
+      place_strings(probe.entry, probe.entry.filter_faults | (probe.ret ? probe.ret->return_filter_entry_faults : 0));
+    if (probe.ret && !stack_built(*probe.ret))
       place_strings(*probe.ret, probe.ret->filter_faults | probe.ret->return_filter_faults);
   }
   assign_event_ids(plan, SourceLoc{spec.path});
