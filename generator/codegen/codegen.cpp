@@ -954,8 +954,10 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   ev.set("captures", captures);
   ev.set("late_captures", late_captures);
   // The string area (plan/captures.cpp: place_strings): its strings' bytes are read after the
-  // captures of their group. A record built on the stack reads them one by one: there the
-  // verifier tracks the span's bounds through the record, and its branches would multiply.
+  // captures of their group. Never in a record built on the stack (plan.cpp keeps those out): the
+  // verifier would track the span's bounds through it, and the branches of the joins would multiply.
+  if (event->strings_size && on_stack)
+    throw std::logic_error(program.name + ": a string area in a record built on the stack");
   for (int late = 0; late < 2; ++late) {
     Data list{Data::type::list};
     Data &group = late ? late_area_strings : area_strings;
@@ -964,7 +966,6 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
       sv.set("strings", group);
       sv.set("size", std::to_string(event->strings_size));
       sv.set("span_size", std::to_string(event->strings_span));
-      sv.set("span", !on_stack);
       list.push_back(sv);
     }
     ev.set(late ? "late_string_area" : "string_area", list);
