@@ -1,6 +1,7 @@
 #!/bin/bash
 # bench/regions.sh — BPF time per run of Caddy's 11-value ServeHTTP entry capture, weave before vs.
-# after one read per region (generator/codegen: plan_regions), side by side in one run: both
+# after a change to how it reads (one read per region, generator/codegen: plan_regions; strings that
+# lie together read at once, plan/captures.cpp: place_strings), side by side in one run: both
 # tracers attach to the same Caddy at once, so every request runs both programs under the same
 # load, and each one's time comes from the kernel's BPF statistics (bpf_enable_stats(
 # BPF_STATS_RUN_TIME), run_time_ns / run_cnt of bpf_prog_info, printed by --stats). Rounds alternate
@@ -9,7 +10,8 @@
 #
 # Environment (all optional):
 #   WEAVE_BUILD=DIR      build directory with weave and weave-tracer (default: ./build)
-#   WEAVE_BEFORE=FILE    the weave to compare with; default: revision $BENCH_BEFORE_REV built here
+#   WEAVE_BEFORE=FILE    the weave to compare with (its weave-tracer next to it), e.g. main's build;
+#                        default: revision $BENCH_BEFORE_REV built here
 #   BENCH_BEFORE_REV=REV default 8eec658 (the last revision with one helper call per load)
 #   BENCH_REQUESTS=N     requests per round (default 20000)
 #   BENCH_ROUNDS=N       rounds (default 3)

@@ -280,9 +280,13 @@ ManifestField parse_field(const json &f, const std::string &path, uint32_t heade
     field.size = u32_at(f, path, "size", kMaxEventSize);
   field.offset = u32_at(f, path, "offset", kMaxEventSize);
   uint64_t end = uint64_t(field.offset) + (field.kind == FieldKind::Empty ? 0 : 8);
+  if (f.contains("in_area"))
+    field.in_area = f["in_area"].is_boolean() && f["in_area"].get<bool>();
+  if (field.in_area && field.kind != FieldKind::String)
+    fail(path + ".in_area", "only a string's bytes lie in the string area");
   if (field.kind == FieldKind::String) {
     field.max_len = u32_at(f, path, "max_len", kMaxEventSize);
-    end += field.max_len;
+    end += field.in_area ? 8 : field.max_len; // in_area: the position of its bytes
   }
   if (field.offset < header_size)
     fail(path + ".offset", std::to_string(field.offset) + " lies inside the " +
@@ -502,12 +506,29 @@ ManifestProbe parse_probe(const json &p, size_t index, uint32_t header_size) {
     probe.attach.push_back(point);
   }
 
+  // The string area: a u64 of the bytes used, then the bytes of the strings marked in_area.
+  uint32_t area_offset = 0, area_size = 0;
+  if (p.contains("strings")) {
+    const json &area = object_at(p, path, "strings");
+    area_offset = u32_at(area, path + ".strings", "offset", kMaxEventSize);
+    area_size = u32_at(area, path + ".strings", "size", kMaxEventSize);
+    if (area_offset < header_size || uint64_t{area_offset} + 8 + area_size > probe.event_size)
+      fail(path + ".strings", "outside the event record");
+  }
   const json &captures = array_at(p, path, "captures");
   std::set<uint32_t> bits;
   std::set<std::string> exprs;
   for (size_t i = 0; i < captures.size(); ++i) {
     std::string cpath = indexed(path, "captures", i);
     ManifestCapture capture = parse_capture(captures[i], cpath, header_size, probe.event_size);
+    for (ManifestField &field : capture.fields)
+      if (field.in_area) {
+        if (field.max_len > area_size)
+          fail(cpath + ".fields", "a string's max_len exceeds its probe's string area" +
+                                      std::string(area_size ? "" : " (the probe has no \"strings\")"));
+        field.area_offset = area_offset;
+        field.area_size = area_size;
+      }
     if (!bits.insert(capture.fault_bit).second)
       fail(cpath + ".fault_bit",
            std::to_string(capture.fault_bit) + " is already used by another capture");

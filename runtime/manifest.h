@@ -8,6 +8,7 @@
 //   probes[].attach[].{kind ("entry"|"return"), file_offset, cookie},
 //   probes[].captures[].{expr, fault_bit, fields},
 //   probes[].captures[].fields[].{name, kind, offset} and max_len for kind "string".
+//   probes[].strings.{offset, size} when a field has "in_area": true.
 // Read when present: weave_version, target.pointer_size, options.string_max, options.ring_size,
 //   options.ringbuf_wakeup ("always" | "none"), attach[].vaddr, goid.{offset, source},
 //   ancestry.{gopc_offset, parent_goid_offset, source}, type_descriptors.{start, end}, and
@@ -31,7 +32,8 @@ enum class FieldKind {
   Uint,    // u64
   Bool,    // u64, nonzero is true
   Pointer, // u64 address
-  String,  // u64 full length, then min(length, max_len) bytes of data at offset + 8
+  String,  // u64 full length, then min(length, max_len) bytes of data at offset + 8; in_area: u64
+           // full length, then the u64 position of those bytes in the probe's string area
   Float,   // IEEE bits: float64 in 8 bytes, float32 in the low 4 (size says which)
   Func,    // u64 code address of a func value's target (0: nil), named from .gopclntab
   Empty,   // no slot: a zero-size value (struct{}, [0]T), shown as {} or [] by its Go type
@@ -46,6 +48,10 @@ struct ManifestField {
   uint32_t max_len = 0;
   bool hidden = false; // read only to guard another field (xs[i]'s slice length): not printed
   bool array = false;  // an "empty" field that is a [0]T (its type may be named): shown as []
+  // A string whose bytes lie in its probe's string area ("strings": a u64 of the bytes used at
+  // area_offset, then area_size bytes), at the position its slot's second word gives.
+  bool in_area = false;
+  uint32_t area_offset = 0, area_size = 0;
 };
 
 // DisplayOp: one step of the pre-order walk that prints a capture. Computed once at load, so

@@ -354,7 +354,8 @@ bool EventPrinter::format(const void *data, size_t size, std::string &out) {
 namespace {
 
 // A string slot: the full length, then the bytes that were copied (the manifest guarantees
-// offset + 8 + max_len <= event_size <= the record's size).
+// offset + 8 + max_len <= event_size <= the record's size), or, for a string in its probe's string
+// area, their position there (the manifest guarantees the area lies inside the record).
 struct StringSlot {
   std::string_view bytes;
   bool truncated;
@@ -364,7 +365,15 @@ struct StringSlot {
 StringSlot read_string(const uint8_t *event, const ManifestField &field) {
   uint64_t len = load_u64(event + field.offset);
   size_t copied = len < field.max_len ? static_cast<size_t>(len) : field.max_len;
-  return {{reinterpret_cast<const char *>(event + field.offset + 8), copied}, len > field.max_len, len};
+  if (!field.in_area)
+    return {{reinterpret_cast<const char *>(event + field.offset + 8), copied}, len > field.max_len, len};
+  // The program wrote the position; a record that says more than the area holds shows no bytes.
+  uint64_t used = std::min<uint64_t>(load_u64(event + field.area_offset), field.area_size);
+  uint64_t at = load_u64(event + field.offset + 8);
+  if (at > used || copied > used - at)
+    copied = 0;
+  const uint8_t *bytes = event + field.area_offset + 8 + (copied ? at : 0);
+  return {{reinterpret_cast<const char *>(bytes), copied}, len > field.max_len, len};
 }
 
 } // namespace

@@ -301,6 +301,32 @@ static __always_inline long weave_read_string(char *dst, __u32 max, __u64 data, 
 	return bpf_probe_read_user(dst, n, (const void *)data);
 }
 
+/* weave_join: 1 when the min(len, max) bytes at data join the span [*lo, *hi) of strings read at
+ * once (templates/strings.bpf.c.mustache), widening it, which stays within `span` bytes; 0 when
+ * they would make it wider (or wrap), and are read on their own. An empty string, or a nil pointer
+ * (a header read that faulted leaves 0), has nothing to read and joins as it is. */
+static __always_inline __u64 weave_join(__u64 *lo, __u64 *hi, __u64 data, __u64 len, __u64 max, __u64 span)
+{
+	__u64 n = len < max ? len : max;
+	if (!data || !n)
+		return 1;
+	__u64 end = data + n;
+	if (end < data)
+		return 0;
+	__u64 l = data < *lo ? data : *lo, h = end > *hi ? end : *hi;
+	if (h - l > span)
+		return 0;
+	*lo = l;
+	*hi = h;
+	return 1;
+}
+
+/* weave_span_at: where a string's bytes are in a span read from lo (0 when it has none). */
+static __always_inline __u64 weave_span_at(__u64 data, __u64 len, __u64 lo)
+{
+	return data && len ? data - lo : 0;
+}
+
 /* weave_word: the 8 bytes at p as one word, for when: conditions, which compare a string with a
  * literal 8 bytes at a time (the literal's words are written little-endian by generator/codegen).
  * Compared a byte at a time, clang kept each byte of a record built on the stack in a register of

@@ -6,7 +6,7 @@
 #ifndef WEAVE_EVENT_H
 #define WEAVE_EVENT_H
 
-#define WEAVE_EVENT_ABI 3
+#define WEAVE_EVENT_ABI 4
 
 enum weave_event_kind {
 	WEAVE_EVENT_ENTRY = 0,

@@ -829,6 +829,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
       list.push_back(region_view(r));
     ev.set(late ? "late_regions" : "regions", list);
   }
+  Data area_strings{Data::type::list}, late_area_strings{Data::type::list}; // in_area strings, by group
   for (size_t c = 0; c < event->captures.size(); ++c) {
     const CapturePlan &capture = event->captures[c];
     const RegionPlan *regions = &group_regions[late_group(capture) ? 1 : 0];
@@ -924,16 +925,37 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
         fv.set("fault_var", field.optional ? "discard" : "fault");
         fv.set("len_member", member + "_len");
         fv.set("data_member", member + "_data");
+        fv.set("at_member", member + "_at");
+        fv.set("in_area", field.in_area);
         fv.set("max_len", std::to_string(field.max_len));
         Data len_m, data_m;
         len_m.set("decl", "__u64 " + member + "_len");
         len_m.set("name", member + "_len");
         len_m.set("offset", std::to_string(field.offset));
         len_m.set("comment", label + ": length (" + comment(field.go_type) + ")");
-        data_m.set("decl", fmt::format("char {}_data[{}]", member, (field.max_len + 7) / 8 * 8));
-        data_m.set("name", member + "_data");
-        data_m.set("offset", std::to_string(field.offset + 8));
-        data_m.set("comment", fmt::format("{}: first {} bytes", label, field.max_len));
+        if (field.in_area) {
+          data_m.set("decl", "__u64 " + member + "_at");
+          data_m.set("name", member + "_at");
+          data_m.set("offset", std::to_string(field.offset + 8));
+          data_m.set("comment", fmt::format("{}: where its first {} bytes are in `strings` (its data pointer "
+                                            "until they are read)",
+                                            label, field.max_len));
+          Data sv;
+          sv.set("label", label);
+          sv.set("at_member", member + "_at");
+          sv.set("len_member", member + "_len");
+          sv.set("max_len", std::to_string(field.max_len));
+          sv.set("slot", std::to_string(field.area_slot));
+          sv.set("fault_bit", std::to_string(capture.fault_bit));
+          Data &group = late_group(capture) ? late_area_strings : area_strings;
+          sv.set("index", std::to_string(group.is_empty_list() ? 0 : group.list_value().size()));
+          group.push_back(sv);
+        } else {
+          data_m.set("decl", fmt::format("char {}_data[{}]", member, (field.max_len + 7) / 8 * 8));
+          data_m.set("name", member + "_data");
+          data_m.set("offset", std::to_string(field.offset + 8));
+          data_m.set("comment", fmt::format("{}: first {} bytes", label, field.max_len));
+        }
         members.push_back(len_m);
         members.push_back(data_m);
       } else {
@@ -953,6 +975,23 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   }
   ev.set("captures", captures);
   ev.set("late_captures", late_captures);
+  // The string area (plan/captures.cpp: place_strings): its strings' bytes are read after the
+  // captures of their group. Never in a record built on the stack (plan.cpp keeps those out): the
+  // verifier would track the span's bounds through it, and the branches of the joins would multiply.
+  if (event->strings_size && on_stack)
+    throw std::logic_error(program.name + ": a string area in a record built on the stack");
+  for (int late = 0; late < 2; ++late) {
+    Data list{Data::type::list};
+    Data &group = late ? late_area_strings : area_strings;
+    if (!group.is_empty_list()) {
+      Data sv;
+      sv.set("strings", group);
+      sv.set("size", std::to_string(event->strings_size));
+      sv.set("span_size", std::to_string(event->strings_span));
+      list.push_back(sv);
+    }
+    ev.set(late ? "late_string_area" : "string_area", list);
+  }
   if (event->stack_window) {
     Data m;
     m.set("decl", "struct weave_stack_window stack_window");
@@ -988,6 +1027,19 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     m.set("comment", "return addresses, innermost caller first, 0-terminated");
     members.push_back(m);
   }
+  if (event->strings_size) {
+    Data used, area;
+    used.set("decl", "__u64 strings_len");
+    used.set("name", "strings_len");
+    used.set("offset", std::to_string(event->strings_offset));
+    used.set("comment", "bytes of `strings` used: the span read, or all of them when read string by string");
+    area.set("decl", fmt::format("char strings[{}]", event->strings_size));
+    area.set("name", "strings");
+    area.set("offset", std::to_string(event->strings_offset + 8));
+    area.set("comment", "the bytes of the strings whose slots say where theirs are");
+    members.push_back(used);
+    members.push_back(area);
+  }
   ev.set("members", members);
   return ev;
 }
@@ -1014,6 +1066,7 @@ Data plan_view(const Plan &plan) {
   view.set("capture", Data{kainjow::mustache::partial([] { return resource("templates/capture.bpf.c.mustache"); })});
   view.set("region", Data{kainjow::mustache::partial([] { return resource("templates/region.bpf.c.mustache"); })});
   view.set("goid", Data{kainjow::mustache::partial([] { return resource("templates/goid.bpf.c.mustache"); })});
+  view.set("string_reads", Data{kainjow::mustache::partial([] { return resource("templates/strings.bpf.c.mustache"); })});
   return view;
 }
 
@@ -1082,6 +1135,8 @@ std::string render_manifest(const Plan &plan) {
                       {"size", f.size}, {"offset", f.offset}};
         if (f.kind == "string")
           field["max_len"] = f.max_len;
+        if (f.in_area) // its slot: the length, then where its bytes are in the probe's "strings"
+          field["in_area"] = true;
         if (f.hidden)
           field["hidden"] = true;
         if (f.empty_array) // shown as [], whatever its type is named
@@ -1155,6 +1210,8 @@ std::string render_manifest(const Plan &plan) {
                 {"captures", captures_json(*event)}};
       if (event->duration_offset)
         p["duration_offset"] = event->duration_offset;
+      if (event->strings_size) // the string area: a u64 of the bytes used, then `size` bytes
+        p["strings"] = {{"offset", event->strings_offset}, {"size", event->strings_size}};
       if (event->min_duration_ns)
         p["min_duration_ns"] = event->min_duration_ns;
       // when_return: the condition its return decides; like min_duration, entries arrive late,

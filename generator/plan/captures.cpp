@@ -1309,4 +1309,79 @@ void add_at_return_captures(EventPlan &entry, EventPlan &ret, const std::vector<
   ret.event_size = offset;
 }
 
+// Strings read together. net/http cuts a request's Method, RequestURI and Proto from one buffer
+// (the request line) and URL.Path and RawQuery from RequestURI, so the bytes of an event's strings
+// often lie within a few hundred bytes of each other, and on a kernel where every helper call costs
+// 60-190 ns (bench/run.sh, step 6) one read of the span they cover is cheaper than one read each.
+// So an event with two or more strings that can take part gets a string area, the record's last
+// member: each such string's slot holds its length and the position of its bytes in the area. The
+// area starts with a span of kStringSpan bytes, then a slot of its own for each string. The program
+// takes the strings in capture order into one span [lowest pointer, highest pointer + copied
+// length) as long as it stays within kStringSpan bytes (a string too far from the others keeps out,
+// so one stray string, say a header's or the remote address, does not cost the others their
+// shared read), reads the span once, and reads each string left out, or every one when that read
+// faults, into its own slot: a fault marks exactly the captures it affects
+// (templates/strings.bpf.c.mustache). A string never gets fewer bytes than string_max gives it.
+//
+// Left out: strings a when: or when_return: condition reads (compared at fixed offsets, before the
+// others are read), speculative ones (an interface's text), slice elements and values behind a type
+// assertion (read only when a guard holds), and captures with a map walk (which fills consecutive
+// slots). This is the one place that lays a record out again, so the other record members keep
+// their order: captures, then the stack (and the thread's stack window), then the area.
+void place_strings(EventPlan &event, uint64_t conditioned) {
+  auto capture_takes_part = [&](const CapturePlan &c) {
+    if (c.fault_bit < 64 && (conditioned >> c.fault_bit & 1))
+      return false;
+    return std::none_of(c.fields.begin(), c.fields.end(),
+                        [](const EventField &f) { return f.map_walk || f.by_walk; });
+  };
+  auto takes_part = [](const EventField &f) {
+    return f.kind == "string" && !f.optional && f.guard_field < 0 && f.assert_field < 0 && f.max_len > 0;
+  };
+  size_t count = 0;
+  for (const CapturePlan &c : event.captures)
+    if (capture_takes_part(c))
+      count += size_t(std::count_if(c.fields.begin(), c.fields.end(), takes_part));
+  if (count < 2) // one string: one read either way
+    return;
+  uint32_t slots = 0;
+  for (const CapturePlan &c : event.captures)
+    if (capture_takes_part(c))
+      for (const EventField &f : c.fields)
+        if (takes_part(f))
+          slots += round8(f.max_len);
+  // The span: what a request line's strings need (net/http's are a few dozen bytes apart), and no
+  // more than the slots would hold.
+  constexpr uint32_t kStringSpan = 256;
+  uint32_t offset = kEventHeaderSize + (event.duration_offset ? 8 : 0);
+  event.strings_span = std::min(kStringSpan, slots);
+  uint32_t area = event.strings_span;
+  for (CapturePlan &c : event.captures) {
+    bool part = capture_takes_part(c);
+    for (EventField &f : c.fields) {
+      f.offset = offset;
+      if (part && takes_part(f)) {
+        f.in_area = true;
+        f.area_slot = area;
+        area += round8(f.max_len);
+        offset += 16; // length, position in the area
+      } else {
+        offset += f.kind == "string" ? 8 + round8(f.max_len) : f.kind == "empty" ? 0 : 8;
+      }
+    }
+  }
+  if (event.stack_depth) {
+    offset = round8(offset);
+    event.stack_offset = offset;
+    offset += event.stack_window ? kStackWindowHeader + event.stack_window : 8 * event.stack_depth;
+    if (event.thread_window) { // the thread's own stack, after the goroutine's (plan.cpp)
+      event.thread_offset = offset;
+      offset += kStackWindowHeader + event.thread_window;
+    }
+  }
+  event.strings_offset = offset;
+  event.strings_size = area;
+  event.event_size = offset + 8 + area;
+}
+
 } // namespace weave

@@ -76,6 +76,11 @@ struct NamedValue {
 
 inline constexpr uint32_t kEventHeaderSize = 64; // sizeof(struct weave_event_header), templates/weave_event.h
 
+// Gives an event with two or more strings a string area, read in one span when the strings lie
+// together, and lays its record out again (see captures.cpp). `conditioned`: the fault bits of the
+// captures a when: or when_return: condition reads, which keep their strings in their own slots.
+void place_strings(EventPlan &event, uint64_t conditioned);
+
 // Resolves the captures of one event and lays out its record. `implicit` captures (args: all,
 // return: true) that cannot be captured are skipped with a note in `skipped` instead of failing the
 // build; explicit ones throw UserError at their spec location. `what` is "parameter" or "result".

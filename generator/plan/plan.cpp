@@ -786,6 +786,19 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
                         : "every probe of the spec was left out",
                     SourceLoc{spec.path},
                     plan.warnings.empty() ? "" : plan.warnings.front());
+  // A record its program builds on the stack (codegen: program_view, for a call its when: condition
+  // or limits may drop, so that a dropped call costs no reservation) keeps its strings in their own
+  // slots: a string area would make it too large for the stack.
+  auto stack_built = [&plan](const EventPlan &e) {
+    bool gated = e.kind == "entry" && (e.filter || e.events_per_second || plan.total_events_per_second);
+    return (gated || e.needs_entry) && !e.holds && e.event_size <= (plan.target.arch == "arm64" ? 160u : 256u);
+  };
+  for (ProbePlan &probe : plan.probes) {
+    if (!stack_built(probe.entry))
+      place_strings(probe.entry, probe.entry.filter_faults | (probe.ret ? probe.ret->return_filter_entry_faults : 0));
+    if (probe.ret && !stack_built(*probe.ret))
+      place_strings(*probe.ret, probe.ret->filter_faults | probe.ret->return_filter_faults);
+  }
   assign_event_ids(plan, SourceLoc{spec.path});
   share_programs(plan);
   return plan;
@@ -852,6 +865,9 @@ std::string dump_plan(const Plan &plan) {
     for (const EventPlan *event : events) {
       out << fmt::format("  event {} program={} event_size={}\n", event->kind, event->program,
                          event->event_size);
+      if (event->strings_size)
+        out << fmt::format("    string area offset={} size={} span={}\n", event->strings_offset, event->strings_size,
+                           event->strings_span);
       if (event->min_duration_ns)
         out << fmt::format("    min_duration {}ns\n", event->min_duration_ns);
       if (event->return_filter)
@@ -876,6 +892,8 @@ std::string dump_plan(const Plan &plan) {
           out << " value=" << read_text(f.value);
           if (f.kind == "string")
             out << fmt::format(" length={} max_len={}", read_text(f.length), f.max_len);
+          if (f.in_area)
+            out << fmt::format(" in the string area (own slot +{})", f.area_slot);
           if (f.by_walk)
             out << " (written by the map walk)";
           if (f.assert_field >= 0)

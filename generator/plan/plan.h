@@ -98,6 +98,12 @@ struct EventField {
   int assert_field = -1;
   uint64_t assert_type = 0;
   bool empty_array = false; // kind "empty" for a [0]T, named or not: shown as [] (struct{} as {})
+  // A string whose bytes lie in its event's string area (EventPlan::strings_offset), read with the
+  // other such strings in one span when they lie together (place_strings, plan/captures.cpp): its
+  // slot holds the length, then the bytes' position in the area; `area_slot` is where its bytes go
+  // when it is read on its own.
+  bool in_area = false;
+  uint32_t area_slot = 0;
 };
 
 // ListPlan: the struct at `path` inside a capture is a list of elements (a slice or an array);
@@ -238,6 +244,12 @@ struct EventPlan {
   // Return events: the fault bits of the capture_at_return captures (set when the entry's saved
   // values are not there: the entry was not seen).
   uint64_t at_return_faults = 0;
+  // The string area (0 bytes: none): a u64 of the bytes used, then strings_size bytes holding the
+  // bytes of the strings marked in_area (strings_span bytes read at once, then a slot for each
+  // string). The record's last member.
+  uint32_t strings_offset = 0;
+  uint32_t strings_size = 0;
+  uint32_t strings_span = 0; // the area's first bytes: the span several strings are read in at once
 };
 
 struct ProbePlan {

@@ -13,10 +13,11 @@ namespace {
 // is what lets events share a program. Keep in step with codegen's program view: a value the
 // template prints into code must be part of the key.
 std::string program_shape(const ProbePlan &probe, const EventPlan &event, bool plan_pie_) {
-  std::string key = fmt::format("{} {} pairs={} size={} duration={} stack={}@{} window={} thread={}@{}\n", event.kind,
-                                probe.abi, event.pairs_calls, event.event_size, event.duration_offset,
+  std::string key = fmt::format("{} {} pairs={} size={} duration={} stack={}@{} window={} thread={}@{} "
+                                "strings={}+{}/{}\n",
+                                event.kind, probe.abi, event.pairs_calls, event.event_size, event.duration_offset,
                                 event.stack_depth, event.stack_offset, event.stack_window, event.thread_window,
-                                event.thread_offset);
+                                event.thread_offset, event.strings_offset, event.strings_size, event.strings_span);
   auto read_key = [&key](const ValueRead &read) {
     key += read.base_field >= 0 ? fmt::format("field{}", read.base_field) : read.base_reg;
     for (const LoadStep &l : read.loads)
@@ -52,6 +53,8 @@ std::string program_shape(const ProbePlan &probe, const EventPlan &event, bool p
       }
       if (f.by_walk)
         key += " by_walk";
+      if (f.in_area)
+        key += fmt::format(" area@{}", f.area_slot);
       if (const auto &w = f.map_walk)
         key += fmt::format(" walk={} pairs={} visits={} slots={} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
                            w->layout, w->pairs, w->max_visits, w->first_slot_field, w->flags, w->log2_buckets,

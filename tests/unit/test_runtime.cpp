@@ -881,3 +881,52 @@ TEST_CASE("output: an interface's contents by the candidate its type word names,
     CHECK_MESSAGE(error.find(c.expected) != std::string::npos, error);
   }
 }
+
+TEST_CASE("output: strings in a probe's string area, read in one span or each in its own slot") {
+  // Two strings whose slots hold their length and their bytes' position in the area at 96: a u64
+  // of the bytes used, then 8 bytes of span and a slot of 8 for each (generator: place_strings).
+  json j = example_manifest();
+  json &probe = j["probes"][0];
+  auto string_field = [](const char *name, int offset) {
+    return json{{"name", name}, {"kind", "string"}, {"go_type", "string"}, {"size", 16},
+                {"offset", offset}, {"max_len", 8}, {"in_area", true}};
+  };
+  probe["captures"] = json::array({
+      {{"expr", "m"}, {"type", "string"}, {"fault_bit", 0}, {"fields", {string_field("", 64)}}},
+      {{"expr", "u"}, {"type", "string"}, {"fault_bit", 1}, {"fields", {string_field("", 80)}}},
+  });
+  probe["event_size"] = 96 + 8 + 24;
+  probe["strings"] = {{"offset", 96}, {"size", 24}};
+  Manifest m = parse_ok(j);
+  REQUIRE(m.probes[0].captures[1].fields[0].in_area);
+  Event e(96 + 8 + 24);
+  e.header() = {kStart, 1, 0, 0, 10, 11, 0, WEAVE_EVENT_ENTRY};
+  // One span "GET /a": m at 0 (3 bytes), u at 4 (2 bytes), 6 bytes used.
+  e.u64(64, 3).u64(72, 0).u64(80, 2).u64(88, 4).u64(96, 6);
+  std::memcpy(e.bytes.data() + 104, "GET /a", 6);
+  CHECK(format(m, OutputFormat::Text, e) ==
+        "0.000000 pid=10 tid=11 goid=1 handle: main.(*Server).Handle(m=\"GET\", u=\"/a\")\n");
+  // Each in its own slot (the span faulted): u cut to max_len, its full length kept.
+  e.u64(64, 3).u64(72, 8).u64(80, 12).u64(88, 16).u64(96, 24);
+  std::memcpy(e.bytes.data() + 112, "GET\0\0\0\0\0/a/b/c/d", 16);
+  CHECK(format(m, OutputFormat::Text, e) ==
+        "0.000000 pid=10 tid=11 goid=1 handle: main.(*Server).Handle(m=\"GET\", u=\"/a/b/c/d\"...(12 bytes))\n");
+  // A position past the bytes used shows no bytes, never memory outside the area.
+  e.u64(96, 6).u64(72, 0).u64(88, 5);
+  CHECK(format(m, OutputFormat::Text, e) ==
+        "0.000000 pid=10 tid=11 goid=1 handle: main.(*Server).Handle(m=\"GET\", u=\"\"...(12 bytes))\n");
+  e.u64(88, ~uint64_t{0});
+  CHECK(format(m, OutputFormat::Text, e) ==
+        "0.000000 pid=10 tid=11 goid=1 handle: main.(*Server).Handle(m=\"GET\", u=\"\"...(12 bytes))\n");
+
+  // The manifest's mistakes: no area, an area outside the record, a string larger than the area.
+  json no_area = j;
+  no_area["probes"][0].erase("strings");
+  CHECK(parse_error(no_area).find("has no \"strings\"") != std::string::npos);
+  json outside = j;
+  outside["probes"][0]["strings"]["size"] = 32;
+  CHECK(parse_error(outside).find("probes[0].strings: outside the event record") != std::string::npos);
+  json larger = j;
+  larger["probes"][0]["captures"][1]["fields"][0]["max_len"] = 32;
+  CHECK(parse_error(larger).find("exceeds its probe's string area") != std::string::npos);
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"reflect"
 	"syscall"
 	"unsafe"
 )
@@ -30,6 +31,21 @@ func Inspect(r *Rec, o *Outer) int64 {
 	return r.A + o.ID
 }
 
+// Line holds strings cut from one request line, as net/http's are: their bytes lie together, so
+// the probe reads them in one span (plan/captures.cpp: place_strings) unless that span faults or is
+// too wide.
+type Line struct {
+	Method string
+	URI    string
+	Proto  string
+	Path   string
+}
+
+//go:noinline
+func Request(l *Line) int {
+	return len(l.Method) + len(l.Path)
+}
+
 type truth struct {
 	Values map[string]any `json:"values"`
 	Faults []string       `json:"faults"`
@@ -38,6 +54,7 @@ type truth struct {
 func main() {
 	out := flag.String("truth", "", "write what each call passes here (JSON lines)")
 	rounds := flag.Int("rounds", 1, "how many times to run the calls")
+	lines := flag.Bool("lines", false, "call Request with strings placed around the page's end instead of Inspect")
 	flag.Parse()
 	page := syscall.Getpagesize()
 	mem, err := syscall.Mmap(-1, 0, 2*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
@@ -53,6 +70,10 @@ func main() {
 	}
 	defer f.Close()
 	enc := json.NewEncoder(f)
+	if *lines {
+		requests(enc, mem, page, *rounds)
+		return
+	}
 	// The struct at `at` bytes before the end of the readable page: the fields wholly before the
 	// end are written and must be read; the others must be marked as faults, each capture alone.
 	fields := []struct {
@@ -113,4 +134,67 @@ func main() {
 	if sum == 42 {
 		os.Exit(3)
 	}
+}
+
+// requests calls Request with a request line's strings placed in the mapped page: together and
+// readable (one span), running past the page's end (the span faults: only Proto's bytes are
+// there), one pointing into the unreadable page, one far away (a span too wide for the area), and
+// one empty.
+func requests(enc *json.Encoder, mem []byte, page, rounds int) {
+	const text = "GET /a/b?x=1 HTTP/1.1"
+	at := func(base, from, to int) string { // the bytes text[from:to] placed at base
+		return stringAt(&mem[base+from], to-from)
+	}
+	far := string([]byte("/far/away"))
+	total := 0
+	for round := 0; round < rounds; round++ {
+		for i, base := range []int{page - 512, page - 16, page - 1024, page - 2048, page - 256} {
+			// Write what lies before the page's end; past it nothing can be written (or read).
+			for j := 0; j < len(text) && base+j < page; j++ {
+				mem[base+j] = text[j]
+			}
+			l := &Line{at(base, 0, 3), at(base, 4, 12), at(base, 13, 21), at(base, 4, 8)}
+			switch i {
+			case 2:
+				l.Path = stringAt(&mem[page+8], 4) // unreadable
+			case 3:
+				l.Path = far
+			case 4:
+				l.Method = ""
+			}
+			values := map[string]any{}
+			var faults []string
+			for _, s := range []struct {
+				name string
+				v    string
+			}{{"l.Method", l.Method}, {"l.URI", l.URI}, {"l.Proto", l.Proto}, {"l.Path", l.Path}} {
+				start := (*reflect.StringHeader)(unsafe.Pointer(&s.v)).Data
+				end := uintptr(unsafe.Pointer(&mem[page]))
+				if len(s.v) > 0 && start >= uintptr(unsafe.Pointer(&mem[0])) && start+uintptr(len(s.v)) > end {
+					faults = append(faults, s.name)
+					continue
+				}
+				values[s.name] = string([]byte(s.v))
+			}
+			if faults == nil {
+				faults = []string{}
+			}
+			if err := enc.Encode(truth{values, faults}); err != nil {
+				panic(err)
+			}
+			total += Request(l)
+		}
+	}
+	if total == 42 {
+		os.Exit(3)
+	}
+}
+
+// stringAt is the string of the n bytes at p, without reading them (Go 1.19 has no unsafe.String).
+func stringAt(p *byte, n int) string {
+	var s string
+	h := (*reflect.StringHeader)(unsafe.Pointer(&s))
+	h.Data = uintptr(unsafe.Pointer(p))
+	h.Len = n
+	return s
 }
