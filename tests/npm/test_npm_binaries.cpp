@@ -314,7 +314,7 @@ void check_release(const Release &release) {
     std::string in_path = path + ".pcs.txt"; // per binary: ctest runs the releases in parallel
     std::ofstream(in_path) << input;
     std::vector<std::string> out;
-    std::istringstream text(run("go tool addr2line '" + path + "' < '" + in_path + "'"));
+    std::istringstream text(run(std::string(WEAVE_GO_TOOL) + " tool addr2line '" + path + "' < '" + in_path + "'"));
     for (std::string line; std::getline(text, line);)
       out.push_back(line);
     REQUIRE(out.size() == 2 * pcs.size());

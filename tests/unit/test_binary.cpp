@@ -153,7 +153,7 @@ TEST_CASE("build ids match `go tool buildid`") {
   for (const std::string &path : {kFixture, kStripped, kFixture386, kFixtureArm64}) {
     CAPTURE(path);
     BinaryImage image = load_binary(path);
-    std::string expected = run("go tool buildid '" + path + "' 2>&1");
+    std::string expected = run(std::string(WEAVE_GO_TOOL) + " tool buildid '" + path + "' 2>&1");
     while (!expected.empty() && (expected.back() == '\n' || expected.back() == '\r'))
       expected.pop_back();
     CHECK(!expected.empty());

@@ -27,7 +27,7 @@ struct Instruction {
 // Every instruction of the functions matching `pattern`, as Go's own disassembler prints them.
 std::map<std::string, std::vector<Instruction>> objdump(const std::string &binary, const std::string &pattern) {
   std::map<std::string, std::vector<Instruction>> out;
-  std::string cmd = "go tool objdump -s '" + pattern + "' " + binary;
+  std::string cmd = std::string(WEAVE_GO_TOOL) + " tool objdump -s '" + pattern + "' " + binary;
   FILE *pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe);
   char line[4096];
