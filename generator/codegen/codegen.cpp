@@ -993,32 +993,29 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     ev.set(late ? "late_string_area" : "string_area", list);
   }
   if (event->stack_window) {
-    Data m;
-    m.set("decl", "struct weave_stack_window stack_window");
-    m.set("name", "stack_window");
-    m.set("offset", std::to_string(event->stack_offset));
-    m.set("comment", "the registers at the probe, and how much of the stack follows");
-    members.push_back(m);
-    Data b;
-    b.set("decl", fmt::format("__u8 stack_bytes[{}]", event->stack_window));
-    b.set("name", "stack_bytes");
-    b.set("offset", std::to_string(event->stack_offset + kStackWindowHeader));
-    b.set("comment", "the stack from SP, for the tracer to unwind with .gopclntab");
-    members.push_back(b);
-    if (event->thread_window) {
-      Data t;
-      t.set("decl", "struct weave_stack_window thread_window");
-      t.set("name", "thread_window");
-      t.set("offset", std::to_string(event->thread_offset));
-      t.set("comment", "the thread's stack pointer saved by runtime.cgocallback, and how much follows");
-      members.push_back(t);
-      Data tb;
-      tb.set("decl", fmt::format("__u8 thread_bytes[{}]", event->thread_window));
-      tb.set("name", "thread_bytes");
-      tb.set("offset", std::to_string(event->thread_offset + kStackWindowHeader));
-      tb.set("comment", "the thread's stack from there, for the C frames below a callback");
-      members.push_back(tb);
-    }
+    // A window: its header (registers, bytes read) at `offset`, then `size` bytes of stack.
+    auto window = [&members](const std::string &name, const std::string &bytes, uint32_t offset, uint32_t size,
+                             const char *header_comment, const char *bytes_comment) {
+      Data m;
+      m.set("decl", "struct weave_stack_window " + name);
+      m.set("name", name);
+      m.set("offset", std::to_string(offset));
+      m.set("comment", header_comment);
+      members.push_back(m);
+      Data b;
+      b.set("decl", fmt::format("__u8 {}[{}]", bytes, size));
+      b.set("name", bytes);
+      b.set("offset", std::to_string(offset + kStackWindowHeader));
+      b.set("comment", bytes_comment);
+      members.push_back(b);
+    };
+    window("stack_window", "stack_bytes", event->stack_offset, event->stack_window,
+           "the registers at the probe, and how much of the stack follows",
+           "the stack from SP, for the tracer to unwind with .gopclntab");
+    if (event->thread_window)
+      window("thread_window", "thread_bytes", event->thread_offset, event->thread_window,
+             "the thread's stack pointer saved by runtime.cgocallback, and how much follows",
+             "the thread's stack from there, for the C frames below a callback");
   } else if (event->stack_depth) {
     Data m;
     m.set("decl", fmt::format("__u64 stack[{}]", event->stack_depth));

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <string_view>
 
@@ -56,13 +55,12 @@ std::optional<std::string> receiver_type(const std::string &bare, size_t package
   return bare.substr(0, package_end) + std::string(rest.substr(0, dot));
 }
 
-} // namespace
-
-std::vector<ElfSymbol> dictionary_symbols(const std::string &path) {
-  std::vector<ElfSymbol> out;
+// Calls fn(name, sym) for each defined symbol of the binary's .symtab (none when it cannot be
+// read: a stripped binary has no .symtab).
+template <class Fn> void for_each_defined_symbol(const std::string &path, Fn fn) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return out;
+    return;
   elf_version(EV_CURRENT);
   if (Elf *elf = elf_begin(fd, ELF_C_READ, nullptr)) {
     for (Elf_Scn *scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
@@ -70,14 +68,24 @@ std::vector<ElfSymbol> dictionary_symbols(const std::string &path) {
       if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_SYMTAB)
         continue;
       for_each_symbol(elf, scn, shdr, [&](const char *name, const GElf_Sym &sym) {
-        if (std::strstr(name, "..dict.") && sym.st_shndx != SHN_UNDEF)
-          out.push_back(ElfSymbol{name, sym.st_value, sym.st_size});
+        if (sym.st_shndx != SHN_UNDEF)
+          fn(std::string_view(name), sym);
         return true;
       });
     }
     elf_end(elf);
   }
   close(fd);
+}
+
+} // namespace
+
+std::vector<ElfSymbol> dictionary_symbols(const std::string &path) {
+  std::vector<ElfSymbol> out;
+  for_each_defined_symbol(path, [&](std::string_view name, const GElf_Sym &sym) {
+    if (name.find(kDictMarker) != std::string_view::npos)
+      out.push_back(ElfSymbol{std::string(name), sym.st_value, sym.st_size});
+  });
   std::sort(out.begin(), out.end(), [](const ElfSymbol &a, const ElfSymbol &b) {
     return a.address != b.address ? a.address < b.address : a.name < b.name;
   });
@@ -86,40 +94,25 @@ std::vector<ElfSymbol> dictionary_symbols(const std::string &path) {
 
 std::vector<std::pair<std::string, std::string>> itab_symbols(const std::string &path) {
   std::vector<std::pair<std::string, std::string>> out;
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return out;
-  elf_version(EV_CURRENT);
-  if (Elf *elf = elf_begin(fd, ELF_C_READ, nullptr)) {
-    for (Elf_Scn *scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
-      GElf_Shdr shdr;
-      if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_SYMTAB)
-        continue;
-      for_each_symbol(elf, scn, shdr, [&](const char *name, const GElf_Sym &sym) {
-        std::string_view n(name);
-        if (sym.st_shndx == SHN_UNDEF || !(n.starts_with("go:itab.") || n.starts_with("go.itab.")))
-          return true;
-        n.remove_prefix(8);
-        // The interface is after the last top-level comma: a concrete type's own name may hold
-        // commas inside brackets (main.Pair[int,string]), an interface's rarely at top level.
-        int depth = 0;
-        size_t comma = std::string_view::npos;
-        for (size_t i = 0; i < n.size(); ++i) {
-          if (n[i] == '[' || n[i] == '(' || n[i] == '{')
-            ++depth;
-          else if (n[i] == ']' || n[i] == ')' || n[i] == '}')
-            --depth;
-          else if (n[i] == ',' && depth == 0)
-            comma = i;
-        }
-        if (comma != std::string_view::npos && comma > 0 && comma + 1 < n.size())
-          out.emplace_back(std::string(n.substr(0, comma)), std::string(n.substr(comma + 1)));
-        return true;
-      });
+  for_each_defined_symbol(path, [&](std::string_view n, const GElf_Sym &) {
+    if (!(n.starts_with("go:itab.") || n.starts_with("go.itab.")))
+      return;
+    n.remove_prefix(8);
+    // The interface is after the last top-level comma: a concrete type's own name may hold
+    // commas inside brackets (main.Pair[int,string]), an interface's rarely at top level.
+    int depth = 0;
+    size_t comma = std::string_view::npos;
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (n[i] == '[' || n[i] == '(' || n[i] == '{')
+        ++depth;
+      else if (n[i] == ']' || n[i] == ')' || n[i] == '}')
+        --depth;
+      else if (n[i] == ',' && depth == 0)
+        comma = i;
     }
-    elf_end(elf);
-  }
-  close(fd);
+    if (comma != std::string_view::npos && comma > 0 && comma + 1 < n.size())
+      out.emplace_back(std::string(n.substr(0, comma)), std::string(n.substr(comma + 1)));
+  });
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

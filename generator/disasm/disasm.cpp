@@ -52,6 +52,16 @@ bool is_stackguard_load(const ZydisDecodedInstruction &insn, const ZydisDecodedO
          ops[1].mem.segment != ZYDIS_REGISTER_GS;
 }
 
+// A decoder for amd64 (long mode) or 386 code.
+ZydisDecoder x86_decoder(bool long_mode) {
+  ZydisDecoder decoder;
+  if (long_mode)
+    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+  else
+    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
+  return decoder;
+}
+
 // `CMPQ reg, $StackPreempt`: StackPreempt is uintptrMask & -1314 (0xfffffade; sign-extended on amd64).
 bool is_preempt_compare(const ZydisDecodedInstruction &insn, const ZydisDecodedOperand *ops, ZydisRegister reg) {
   return insn.mnemonic == ZYDIS_MNEMONIC_CMP && insn.operand_count_visible == 2 &&
@@ -62,11 +72,7 @@ bool is_preempt_compare(const ZydisDecodedInstruction &insn, const ZydisDecodedO
 
 CodeFacts analyze_x86(const std::vector<uint8_t> &code, uint64_t vaddr, bool long_mode) {
   CodeFacts facts;
-  ZydisDecoder decoder;
-  if (long_mode)
-    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-  else
-    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
+  ZydisDecoder decoder = x86_decoder(long_mode);
   const int64_t guard = long_mode ? 16 : 8;
   const ZydisRegister sp = long_mode ? ZYDIS_REGISTER_RSP : ZYDIS_REGISTER_ESP;
   ZydisRegister sp_derived = ZYDIS_REGISTER_NONE;
@@ -213,11 +219,7 @@ Writes x86_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t sta
       w.regs.push_back(r);
     return w;
   }
-  ZydisDecoder decoder;
-  if (long_mode)
-    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-  else
-    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
+  ZydisDecoder decoder = x86_decoder(long_mode);
   ZydisDecodedInstruction insn;
   ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
   // SP holds no variable: a CALL's push and return leave it where it was.
@@ -264,11 +266,7 @@ Writes x86_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t sta
 
 Jumps x86_jumps(const std::vector<uint8_t> &code, uint64_t vaddr, bool long_mode) {
   Jumps out;
-  ZydisDecoder decoder;
-  if (long_mode)
-    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-  else
-    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
+  ZydisDecoder decoder = x86_decoder(long_mode);
   ZydisDecodedInstruction insn;
   ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
   for (size_t offset = 0; offset < code.size();) {

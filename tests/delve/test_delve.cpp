@@ -292,17 +292,8 @@ TEST_CASE("Delve 1.27 sees what the tracer printed: generics fixture by Go 1.26 
 // disagree the program's own record of the value decides which is wrong.
 namespace {
 
-int lines_source_line(const std::string &text) {
-  std::istringstream in(e2e::read_file(e2e::source("tests/e2e/lines/main.go")));
-  int n = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++n;
-    if (line.find(text) != std::string::npos)
-      return n;
-  }
-  FAIL("no line holds " << text);
-  return 0;
-}
+// The line of tests/e2e/lines/main.go holding `text`.
+int lines_source_line(const std::string &text) { return e2e::source_line_holding("tests/e2e/lines/main.go", text); }
 
 delve_oracle::Counts line_oracle(const std::string &binary, const std::string &dlv) {
   auto start = std::chrono::steady_clock::now();

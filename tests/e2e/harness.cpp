@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -219,6 +220,17 @@ std::string read_file(const std::string &path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+int source_line_holding(const std::string &relative, const std::string &text) {
+  std::istringstream in(read_file(source(relative)));
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.find(text) != std::string::npos)
+      return n;
+  }
+  throw std::runtime_error("no line of " + relative + " holds " + text);
 }
 
 void require_bpf() {

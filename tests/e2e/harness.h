@@ -61,6 +61,9 @@ std::string temp_dir(const std::string &name); // fresh, empty, under the build 
 // whose test cases all passed.
 std::vector<std::string> &temp_dirs_made();
 std::string read_file(const std::string &path);
+// The number of the first line of a source file (relative to the checkout) that holds `text`: where
+// a fixture marks a call or a probed line. Throws when no line does (the test case fails).
+int source_line_holding(const std::string &relative, const std::string &text);
 
 // Exits the test process with ctest's skip code (77) after saying why, when the machine cannot run
 // real BPF programs (not root). Never lets such a test pass silently.

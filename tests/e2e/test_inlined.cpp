@@ -86,18 +86,8 @@ Traced trace(const std::string &dir, const std::string &binary, const std::strin
   return t;
 }
 
-// The line of tests/e2e/inline/main.go holding `text`: where the program makes a call.
-int source_line(const std::string &text) {
-  std::istringstream in(e2e::read_file(e2e::source("tests/e2e/inline/main.go")));
-  int n = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++n;
-    if (line.find(text) != std::string::npos)
-      return n;
-  }
-  FAIL("no line holds " << text);
-  return 0;
-}
+// The line of tests/e2e/inline/main.go holding `text`.
+int source_line(const std::string &text) { return e2e::source_line_holding("tests/e2e/inline/main.go", text); }
 
 // The call each copy stands for, as written in the program.
 const std::map<std::pair<std::string, std::string>, std::string> kCallText = {

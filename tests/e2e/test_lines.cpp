@@ -20,17 +20,7 @@ using nlohmann::json;
 namespace {
 
 // The line of tests/e2e/lines/main.go holding `text`.
-int source_line(const std::string &text) {
-  std::istringstream in(e2e::read_file(e2e::source("tests/e2e/lines/main.go")));
-  int n = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++n;
-    if (line.find(text) != std::string::npos)
-      return n;
-  }
-  FAIL("no line holds " << text);
-  return 0;
-}
+int source_line(const std::string &text) { return e2e::source_line_holding("tests/e2e/lines/main.go", text); }
 
 std::string spec_text_with_values();
 
