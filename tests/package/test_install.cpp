@@ -146,7 +146,7 @@ TEST_CASE("weave-spec(5) documents every key of the schema with its type, bounds
     keys.push_back({key, value});
   for (auto &[key, value] : schema["$defs"]["params"]["items"]["properties"].items())
     keys.push_back({key, value});
-  CHECK(keys.size() == 28);
+  CHECK(keys.size() == 30); // with contents and contents_types
   for (auto &[key, value] : keys) {
     CAPTURE(key);
     CHECK(has(page.out, key));
