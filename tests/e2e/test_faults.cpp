@@ -13,6 +13,37 @@
 
 using nlohmann::json;
 
+namespace {
+
+// Each event against the program's record of that call: every readable value equal, and exactly
+// the captures it says are unreadable marked as faults (and shown as null). Returns the values
+// compared and the faults expected.
+std::pair<size_t, size_t> compare_with_truth(const std::vector<json> &events, const std::vector<json> &truth) {
+  size_t values = 0, faults = 0;
+  for (size_t i = 0; i < truth.size() && i < events.size(); ++i) {
+    CAPTURE(i);
+    const json &t = truth[i], &e = events[i];
+    INFO(e.dump());
+    for (const auto &[expr, value] : t["values"].items()) {
+      CAPTURE(expr);
+      CHECK(e["args"][expr] == value);
+      ++values;
+    }
+    std::vector<std::string> want = t["faults"], got;
+    if (e.contains("faults"))
+      got = e["faults"].get<std::vector<std::string>>();
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    CHECK(got == want);
+    for (const std::string &expr : want)
+      CHECK(e["args"][expr].is_null());
+    faults += want.size();
+  }
+  return {values, faults};
+}
+
+} // namespace
+
 TEST_CASE("a region that runs into an unreadable page faults only the captures whose values are there") {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("faults-region");
@@ -35,26 +66,7 @@ TEST_CASE("a region that runs into an unreadable page faults only the captures w
   std::vector<json> truth = e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"));
   REQUIRE(truth.size() == 24);
   REQUIRE(events.size() == truth.size());
-  size_t values = 0, faults = 0;
-  for (size_t i = 0; i < truth.size(); ++i) {
-    CAPTURE(i);
-    const json &t = truth[i], &e = events[i];
-    INFO(e.dump());
-    for (const auto &[expr, value] : t["values"].items()) {
-      CAPTURE(expr);
-      CHECK(e["args"][expr] == value);
-      ++values;
-    }
-    std::vector<std::string> want = t["faults"], got;
-    if (e.contains("faults"))
-      got = e["faults"].get<std::vector<std::string>>();
-    std::sort(want.begin(), want.end());
-    std::sort(got.begin(), got.end());
-    CHECK(got == want);
-    for (const std::string &expr : want)
-      CHECK(e["args"][expr].is_null());
-    faults += want.size();
-  }
+  auto [values, faults] = compare_with_truth(events, truth);
   // 3 rounds of 8 placements: 11 values each, of which 2 x (0+0+0+1+2+3+4+4) = 28 per round fault.
   CHECK(faults == 3 * 28);
   CHECK(values == 3 * (8 * 11 - 28));
@@ -83,26 +95,7 @@ TEST_CASE("strings read in one span fault only the captures whose bytes are unre
   // away (a span wider than the area); one empty.
   REQUIRE(truth.size() == 3 * 5);
   REQUIRE(events.size() == truth.size());
-  size_t values = 0, faults = 0;
-  for (size_t i = 0; i < truth.size(); ++i) {
-    CAPTURE(i);
-    const json &t = truth[i], &e = events[i];
-    INFO(e.dump());
-    for (const auto &[expr, value] : t["values"].items()) {
-      CAPTURE(expr);
-      CHECK(e["args"][expr] == value);
-      ++values;
-    }
-    std::vector<std::string> want = t["faults"], got;
-    if (e.contains("faults"))
-      got = e["faults"].get<std::vector<std::string>>();
-    std::sort(want.begin(), want.end());
-    std::sort(got.begin(), got.end());
-    CHECK(got == want);
-    for (const std::string &expr : want)
-      CHECK(e["args"][expr].is_null());
-    faults += want.size();
-  }
+  auto [values, faults] = compare_with_truth(events, truth);
   CHECK(faults == 3 * 2);
   CHECK(values == 3 * (5 * 4 - 2));
 }
