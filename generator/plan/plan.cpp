@@ -789,19 +789,19 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   // A record its program builds on the stack (codegen: program_view, for a call its when: condition
   // or limits may drop, so that a dropped call costs no reservation) keeps its strings in their own
   // slots: a string area would make it too large for the stack.
-  std::vector<ProbePlan> no_probes;
   auto stack_built = [&plan](const EventPlan &e) {
     bool gated = e.kind == "entry" && (e.filter || e.events_per_second || plan.total_events_per_second);
     return (gated || e.needs_entry) && !e.holds && e.event_size <= (plan.target.arch == "arm64" ? 160u : 256u);
   };
   // arm64 is left out: its verifier (Linux 6.1 in the VM tests) refuses the span code of a probe
   // with many strings (E2BIG, measured on the random-signature oracle), where each in its own slot loads.
-  for (ProbePlan &probe : plan.target.arch == "arm64" ? no_probes : plan.probes) {
-    if (!stack_built(probe.entry))
-      place_strings(probe.entry, probe.entry.filter_faults | (probe.ret ? probe.ret->return_filter_entry_faults : 0));
-    if (probe.ret && !stack_built(*probe.ret))
-      place_strings(*probe.ret, probe.ret->filter_faults | probe.ret->return_filter_faults);
-  }
+  if (plan.target.arch != "arm64")
+    for (ProbePlan &probe : plan.probes) {
+      if (!stack_built(probe.entry))
+        place_strings(probe.entry, probe.entry.filter_faults | (probe.ret ? probe.ret->return_filter_entry_faults : 0));
+      if (probe.ret && !stack_built(*probe.ret))
+        place_strings(*probe.ret, probe.ret->filter_faults | probe.ret->return_filter_faults);
+    }
   assign_event_ids(plan, SourceLoc{spec.path});
   share_programs(plan);
   return plan;
