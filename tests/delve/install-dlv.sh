@@ -1,15 +1,25 @@
 #!/bin/sh
-# install-dlv.sh — installs Delve (default v1.27.2) with Go 1.26 from the Go module proxy into a
-# cache, once: $WEAVE_DLV_CACHE, else ~/.cache/weave/dlv-VERSION (its own module and build caches,
-# so removing the directory removes all of it). Prints the path of dlv on stdout.
+# install-dlv.sh [GOARCH] — installs Delve (default v1.27.2) with Go 1.26 from the Go module proxy
+# into a cache, once: $WEAVE_DLV_CACHE, else ~/.cache/weave/dlv-VERSION, or dlv-VERSION-GOARCH for a
+# GOARCH other than amd64 (its own module and build caches, so removing the directory removes all of
+# it). Prints the path of dlv on stdout.
 #
 # Debian's delve (1.20) cannot read what Go 1.26 writes; the Delve oracle's Go 1.26 cases use this one.
+# A 386 program needs a 386 Delve: an amd64 Delve stops it but reads nothing after the first stop
+# (Debian's 1.20 fails every command there with "input/output error"); `install-dlv.sh 386` builds
+# Delve for linux/386, which the amd64 kernel runs as it runs the 386 fixtures.
 # Exit status: 0; 77 (ctest's "skipped") when Go 1.26 is missing or the module proxy cannot be
 # reached, with the reason on stderr; 1 for anything else.
 set -eu
 
 version=${WEAVE_DLV_VERSION:-v1.27.2}
-cache=${WEAVE_DLV_CACHE:-${HOME:-/root}/.cache/weave/dlv-${version#v}}
+goarch=${1:-amd64}
+case $goarch in
+  amd64) suffix= ;;
+  386) suffix=-386 ;;
+  *) echo "install-dlv.sh: GOARCH $goarch: only amd64 and 386 run here" >&2; exit 1 ;;
+esac
+cache=${WEAVE_DLV_CACHE:-${HOME:-/root}/.cache/weave/dlv-${version#v}$suffix}
 go=${WEAVE_DLV_GO:-/usr/local/go/bin/go}
 
 if [ ! -x "$go" ]; then
@@ -33,8 +43,10 @@ fi
 
 log=$cache/.install.$$.log
 start=$(date +%s)
-if ! env GOBIN="$cache/bin" GOMODCACHE="$cache/gomod" GOCACHE="$cache/gocache" GOPATH="$cache/gopath" \
-    GOTOOLCHAIN=local GOFLAGS=-modcacherw CGO_ENABLED=0 \
+# `go install` refuses GOBIN for a cross build and puts it in GOPATH/bin/linux_GOARCH instead.
+if [ "$goarch" = amd64 ]; then gobin=$cache/bin; else gobin=; fi
+if ! env GOBIN="$gobin" GOMODCACHE="$cache/gomod" GOCACHE="$cache/gocache" GOPATH="$cache/gopath" \
+    GOARCH="$goarch" GOTOOLCHAIN=local GOFLAGS=-modcacherw CGO_ENABLED=0 \
     GOPROXY="${GOPROXY:-https://proxy.golang.org}" GOSUMDB="${GOSUMDB:-sum.golang.org}" \
     "$go" install -trimpath "github.com/go-delve/delve/cmd/dlv@$version" >"$log" 2>&1; then
   unreachable='dial tcp|no such host|connection refused|i/o timeout|network is unreachable|proxyconnect|TLS handshake|server misbehaving|GOPROXY=off|module lookup disabled'
@@ -50,7 +62,11 @@ if ! env GOBIN="$cache/bin" GOMODCACHE="$cache/gomod" GOCACHE="$cache/gocache" G
   exit 1
 fi
 rm -f "$log"
+if [ "$goarch" != amd64 ]; then
+  mkdir -p "$cache/bin"
+  mv -f "$cache/gopath/bin/linux_$goarch/dlv" "$dlv"
+fi
 # Only dlv is needed from here on: the module sources and the build cache (~100 MB) go.
 rm -rf "$cache/gomod" "$cache/gocache" "$cache/gopath"
-echo "install-dlv.sh: installed Delve $version in $(($(date +%s) - start)) s" >&2
+echo "install-dlv.sh: installed Delve $version for linux/$goarch in $(($(date +%s) - start)) s" >&2
 echo "$dlv"
