@@ -134,6 +134,16 @@ one() {
   else
     cat "$dir/compare.txt"
   fi
+  if ((lines > 0)); then
+    # The line comparison is not blind: one parameter changed by 1 is exactly one mismatch.
+    local mutated
+    mutated=$("$work/compare" -meta "$dir/src/meta.json" -mutate-line "${dirs[@]}" | grep -c '\] wrong value at a line' || true)
+    if [ "$mutated" != 1 ]; then
+      echo "oracle: seed $seed: one line value changed by 1 gave $mutated mismatches, not 1: the line comparison is blind"
+      return 1
+    fi
+    echo "oracle: seed $seed: one line value changed by 1 is one mismatch"
+  fi
   ((delve > 0)) && [ "$arch" != arm64 ] || return 0 # Delve reads the program on this host
   # A second, independent oracle over the same calls: Delve reads each argument from DWARF in a run
   # of its own (tests/delve/delve_oracle.h says what it skips and why, and counts it).
