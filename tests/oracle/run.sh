@@ -50,6 +50,10 @@ case $arch in
   arm64) runtime=$build/weave-tracer-arm64 ;;
   *) echo "run.sh: --arch amd64, 386 or arm64 (in qemu)" >&2; exit 2 ;;
 esac
+if [ "$arch" = arm64 ] && ((lines > 0)); then
+  echo "run.sh: --lines: weave builds line probes for amd64 and 386 binaries only" >&2
+  exit 2
+fi
 if [ "$(id -u)" != 0 ]; then
   echo "run.sh: skipped: tracing needs root (BPF, uprobes)"
   exit 77
