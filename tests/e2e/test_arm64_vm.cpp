@@ -658,7 +658,7 @@ long ns_per_run(const std::string &err) {
 
 } // namespace
 
-TEST_CASE("arm64 in qemu: a callback from C (cgo), stack_mode: window: Go, C and Go frames as the program sees them") {
+TEST_CASE("arm64 in qemu (Go 1.19 cgo): a callback from C, stack_mode: window: Go, C and Go frames as the program sees them") {
   // tests/e2e/cgo cross-built with cgo for arm64 (Go -> C c1 -> c2 -> c3, -O2 -fomit-frame-pointer,
   // -> a callback into main.Probed, `stack: 32`), run in the VM with the cross toolchain's libc and
   // libgcc_s (backtrace() loads it). From runtime.cgocallback the walk reads the thread's stack
