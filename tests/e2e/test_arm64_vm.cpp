@@ -781,7 +781,7 @@ TEST_CASE("arm64 in qemu (Go 1.19 cgo): a callback from C, stack_mode: window: G
   {
     // The frame-pointer walk, for its cost beside the window's: the callback's Go frames, the
     // program's own up to runtime.cgocallback, then crosscall2, whose R29 is C's (an ordinary
-    // register at -O2): the chain ends there, and nothing is invented past it.
+    // register at -O2): the chain ends there, says so, and nothing is invented past it.
     INFO("job cgo-fp");
     const JobResult &r = vm.jobs["cgo-fp"];
     INFO(r.err);
@@ -806,6 +806,9 @@ TEST_CASE("arm64 in qemu (Go 1.19 cgo): a callback from C, stack_mode: window: G
         CHECK(got[f]["line"] == callers[f]["line"]);
       }
       CHECK(got[cb + 1]["function"] == "crosscall2");
+      REQUIRE(events[i].contains("stack_end"));
+      CHECK(events[i]["stack_end"]["reason"] == "stack switch");
+      CHECK(events[i]["stack_end"]["function"] == "crosscall2");
     }
   }
   {
