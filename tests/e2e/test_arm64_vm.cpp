@@ -658,7 +658,7 @@ long ns_per_run(const std::string &err) {
 
 } // namespace
 
-TEST_CASE("arm64 in qemu (Go 1.19 cgo): a callback from C, stack_mode: window: Go, C and Go frames as the program sees them") {
+TEST_CASE("arm64 in qemu (cgo): a callback from C, stack_mode: window: Go, C and Go frames as the program sees them") {
   // tests/e2e/cgo cross-built with cgo for arm64 (Go -> C c1 -> c2 -> c3, -O2 -fomit-frame-pointer,
   // -> a callback into main.Probed, `stack: 32`), run in the VM with the cross toolchain's libc and
   // libgcc_s (backtrace() loads it). From runtime.cgocallback the walk reads the thread's stack
@@ -675,9 +675,12 @@ TEST_CASE("arm64 in qemu (Go 1.19 cgo): a callback from C, stack_mode: window: G
            "fixture cannot start");
   std::string dir = e2e::temp_dir("arm64-cgo");
   std::string fixture = dir + "/cgo_arm64";
+  // The pinned Go, or in a matrix row that row's toolchain (its fixture directory links its go).
+  const std::string go = e2e::matrix_version().empty() ? WEAVE_GO : e2e::fixture("go");
+  MESSAGE("cgo fixture built with " << go);
   auto built = e2e::run({"env", "-C", e2e::source("tests/e2e/cgo"), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=1",
                          "CC=aarch64-linux-gnu-gcc", "GOTOOLCHAIN=local", "GOPROXY=off", "GOCACHE=" WEAVE_GOCACHE,
-                         "GOFLAGS=-mod=mod", WEAVE_GO, "build", "-trimpath", "-buildvcs=false", "-o", fixture, "."},
+                         "GOFLAGS=-mod=mod", go, "build", "-trimpath", "-buildvcs=false", "-o", fixture, "."},
                         300000);
   REQUIRE_MESSAGE(built.status == 0, built.err);
   auto spec = [&](const std::string &name, const std::string &stack) {
