@@ -678,21 +678,31 @@ TEST_CASE("arm64 in qemu (cgo): a callback from C, stack_mode: window: Go, C and
   // The pinned Go, or in a matrix row that row's toolchain (its fixture directory links its go).
   const std::string go = e2e::matrix_version().empty() ? WEAVE_GO : e2e::fixture("go");
   MESSAGE("cgo fixture built with " << go);
-  auto built = e2e::run({"env", "-C", e2e::source("tests/e2e/cgo"), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=1",
-                         "CC=aarch64-linux-gnu-gcc", "GOTOOLCHAIN=local", "GOPROXY=off", "GOCACHE=" WEAVE_GOCACHE,
-                         "GOFLAGS=-mod=mod", go, "build", "-trimpath", "-buildvcs=false", "-o", fixture, "."},
-                        300000);
-  REQUIRE_MESSAGE(built.status == 0, built.err);
-  auto spec = [&](const std::string &name, const std::string &stack) {
-    std::ofstream(dir + "/" + name + ".yaml") << "probes:\n  - function: main.Probed\n    args: all\n" << stack;
-    return build_tracer(dir + "/" + name, dir + "/" + name + ".yaml", fixture);
+  // And stripped (-s -w): no DWARF, so m.g0.sched.sp's offsets come from the runtime.g layout
+  // table and the C frames are named from .dynsym.
+  std::string stripped = dir + "/cgo_arm64_stripped";
+  for (const auto &[out, flags] : {std::pair<std::string, std::string>{fixture, "-ldflags="},
+                                   std::pair<std::string, std::string>{stripped, "-ldflags=-s -w"}}) {
+    auto built = e2e::run({"env", "-C", e2e::source("tests/e2e/cgo"), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=1",
+                           "CC=aarch64-linux-gnu-gcc", "GOTOOLCHAIN=local", "GOPROXY=off", "GOCACHE=" WEAVE_GOCACHE,
+                           "GOFLAGS=-mod=mod", go, "build", "-trimpath", "-buildvcs=false", flags, "-o", out, "."},
+                          300000);
+    REQUIRE_MESSAGE(built.status == 0, built.err);
+  }
+  auto spec = [&](const std::string &name, const std::string &stack, const std::string &binary = "") {
+    std::ofstream(dir + "/" + name + ".yaml")
+        << "probes:\n  - function: main.Probed\n"
+        << (binary.empty() ? "" : "    params: [{name: x, type: int64}]\n") << "    args: all\n" << stack;
+    return build_tracer(dir + "/" + name, dir + "/" + name + ".yaml", binary.empty() ? fixture : binary);
   };
   constexpr size_t calls = 16;
   std::vector<std::string> args = {"-callbacks", std::to_string(calls)};
   std::vector<Job> jobs = {{"cgo-window", spec("window", "    stack: 32\n    stack_mode: window\n"), fixture, args,
                             {"--stats"}},
                            {"cgo-fp", spec("fp", "    stack: 32\n    stack_mode: fp\n"), fixture, args, {"--stats"}},
-                           {"cgo-none", spec("none", ""), fixture, args, {"--stats"}}};
+                           {"cgo-none", spec("none", ""), fixture, args, {"--stats"}},
+                           {"cgo-stripped", spec("stripped", "    stack: 32\n    stack_mode: window\n", stripped),
+                            stripped, args}};
   VmRun vm = run_in_vm(dir, jobs,
                        {{"lib/libc.so.6", libdir + "/libc.so.6"}, {"lib/libgcc_s.so.1", libdir + "/libgcc_s.so.1"}});
   auto probed = [&](const JobResult &r, std::vector<json> &truth, std::vector<json> &events) {
@@ -812,6 +822,61 @@ TEST_CASE("arm64 in qemu (cgo): a callback from C, stack_mode: window: Go, C and
       REQUIRE(events[i].contains("stack_end"));
       CHECK(events[i]["stack_end"]["reason"] == "stack switch");
       CHECK(events[i]["stack_end"]["function"] == "crosscall2");
+    }
+  }
+  {
+    // Stripped: the same walk; every frame named as the program names it, C frames as
+    // backtrace_symbols does from .dynsym (Go 1.21 on exports no C functions there: a bare PC in
+    // both views), and c2 on at backtrace()'s very return addresses.
+    INFO("job cgo-stripped");
+    const JobResult &r = vm.jobs["cgo-stripped"];
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::vector<json> truth, events;
+    probed(r, truth, events);
+    for (size_t i = 0; i < truth.size(); ++i) {
+      CAPTURE(i);
+      const json &callers = truth[i]["stack"];
+      const json &c_stack = truth[i]["c_stack"];
+      const json &got = events[i]["stack"];
+      INFO(got.dump());
+      INFO(c_stack.dump());
+      size_t cb = 0;
+      while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
+        ++cb;
+      REQUIRE(cb < callers.size());
+      std::vector<std::string> want;
+      for (size_t f = 0; f <= cb; ++f)
+        want.push_back(callers[f]["function"]);
+      want.push_back("crosscall2");
+      want.push_back("goCallback");
+      for (const json &f : c_stack) {
+        if (f.contains("go")) {
+          want.push_back(f["go"]["function"]);
+          continue;
+        }
+        std::string symbol = f["symbol"];
+        size_t open = symbol.find('('), plus = symbol.find('+', open);
+        want.push_back(open == std::string::npos || plus == std::string::npos || plus == open + 1
+                           ? ""
+                           : symbol.substr(open + 1, plus - open - 1));
+      }
+      for (size_t f = cb + 1; f < callers.size(); ++f)
+        want.push_back(callers[f]["function"]);
+      REQUIRE(got.is_array());
+      CHECK(got.size() == want.size());
+      for (size_t f = 0; f < std::min(got.size(), want.size()); ++f) {
+        CAPTURE(f);
+        if (want[f].empty())
+          CHECK(!got[f].contains("function"));
+        else
+          CHECK(got[f]["function"] == want[f]);
+      }
+      for (size_t f = 1; f < c_stack.size() && cb + 3 + f < got.size(); ++f) {
+        CAPTURE(f);
+        CHECK(hex_pc(got[cb + 3 + f]["pc"]) == hex_pc(c_stack[f]["pc"]));
+      }
+      CHECK(!events[i].contains("stack_end"));
     }
   }
   {
