@@ -123,6 +123,10 @@ public:
   // enable_run_time_stats).
   bool run_stats_per_program(std::vector<ProgramStats> &stats, std::string &error) const;
   size_t program_count() const { return programs_.size(); }
+  // The spawn probe's programs (Manifest::spawn), entry and return: their run counts and times,
+  // false when there is none or statistics are unavailable. Each goroutine made runs both once.
+  bool spawn_run_stats(ProgramStats &entry, ProgramStats &ret, std::string &error) const;
+  bool has_spawn() const { return spawn_programs_[0] != nullptr; }
   // After load(): the index of the program that serves probe `id`.
   const std::vector<size_t> &program_of_probe() const { return program_of_probe_; }
 
@@ -140,6 +144,8 @@ private:
   std::vector<bpf_program *> programs_;   // each once, in the order the manifest names them
   std::vector<size_t> program_of_probe_; // by probe id: index into programs_
   std::vector<std::vector<size_t>> probes_of_program_; // the probe ids each program serves
+  bpf_program *spawn_programs_[2] = {nullptr, nullptr}; // the spawn probe's entry and return programs
+  bool attach_spawn(const std::string &path, const std::string &display, bool returns, std::string &error);
   bpf_map *events_ = nullptr;
   bpf_map *config_ = nullptr;
   bpf_map *lost_ = nullptr;

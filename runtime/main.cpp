@@ -598,6 +598,10 @@ StatsReport collect_stats(const Loader &loader, const EventWriter &writer,
     say("{}", error);
   report.run_time_known = loader.run_stats_per_program(report.programs, error);
   report.program_of_probe = loader.program_of_probe();
+  if (loader.has_spawn()) {
+    std::string spawn_error;
+    report.spawn_known = loader.spawn_run_stats(report.spawn_entry, report.spawn_return, spawn_error);
+  }
   for (size_t i = 0; i < report.probes.size(); ++i) {
     ProbeStats &s = report.probes[i];
     s.events = writer.events_per_probe()[i];

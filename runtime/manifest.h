@@ -192,6 +192,16 @@ struct Manifest {
   // gopc, nobody knows who made a goroutine; without parent_goid (Go before 1.21), only where.
   bool has_gopc = false;
   bool has_parent_goid = false;
+  // Go before 1.21 (no g.parentGoid): the spawn probe on goroutine creation ("ancestry.spawn") that
+  // fills parent_goid in from the goroutines made since it attached; 0 then means one made before
+  // (or forgotten by the bounded map). Its two programs are attached with the probes'.
+  struct Spawn {
+    std::string function;                      // "runtime.newproc1"
+    std::string entry_program, return_program; // BPF program names
+    std::vector<uint64_t> entry_offsets, return_offsets; // file offsets
+  };
+  std::optional<Spawn> spawn;
+  std::string spawn_refused; // why a target without parentGoid has no spawn probe ("" when unsaid)
   std::vector<ManifestProbe> probes;
   // Where the target's type descriptors lie (link-time addresses [start, end)): the dynamic type
   // of a captured interface is named from there, read from the binary (runtime/typenames.h).

@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -74,6 +75,110 @@ std::optional<AncestryOffsets> ancestry_offsets_for(GoVersion v, unsigned ptr_si
   default:
     return std::nullopt;
   }
+}
+
+// The spawn probe (Plan::Spawn) on runtime.newproc1, which makes every goroutine of a go statement.
+// Its signature decides whether there is a sound point: a callergp *runtime.g parameter (the
+// goroutine running the go statement, read at the entry), and one *runtime.g result (the new
+// goroutine, whose goid newproc1 has set by its RET). Go 1.18-1.20 (and 1.17) declare
+// newproc1(fn *funcval, [argp, narg,] callergp *g, callerpc uintptr) *g; earlier releases return
+// nothing, so the new goroutine is not known at any RET and there is no spawn probe. DWARF gives
+// the signature; a stripped binary's is declared only for the releases whose runtime source was
+// read (Go 1.19 and 1.20: runtime/proc.go, `newproc1(fn *funcval, callergp *g, callerpc uintptr)
+// *g`, setting newg.goid before its one `return newg`), and checked against .gopclntab's argument
+// size.
+void plan_spawn(Plan &plan, GoVersion version, bool has_dwarf, const std::function<ProbePlan(const ProbeSpec &)> &probe_of,
+                const std::function<ProbeSignature(const ProbeSpec &)> &signature_of, const TypeTable &types,
+                const SourceLoc &loc) {
+  const std::string function = "runtime.newproc1";
+  ProbeSpec spec;
+  spec.name = "weave: goroutine creation";
+  spec.function = function;
+  spec.loc = loc;
+  spec.inlined = false;
+  spec.capture_return = true;
+  spec.captures = {{"callergp", loc}};
+  if (!has_dwarf) {
+    if (!(version.major == 1 && (version.minor == 19 || version.minor == 20))) {
+      plan.spawn_refused = fmt::format("the binary has no DWARF, and weave knows runtime.newproc1's signature "
+                                       "without it for go1.19 and go1.20 only, not {}",
+                                       plan.target.go_version);
+      return;
+    }
+    auto word = [&](const char *name) { return ParamSpec{name, TypeSpec{"uintptr", "", {}, {}, 0, "", loc}, loc}; };
+    spec.has_params = spec.has_results = true;
+    spec.params = {word("fn"), word("callergp"), word("callerpc")};
+    spec.results = {word("newg")};
+  }
+  std::string signature;
+  try {
+    ProbeSignature sig = signature_of(spec);
+    const GoParam *callergp = nullptr, *result = nullptr;
+    size_t results = 0;
+    for (const GoParam &p : sig.params) {
+      signature += fmt::format("{}{}{} {}", signature.empty() ? "" : ", ", p.is_result ? "result " : "", p.name,
+                               types.at(p.type).name);
+      if (p.is_result) {
+        ++results;
+        result = &p;
+      } else if (p.name == "callergp") {
+        callergp = &p;
+      }
+    }
+    const std::string want = has_dwarf ? "*runtime.g" : "uintptr";
+    if (!callergp || types.at(callergp->type).name != want || results != 1 || types.at(result->type).name != want) {
+      plan.spawn_refused = fmt::format("{} of {} is ({}), not a callergp *runtime.g parameter and one *runtime.g "
+                                       "result: no point of it knows both the new goroutine and its parent",
+                                       function, plan.target.go_version, signature);
+      return;
+    }
+  } catch (const UserError &e) {
+    plan.spawn_refused = fmt::format("{}: {}", function, e.what());
+    return;
+  }
+  size_t warnings = plan.warnings.size();
+  ProbePlan probe;
+  try {
+    probe = probe_of(spec);
+  } catch (const UserError &e) {
+    plan.spawn_refused = fmt::format("{} cannot be probed: {} [{}]", function, e.what(), e.id);
+    return;
+  }
+  plan.warnings.resize(warnings); // about the declared result, which the release's source vouches for
+  auto single = [&](const std::vector<CapturePlan> &captures, const char *what) -> const ValueRead * {
+    if (captures.size() != 1 || captures[0].fields.size() != 1 || !captures[0].unavailable.empty()) {
+      plan.spawn_refused = fmt::format("{}: its {} is not one word weave can read", function, what);
+      return nullptr;
+    }
+    const EventField &f = captures[0].fields[0];
+    if (f.size != static_cast<uint32_t>(plan.target.ptr_size) || f.value.saved >= 0 || f.value.base_field >= 0) {
+      plan.spawn_refused = fmt::format("{}: its {} is not one word weave can read", function, what);
+      return nullptr;
+    }
+    return &f.value;
+  };
+  if (!probe.ret || !std::any_of(probe.attach.begin(), probe.attach.end(),
+                                 [](const AttachPoint &a) { return a.kind == "return"; })) {
+    plan.spawn_refused = function + " has no RET to read the new goroutine at";
+    return;
+  }
+  const ValueRead *parent = single(probe.entry.captures, "callergp parameter");
+  const ValueRead *child = parent ? single(probe.ret->captures, "result") : nullptr;
+  if (!child)
+    return;
+  Plan::Spawn spawn;
+  spawn.function = function;
+  spawn.abi = probe.abi;
+  spawn.signature = fmt::format("{}({}) from {}", function, signature, has_dwarf ? "DWARF" : plan.target.go_version + "'s runtime/proc.go");
+  spawn.parent = *parent;
+  spawn.child = *child;
+  for (const AttachPoint &a : probe.attach)
+    (a.kind == "entry" ? spawn.entry : spawn.returns).push_back(a);
+  if (spawn.entry.size() != 1) {
+    plan.spawn_refused = function + " has no single entry point";
+    return;
+  }
+  plan.spawn = std::move(spawn);
 }
 
 // The Go version decides the ABI, so a version string that lies (edited, or a reader's mistake)
@@ -744,6 +849,14 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   }
   if (!errors.empty())
     throw combine_errors(std::move(errors));
+  // Go before 1.21: the parent goroutine from a probe on goroutine creation (Plan::Spawn).
+  if (plan.gopc_offset && !plan.parent_goid_offset && !plan.probes.empty())
+    plan_spawn(plan, version, debug != nullptr, [&](const ProbeSpec &s) { return plan_probe(s, plan.probes.size()); },
+               [&](const ProbeSpec &s) { return resolve_signature(s, sources); }, types, SourceLoc{spec.path});
+  if (!plan.spawn_refused.empty())
+    plan.warnings.push_back(fmt::format("{} has no g.parentGoid, and goroutine creation cannot be probed: {}; "
+                                        "created_by names where a goroutine was made, not by which [no-spawn-probe]",
+                                        plan.target.go_version, plan.spawn_refused));
   // A function named exactly that the compiler also inlined somewhere: the calls there run no code
   // of its own, so its probe never sees them. Said, or the missing calls would look like none.
   // (Reading every inline tree took 0.08 s over cmd/compile's 14k functions; globs are not asked,
@@ -837,6 +950,13 @@ std::string dump_plan(const Plan &plan) {
                        plan.ancestry_source);
   else
     out << "ancestry unknown (no DWARF runtime.g, and no table for this Go release)\n";
+  if (plan.spawn) {
+    out << fmt::format("spawn probe {} ({}): entry at {:#x}, {} RET{}\n", plan.spawn->signature, plan.spawn->abi,
+                       plan.spawn->entry.front().vaddr, plan.spawn->returns.size(),
+                       plan.spawn->returns.size() == 1 ? "" : "s");
+  } else if (!plan.spawn_refused.empty()) {
+    out << "spawn probe none: " << plan.spawn_refused << "\n";
+  }
   if (plan.has_tls_g)
     out << fmt::format("g in ABI0 code at {}{:+#x} ({})\n", plan.target.arch == "386" ? "GS" : "FS",
                        plan.g_tls_offset, plan.g_tls_source);
