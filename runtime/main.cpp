@@ -872,6 +872,10 @@ std::unique_ptr<Sinks> open_sinks(const Manifest &manifest, const Options &opt, 
     sinks->symbolizer = std::make_unique<Symbolizer>(binary, manifest);
     if (needs_functions && !sinks->symbolizer->load_functions())
       say("stacks and func values will show addresses: {}", sinks->symbolizer->error());
+    // A process's /proc/N/exe (--pid) is gone once it exits, and the last events are often decoded
+    // after that: its table is read now, while it can be.
+    else if (names_makers && binary.rfind("/proc/", 0) == 0 && !sinks->symbolizer->load_functions())
+      say("created_by will name go statements by address: {}", sinks->symbolizer->error());
     sinks->writer.set_symbolizer(sinks->symbolizer.get());
     sinks->calls.set_symbolizer(sinks->symbolizer.get());
   }

@@ -1142,7 +1142,7 @@ void EventPrinter::append_created_by(std::string &out, const struct weave_event_
       site += ",\"line\":";
       site += std::to_string(frames.front().line);
     } else {
-      site += "\"pc\":\"0x";
+      site += "\"pc\":\"";
       append_hex(site, pc);
       site += '"';
     }
