@@ -11,7 +11,8 @@
 //   probes[].strings.{offset, size} when a field has "in_area": true.
 // Read when present: weave_version, target.pointer_size, options.string_max, options.ring_size,
 //   options.ringbuf_wakeup ("always" | "none"), attach[].vaddr, goid.{offset, source},
-//   ancestry.{gopc_offset, parent_goid_offset, source}, type_descriptors.{start, end}, and
+//   ancestry.{gopc_offset, parent_goid_offset, source, spawn_refused}, ancestry.spawn.{function,
+//   programs.{entry, return}, attach.{entry, return}[].file_offset}, type_descriptors.{start, end}, and
 //   abi, type, go_type, size (only shown, never needed to decode).
 // Addresses and offsets are hex strings ("0xa0580"); plain JSON integers are accepted as well.
 #pragma once
