@@ -47,10 +47,10 @@ uint64_t goid_offset_for(GoVersion v, unsigned ptr_size) {
 }
 
 // g.parentGoid's and g.gopc's offsets when there is no DWARF, as DWARF gives them in the builds of
-// Go 1.19 and 1.21-1.26 (amd64 and arm64 share a layout; 386 packs its 4-byte words and 8-byte
-// parentGoid on 4-byte boundaries). {parentGoid, gopc}; parentGoid 0 before Go 1.21, which has none.
-// Versions not measured (1.16-1.18, 1.20, and any newer than 1.26) get no ancestry rather than a
-// guess: a wrong offset would name a wrong goroutine.
+// Go 1.19, 1.20 (go1.20.14, amd64 and 386) and 1.21-1.26 (amd64 and arm64 share a layout; 386 packs
+// its 4-byte words and 8-byte parentGoid on 4-byte boundaries). {parentGoid, gopc}; parentGoid 0
+// before Go 1.21, which has none. Versions not measured (1.16-1.18, and any newer than 1.26) get no
+// ancestry rather than a guess: a wrong offset would name a wrong goroutine.
 struct AncestryOffsets {
   uint64_t parent_goid = 0, gopc = 0;
 };
@@ -60,6 +60,7 @@ std::optional<AncestryOffsets> ancestry_offsets_for(GoVersion v, unsigned ptr_si
   bool wide = ptr_size == 8;
   switch (v.minor) {
   case 19:
+  case 20:
     return AncestryOffsets{0, wide ? 296u : 184u};
   case 21:
   case 22:
@@ -80,13 +81,12 @@ std::optional<AncestryOffsets> ancestry_offsets_for(GoVersion v, unsigned ptr_si
 // The spawn probe (Plan::Spawn) on runtime.newproc1, which makes every goroutine of a go statement.
 // Its signature decides whether there is a sound point: a callergp *runtime.g parameter (the
 // goroutine running the go statement, read at the entry), and one *runtime.g result (the new
-// goroutine, whose goid newproc1 has set by its RET). Go 1.18-1.20 (and 1.17) declare
-// newproc1(fn *funcval, [argp, narg,] callergp *g, callerpc uintptr) *g; earlier releases return
-// nothing, so the new goroutine is not known at any RET and there is no spawn probe. DWARF gives
-// the signature; a stripped binary's is declared only for the releases whose runtime source was
-// read (Go 1.19 and 1.20: runtime/proc.go, `newproc1(fn *funcval, callergp *g, callerpc uintptr)
-// *g`, setting newg.goid before its one `return newg`), and checked against .gopclntab's argument
-// size.
+// goroutine, whose goid newproc1 has set by its RET). DWARF gives the signature, and a release
+// whose newproc1 lacks either (one that returns nothing knows the new goroutine at no RET) gets no
+// spawn probe, with the reason. A stripped binary's signature is declared only for the releases
+// whose runtime source was read (Go 1.19 and 1.20: runtime/proc.go, `newproc1(fn *funcval,
+// callergp *g, callerpc uintptr) *g`, setting newg.goid before its one `return newg`), and checked
+// against .gopclntab's argument size.
 void plan_spawn(Plan &plan, GoVersion version, bool has_dwarf, const std::function<ProbePlan(const ProbeSpec &)> &probe_of,
                 const std::function<ProbeSignature(const ProbeSpec &)> &signature_of, const TypeTable &types,
                 const SourceLoc &loc) {
