@@ -160,8 +160,8 @@ inline std::vector<std::string> format_stats(const Manifest &manifest, const Sta
     lines.push_back("goroutine creation (" + manifest.spawn->function + ", for created_by's parent): " +
                     plural(report.spawn_return.runs, "goroutine") + " made, " +
                     avg(report.spawn_entry.run_time_ns + report.spawn_return.run_time_ns, report.spawn_return.runs) +
-                    " ns each (entry " + avg(report.spawn_entry.run_time_ns, report.spawn_entry.runs) + " ns/run, RET " +
-                    avg(report.spawn_return.run_time_ns, report.spawn_return.runs) + " ns/run)");
+                    " ns each (BPF: " + avg(report.spawn_entry.run_time_ns, report.spawn_entry.runs) + " ns/run first, " +
+                    avg(report.spawn_return.run_time_ns, report.spawn_return.runs) + " ns/run with the new g)");
   return lines;
 }
 

@@ -13,6 +13,7 @@
 #include "gobinary/pclntab.h"
 #include "debuginfo/debuginfo.h"
 #include "debuginfo/dictionaries.h"
+#include "disasm/disasm.h"
 #include "plan/attach.h"
 #include "plan/captures.h"
 #include "plan/inlined.h"
@@ -89,7 +90,7 @@ std::optional<AncestryOffsets> ancestry_offsets_for(GoVersion v, unsigned ptr_si
 // against .gopclntab's argument size.
 void plan_spawn(Plan &plan, GoVersion version, bool has_dwarf, const std::function<ProbePlan(const ProbeSpec &)> &probe_of,
                 const std::function<ProbeSignature(const ProbeSpec &)> &signature_of, const TypeTable &types,
-                const SourceLoc &loc) {
+                const SourceLoc &loc, const BinaryImage &image, const Pclntab *pcln) {
   const std::string function = "runtime.newproc1";
   ProbeSpec spec;
   spec.name = "weave: goroutine creation";
@@ -178,6 +179,101 @@ void plan_spawn(Plan &plan, GoVersion version, bool has_dwarf, const std::functi
     plan.spawn_refused = function + " has no single entry point";
     return;
   }
+  // Cheaper points where they can be had. A uprobe on an instruction the kernel cannot emulate
+  // single-steps it out of line, ~15 us here, for the RET and for newproc1's first instruction
+  // after its stack check (a SUB); a CALL it emulates (~1 us all told). On amd64 in Go 1.17-1.20,
+  // runtime.newproc's closure runtime.newproc.func1 is `newg := newproc1(fn, gp, pc); pp := ...;
+  // runqput(pp, newg, true)`: at its CALL of newproc1 the arguments are where newproc1's entry
+  // finds them (a CALL only pushes the return address), and at its CALL of runqput, runqput's gp is
+  // the new g. Taken only when the closure holds exactly one CALL of each, in that order, with no
+  // jump into or out of the code between them, and both values are read from registers (the
+  // register ABI); otherwise the entry and the RETs above. (The debugger's injected calls make
+  // goroutines through newproc1 elsewhere: those read as made before the tracer attached.)
+  auto cheap = [&]() -> std::optional<std::string> {
+    if (image.arch != Arch::X86_64 || spawn.abi != "ABIInternal" || !pcln)
+      return "not amd64 register-ABI code";
+    const PclnFunction *closure = pcln->find("runtime.newproc.func1"), *runqput = pcln->find("runtime.runqput");
+    if (!closure || !runqput)
+      return "no runtime.newproc.func1 or runtime.runqput";
+    auto registers_only = [&](const ValueRead &r) {
+      return r.loads.empty() && !r.base_reg.empty() && r.base_reg != plan.sp_register && r.saved < 0 &&
+             r.base_field < 0;
+    };
+    if (!registers_only(spawn.parent))
+      return "callergp is not in a register";
+    ProbeSpec put;
+    put.name = "weave: goroutine creation (runqput)";
+    put.function = "runtime.runqput";
+    put.loc = loc;
+    put.inlined = false;
+    put.captures = {{"gp", loc}};
+    if (!has_dwarf) {
+      auto param = [&](const char *name, const char *type) {
+        return ParamSpec{name, TypeSpec{type, "", {}, {}, 0, "", loc}, loc};
+      };
+      put.has_params = put.has_results = true;
+      put.params = {param("pp", "uintptr"), param("gp", "uintptr"), param("next", "bool")};
+    }
+    ProbePlan put_plan;
+    try {
+      ProbeSignature sig = signature_of(put);
+      bool gp = false;
+      for (const GoParam &p : sig.params)
+        gp = gp || (!p.is_result && p.name == "gp" && types.at(p.type).name == (has_dwarf ? "*runtime.g" : "uintptr"));
+      if (!gp)
+        return "runtime.runqput has no gp *runtime.g parameter";
+      put_plan = probe_of(put);
+    } catch (const UserError &e) {
+      return std::string("runtime.runqput: ") + e.what();
+    }
+    const EventPlan &entry = put_plan.entry;
+    if (entry.captures.size() != 1 || entry.captures[0].fields.size() != 1 ||
+        !registers_only(entry.captures[0].fields[0].value))
+      return "runqput's gp is not in a register";
+    Jumps code = x86_64_jumps(read_bytes(image, closure->entry, closure->end - closure->entry), closure->entry);
+    if (!code.error.empty())
+      return code.error;
+    std::vector<uint64_t> to_newproc1, to_runqput;
+    for (const auto &[at, target] : code.calls) {
+      if (target == probe.function_entry)
+        to_newproc1.push_back(at);
+      else if (target == runqput->entry)
+        to_runqput.push_back(at);
+    }
+    if (to_newproc1.size() != 1 || to_runqput.size() != 1 || to_runqput[0] <= to_newproc1[0])
+      return "runtime.newproc.func1 is not one CALL of newproc1 and then one of runqput";
+    if (code.computed)
+      return "runtime.newproc.func1 jumps through a register";
+    for (const auto &[at, target] : code.jumps)
+      if ((at > to_newproc1[0] && at < to_runqput[0]) || (target > to_newproc1[0] && target <= to_runqput[0]))
+        return "runtime.newproc.func1 jumps between its calls of newproc1 and runqput";
+    auto point = [&](const char *kind, uint64_t vaddr, const char *note) -> std::optional<AttachPoint> {
+      std::optional<uint64_t> offset = file_offset(image, vaddr);
+      if (!offset)
+        return std::nullopt;
+      AttachPoint a;
+      a.kind = kind;
+      a.vaddr = vaddr;
+      a.file_offset = *offset;
+      a.note = note;
+      return a;
+    };
+    auto at_call = point("entry", to_newproc1[0], "CALL runtime.newproc1 in runtime.newproc.func1 (emulated by the "
+                                                  "kernel: no single-step)");
+    auto at_put = point("return", to_runqput[0], "CALL runtime.runqput(pp, newg, true) in runtime.newproc.func1 "
+                                                 "(emulated by the kernel: no single-step)");
+    if (!at_call || !at_put)
+      return "a call site is outside the file's mapped code";
+    spawn.entry = {*at_call};
+    spawn.returns = {*at_put};
+    spawn.child = entry.captures[0].fields[0].value;
+    spawn.child.base_comment = "newg, runqput's gp: " + spawn.child.base_comment;
+    spawn.signature += "; at runtime.newproc.func1's calls of it and of runtime.runqput";
+    return std::nullopt;
+  };
+  if (std::optional<std::string> why = cheap())
+    spawn.signature += "; at its entry and RETs (" + *why + ")";
+  plan.warnings.resize(warnings);
   plan.spawn = std::move(spawn);
 }
 
@@ -852,7 +948,8 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   // Go before 1.21: the parent goroutine from a probe on goroutine creation (Plan::Spawn).
   if (plan.gopc_offset && !plan.parent_goid_offset && !plan.probes.empty())
     plan_spawn(plan, version, debug != nullptr, [&](const ProbeSpec &s) { return plan_probe(s, plan.probes.size()); },
-               [&](const ProbeSpec &s) { return resolve_signature(s, sources); }, types, SourceLoc{spec.path});
+               [&](const ProbeSpec &s) { return resolve_signature(s, sources); }, types, SourceLoc{spec.path},
+               image, pcln);
   if (!plan.spawn_refused.empty())
     plan.warnings.push_back(fmt::format("{} has no g.parentGoid, and goroutine creation cannot be probed: {}; "
                                         "created_by names where a goroutine was made, not by which [no-spawn-probe]",

@@ -17,8 +17,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Goroutine ancestry for a Go without g.parentGoid: each goroutine made since the tracer attached,
  * by (pid, goid) (goids are not reused within a process; g structs are), -> the goid of the
- * goroutine that ran its go statement. Filled in by weave_spawn_return at runtime.newproc1's RETs; every
- * event looks its own goroutine up. LRU: past 131072 goroutines the least recently made or
+ * goroutine that ran its go statement. Filled in by weave_spawn_return once runtime.newproc1 has
+ * made it; every event looks its own goroutine up. LRU: past 131072 goroutines the least recently made or
  * looked up is forgotten, and reads as made before the tracer attached (parent unknown). */
 struct weave_spawn_key {
 	__u32 pid;
@@ -184,11 +184,11 @@ int probe_3_entry(struct weave_pt_regs_x86_64 *ctx)
 	return 0;
 }
 
-/* The spawn probe: runtime.newproc1(fn *runtime.funcval, callergp *runtime.g, callerpc uintptr, result ~r0 *runtime.g) from DWARF (ABIInternal).
- *   entry at 0x43d40a (file offset 0x3d40a): after the stack-growth check (function starts at 0x43d400): a call that grows its stack re-runs the entry, and this point sees it once
- *   return at 0x43d76c (file offset 0x3d76c): RET
- * At the entry: callergp, the goroutine running the go statement; its goid at +152
- * (DWARF runtime.g.goid) is kept for this thread's RET. */
+/* The spawn probe: runtime.newproc1(fn *runtime.funcval, callergp *runtime.g, callerpc uintptr, result ~r0 *runtime.g) from DWARF; at runtime.newproc.func1's calls of it and of runtime.runqput (ABIInternal).
+ *   entry at 0x43d3a0 (file offset 0x3d3a0): CALL runtime.newproc1 in runtime.newproc.func1 (emulated by the kernel: no single-step)
+ *   return at 0x43d3c0 (file offset 0x3d3c0): CALL runtime.runqput(pp, newg, true) in runtime.newproc.func1 (emulated by the kernel: no single-step)
+ * First (entry): callergp, the goroutine running the go statement; its goid at +152
+ * (DWARF runtime.g.goid) is kept for this thread's second point. */
 SEC("uprobe")
 int weave_spawn_entry(struct weave_pt_regs_x86_64 *ctx)
 {
@@ -206,7 +206,7 @@ int weave_spawn_entry(struct weave_pt_regs_x86_64 *ctx)
 	return 0;
 }
 
-/* At each RET: the new g it returns, whose goid it has set, and the parent the entry kept. */
+/* Then (return): the new g, whose goid newproc1 has set, and the parent the first point kept. */
 SEC("uprobe")
 int weave_spawn_return(struct weave_pt_regs_x86_64 *ctx)
 {
@@ -217,7 +217,7 @@ int weave_spawn_return(struct weave_pt_regs_x86_64 *ctx)
 	__u64 parent = *kept;
 	bpf_map_delete_elem(&weave_spawning, &pid_tgid);
 	const struct weave_pt_regs_x86_64 regs = *ctx;
-	__u64 newg = regs.ax; /* ~r0: *runtime.g in RAX */
+	__u64 newg = regs.bx; /* newg, runqput's gp: gp: *runtime.g in RBX */
 	struct weave_spawn_key key = {.pid = pid_tgid >> 32};
 	if (!newg || weave_load(&key.goid, newg + 152, 8) || !key.goid)
 		return 0;
