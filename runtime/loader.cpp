@@ -366,7 +366,7 @@ bool Loader::attach(const std::string &binary_path, const std::string &display,
   std::string path = binary_path.find('/') == std::string::npos ? "./" + binary_path : binary_path;
   double start = monotonic_seconds();
   if (multi_links_.empty() && perf_links_.empty())
-    attached_points_ = 0; // attached again after detach() (BinaryWatch): count afresh
+    attached_points_ = spawn_links_ = spawn_points_ = 0; // attached again after detach() (BinaryWatch): count afresh
   bool ok = true;
   // Returns first, entries last. A function that is a single RET has its entry point and a return
   // point at one address, and the kernel runs the handlers of one address newest first (the
@@ -414,6 +414,8 @@ bool Loader::attach_spawn(const std::string &path, const std::string &display, b
       return false;
     }
     multi_links_.push_back(fd);
+    ++spawn_links_;
+    spawn_points_ += offsets.size();
     return true;
   }
   for (uint64_t offset : offsets) {
@@ -427,6 +429,8 @@ bool Loader::attach_spawn(const std::string &path, const std::string &display, b
       return false;
     }
     perf_links_.push_back(link);
+    ++spawn_links_;
+    ++spawn_points_;
   }
   return true;
 }
@@ -531,6 +535,7 @@ void Loader::detach() {
       &links);
   multi_links_.clear();
   perf_links_.clear();
+  spawn_links_ = 0;
   detach_seconds_ = monotonic_seconds() - start;
 }
 

@@ -100,7 +100,9 @@ public:
   // runs any more.
   void detach();
 
-  size_t link_count() const { return multi_links_.size() + perf_links_.size(); }
+  // The probes' links and points; the spawn probe's apart (spawn_point_count).
+  size_t link_count() const { return multi_links_.size() + perf_links_.size() - spawn_links_; }
+  size_t spawn_point_count() const { return spawn_points_; }
   size_t attach_point_count() const { return attached_points_; }
   double attach_seconds() const { return attach_seconds_; }
   double detach_seconds() const { return detach_seconds_; }
@@ -145,6 +147,7 @@ private:
   std::vector<size_t> program_of_probe_; // by probe id: index into programs_
   std::vector<std::vector<size_t>> probes_of_program_; // the probe ids each program serves
   bpf_program *spawn_programs_[2] = {nullptr, nullptr}; // the spawn probe's entry and return programs
+  size_t spawn_links_ = 0, spawn_points_ = 0;
   bool attach_spawn(const std::string &path, const std::string &display, bool returns, std::string &error);
   bpf_map *events_ = nullptr;
   bpf_map *config_ = nullptr;

@@ -1098,10 +1098,13 @@ int run(int argc, char **argv) {
   uint64_t traced_ns = monotonic_ns();
   size_t points = loader.attach_point_count();
   if (opt.verbosity || opt.stats >= 0 || opt.exit_after_attach)
-    say("attached {} with {} in {:.3f} s ({})", count(points, "point"),
+    say("attached {} with {} in {:.3f} s ({}){}", count(points, "point"),
         count(loader.link_count(),
               loader.method() == AttachMethod::Multi ? "uprobe_multi link" : "perf-event link"),
-        loader.attach_seconds(), loader.method_reason());
+        loader.attach_seconds(), loader.method_reason(),
+        manifest.spawn ? fmt::format("; and {} on goroutine creation ({}, for created_by's parent)",
+                                     count(loader.spawn_point_count(), "point"), manifest.spawn->function)
+                       : "");
   if (opt.verbosity)
     say("ring buffer: {} KiB", loader.ring_size() >> 10);
   if (opt.exit_after_attach) {
