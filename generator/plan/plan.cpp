@@ -83,8 +83,8 @@ std::optional<AncestryOffsets> ancestry_offsets_for(GoVersion v, unsigned ptr_si
 // Its signature decides whether there is a sound point: a callergp *runtime.g parameter (the
 // goroutine running the go statement, read at the entry), and one *runtime.g result (the new
 // goroutine, whose goid newproc1 has set by its RET). DWARF gives the signature, and a release
-// whose newproc1 lacks either (one that returns nothing knows the new goroutine at no RET) gets no
-// spawn probe, with the reason. A stripped binary's signature is declared only for the releases
+// whose newproc1 lacks either gets no spawn probe, with the reason: Go 1.16-1.20 all return *g
+// (runtime/proc.go), but Go 1.17's DWARF records no result, so weave does not read one there. A stripped binary's signature is declared only for the releases
 // whose runtime source was read (Go 1.19 and 1.20: runtime/proc.go, `newproc1(fn *funcval,
 // callergp *g, callerpc uintptr) *g`, setting newg.goid before its one `return newg`), and checked
 // against .gopclntab's argument size.
