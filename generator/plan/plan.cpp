@@ -181,26 +181,39 @@ void plan_spawn(Plan &plan, GoVersion version, bool has_dwarf, const std::functi
   }
   // Cheaper points where they can be had. A uprobe on an instruction the kernel cannot emulate
   // single-steps it out of line, ~15 us here, for the RET and for newproc1's first instruction
-  // after its stack check (a SUB); a CALL it emulates (~1 us all told). On amd64 in Go 1.17-1.20,
-  // runtime.newproc's closure runtime.newproc.func1 is `newg := newproc1(fn, gp, pc); pp := ...;
-  // runqput(pp, newg, true)`: at its CALL of newproc1 the arguments are where newproc1's entry
-  // finds them (a CALL only pushes the return address), and at its CALL of runqput, runqput's gp is
-  // the new g. Taken only when the closure holds exactly one CALL of each, in that order, with no
-  // jump into or out of the code between them, and both values are read from registers (the
-  // register ABI); otherwise the entry and the RETs above. (The debugger's injected calls make
+  // after its stack check (a SUB); a CALL it emulates (~1 us all told). On x86 in Go 1.16-1.20,
+  // runtime.newproc's closure runtime.newproc.func1 is `newg := newproc1(fn, [argp, narg,] gp, pc);
+  // pp := ...; runqput(pp, newg, true)`: at its CALL of newproc1 the arguments are where newproc1's
+  // entry finds them (a CALL only pushes the return address: stack arguments are one word nearer
+  // SP), and at its CALL of runqput, runqput's gp is the new g. Taken only when the closure holds
+  // exactly one CALL of each, in that order, with no jump into or out of the code between them;
+  // otherwise the entry and the RETs above. (The debugger's injected calls make
   // goroutines through newproc1 elsewhere: those read as made before the tracer attached.)
   auto cheap = [&]() -> std::optional<std::string> {
-    if (image.arch != Arch::X86_64 || spawn.abi != "ABIInternal" || !pcln)
-      return "not amd64 register-ABI code";
+    if ((image.arch != Arch::X86_64 && image.arch != Arch::I386) || !pcln)
+      return "not x86 code";
     const PclnFunction *closure = pcln->find("runtime.newproc.func1"), *runqput = pcln->find("runtime.runqput");
     if (!closure || !runqput)
       return "no runtime.newproc.func1 or runtime.runqput";
-    auto registers_only = [&](const ValueRead &r) {
-      return r.loads.empty() && !r.base_reg.empty() && r.base_reg != plan.sp_register && r.saved < 0 &&
-             r.base_field < 0;
+    // A value in a register is there at the CALL as at the callee's entry; one in the argument area
+    // (ABI0: 386, and amd64 before Go 1.17) is a word nearer SP, where the CALL has not yet pushed
+    // the return address.
+    auto at_call = [&](const ValueRead &r) -> std::optional<ValueRead> {
+      if (r.saved >= 0 || r.base_field >= 0 || r.base_reg.empty())
+        return std::nullopt;
+      if (r.base_reg != plan.sp_register)
+        return r.loads.empty() ? std::optional<ValueRead>(r) : std::nullopt;
+      if (r.loads.size() != 1 || r.loads[0].offset < plan.target.ptr_size)
+        return std::nullopt;
+      ValueRead moved = r;
+      moved.base_comment = "the stack pointer at the CALL";
+      moved.loads[0].offset -= plan.target.ptr_size;
+      moved.loads[0].comment += fmt::format(" ({} before the CALL pushes its return address)", moved.loads[0].offset);
+      return moved;
     };
-    if (!registers_only(spawn.parent))
-      return "callergp is not in a register";
+    std::optional<ValueRead> parent_at_call = at_call(spawn.parent);
+    if (!parent_at_call)
+      return "callergp is neither in a register nor in the argument area";
     ProbeSpec put;
     put.name = "weave: goroutine creation (runqput)";
     put.function = "runtime.runqput";
@@ -227,10 +240,13 @@ void plan_spawn(Plan &plan, GoVersion version, bool has_dwarf, const std::functi
       return std::string("runtime.runqput: ") + e.what();
     }
     const EventPlan &entry = put_plan.entry;
-    if (entry.captures.size() != 1 || entry.captures[0].fields.size() != 1 ||
-        !registers_only(entry.captures[0].fields[0].value))
-      return "runqput's gp is not in a register";
-    Jumps code = x86_64_jumps(read_bytes(image, closure->entry, closure->end - closure->entry), closure->entry);
+    std::optional<ValueRead> child_at_call;
+    if (entry.captures.size() == 1 && entry.captures[0].fields.size() == 1)
+      child_at_call = at_call(entry.captures[0].fields[0].value);
+    if (!child_at_call)
+      return "runqput's gp is neither in a register nor in the argument area";
+    std::vector<uint8_t> bytes = read_bytes(image, closure->entry, closure->end - closure->entry);
+    Jumps code = image.arch == Arch::X86_64 ? x86_64_jumps(bytes, closure->entry) : i386_jumps(bytes, closure->entry);
     if (!code.error.empty())
       return code.error;
     std::vector<uint64_t> to_newproc1, to_runqput;
@@ -258,15 +274,16 @@ void plan_spawn(Plan &plan, GoVersion version, bool has_dwarf, const std::functi
       a.note = note;
       return a;
     };
-    auto at_call = point("entry", to_newproc1[0], "CALL runtime.newproc1 in runtime.newproc.func1 (emulated by the "
+    auto at_newproc1 = point("entry", to_newproc1[0], "CALL runtime.newproc1 in runtime.newproc.func1 (emulated by the "
                                                   "kernel: no single-step)");
     auto at_put = point("return", to_runqput[0], "CALL runtime.runqput(pp, newg, true) in runtime.newproc.func1 "
                                                  "(emulated by the kernel: no single-step)");
-    if (!at_call || !at_put)
+    if (!at_newproc1 || !at_put)
       return "a call site is outside the file's mapped code";
-    spawn.entry = {*at_call};
+    spawn.entry = {*at_newproc1};
     spawn.returns = {*at_put};
-    spawn.child = entry.captures[0].fields[0].value;
+    spawn.parent = *parent_at_call;
+    spawn.child = *child_at_call;
     spawn.child.base_comment = "newg, runqput's gp: " + spawn.child.base_comment;
     spawn.signature += "; at runtime.newproc.func1's calls of it and of runtime.runqput";
     return std::nullopt;
