@@ -1127,6 +1127,14 @@ void EventPrinter::append_created_by(std::string &out, const struct weave_event_
     out += "\"goid\":";
     append_u64(out, h.parent_goid);
     out += ',';
+  } else {
+    // Unknown, never a made-up 0: say why instead.
+    out += "\"goid_unknown\":";
+    append_json_string(out, manifest_.spawn ? "made before the tracer attached (its creation was not seen)"
+                            : manifest_.has_parent_goid ? "not recorded"
+                                                        : "this Go release records no parent goroutine, and "
+                                                          "goroutine creation is not probed");
+    out += ',';
   }
   uint64_t pc = h.gopc - bias;
   auto it = created_at_.find(pc);
@@ -1146,7 +1154,7 @@ void EventPrinter::append_created_by(std::string &out, const struct weave_event_
       site += ",\"line\":";
       site += std::to_string(frames.front().line);
     } else {
-      site += "\"pc\":\"0x";
+      site += "\"pc\":\"";
       append_hex(site, pc);
       site += '"';
     }

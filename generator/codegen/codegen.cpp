@@ -759,6 +759,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   ev.set("gopc_offset", std::to_string(plan.gopc_offset));
   ev.set("ancestry_size", std::to_string(8 + plan.target.ptr_size));
   ev.set("ancestry_source", comment(plan.ancestry_source));
+  ev.set("spawn_lookup", plan.spawn.has_value() && plan.gopc_offset && !pair);
   Data captures{Data::type::list}, late_captures{Data::type::list};
   Data members{Data::type::list};
   if (event->duration_offset) {
@@ -1041,6 +1042,47 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   return ev;
 }
 
+// The C that reads a spawn probe's word (Plan::Spawn) into `var`: a register, or a chain of loads
+// from one (a stack slot in ABI0 code). A fault leaves 0, which the programs treat as not known.
+std::string spawn_read_c(const ValueRead &read, const std::string &var) {
+  std::string c = fmt::format("__u64 {} = regs.{}; /* {} */\n", var, read.base_reg, comment(read.base_comment));
+  if (read.loads.empty() && read.size < 8)
+    c += fmt::format("\t{} &= {:#x}ULL;\n", var, (uint64_t{1} << (8 * read.size)) - 1);
+  for (const LoadStep &step : read.loads)
+    c += fmt::format("\tweave_load(&{}, {} + ({}), {}); /* {} */\n", var, var, step.offset, step.size,
+                     comment(step.comment));
+  return c;
+}
+
+Data spawn_view(const Plan &plan) {
+  const Plan::Spawn &spawn = *plan.spawn;
+  Data v;
+  v.set("function", spawn.function);
+  v.set("signature", comment(spawn.signature));
+  v.set("abi", spawn.abi);
+  v.set("ctx_type", plan.ctx_type);
+  v.set("goid_offset", std::to_string(plan.goid_offset));
+  v.set("goid_source", comment(plan.goid_source));
+  v.set("parents_max", std::to_string(kSpawnParents));
+  v.set("read_parent", spawn_read_c(spawn.parent, "gp"));
+  v.set("read_child", spawn_read_c(spawn.child, "newg"));
+  Data points{Data::type::list};
+  auto add = [&](const AttachPoint &a) {
+    Data p;
+    p.set("kind", a.kind);
+    p.set("vaddr", hex(a.vaddr));
+    p.set("file_offset", hex(a.file_offset));
+    p.set("note", comment(a.note));
+    points.push_back(p);
+  };
+  for (const AttachPoint &a : spawn.entry)
+    add(a);
+  for (const AttachPoint &a : spawn.returns)
+    add(a);
+  v.set("points", points);
+  return v;
+}
+
 Data plan_view(const Plan &plan) {
   Data view;
   view.set("version", WEAVE_VERSION);
@@ -1054,6 +1096,7 @@ Data plan_view(const Plan &plan) {
   for (const ProgramPlan &program : plan.programs)
     programs.push_back(program_view(plan, program));
   view.set("programs", programs);
+  view.set("spawn", plan.spawn ? spawn_view(plan) : Data(false));
   view.set("target_arch", plan.target.arch == "arm64" ? "arm64" : "x86");
   std::string flags;
   for (const auto &arg : bpf_cflags(plan))
@@ -1121,6 +1164,24 @@ std::string render_manifest(const Plan &plan) {
     manifest["ancestry"] = {{"gopc_offset", plan.gopc_offset}, {"source", plan.ancestry_source}};
     if (plan.parent_goid_offset)
       manifest["ancestry"]["parent_goid_offset"] = plan.parent_goid_offset;
+    if (plan.spawn) {
+      // The spawn probe (Plan::Spawn): the tracer attaches its two programs, and a parent_goid of 0
+      // then means a goroutine made before it attached.
+      json points = json::object();
+      for (const auto &[kind, list] : {std::pair{"entry", &plan.spawn->entry}, std::pair{"return", &plan.spawn->returns}}) {
+        json each = json::array();
+        for (const AttachPoint &a : *list)
+          each.push_back({{"vaddr", hex(a.vaddr)}, {"file_offset", hex(a.file_offset)}});
+        points[kind] = each;
+      }
+      manifest["ancestry"]["spawn"] = {{"function", plan.spawn->function},
+                                       {"signature", plan.spawn->signature},
+                                       {"programs", {{"entry", "weave_spawn_entry"}, {"return", "weave_spawn_return"}}},
+                                       {"attach", points},
+                                       {"parents_max", kSpawnParents}};
+    } else if (!plan.spawn_refused.empty()) {
+      manifest["ancestry"]["spawn_refused"] = plan.spawn_refused;
+    }
   }
   json probes = json::array();
   auto captures_json = [](const EventPlan &event) {
