@@ -356,14 +356,14 @@ TEST_CASE("386: a callback from C through libc, stack_mode: window: the 32-bit l
     check_libc_callback("cgo_386");
 }
 
-TEST_CASE("a callback from C in a stripped binary: C frames by .eh_frame, named by .dynsym as glibc names them") {
+void check_stripped_callback(const std::string &name) {
   // -ldflags=-s -w drops DWARF and .symtab, not .eh_frame (C's unwinder needs it) nor .dynsym. The
   // walk is the same; the C frames are named from .dynsym, as backtrace_symbols names them in the
   // program, with no file or line (Go 1.21 on exports no C functions there: bare PCs in both
   // views); m.g0.sched.sp's offsets come from the runtime.g layout table.
   e2e::require_bpf();
-  Callbacks c = trace_callbacks("window", false, "cgo_stripped");
-  const std::string module = e2e::fixture("cgo_stripped");
+  Callbacks c = trace_callbacks("window", false, name);
+  const std::string module = e2e::fixture(name);
   for (size_t i = 0; i < 2; ++i) {
     CAPTURE(i);
     const json &callers = c.truth[i]["stack"];
@@ -410,4 +410,13 @@ TEST_CASE("a callback from C in a stripped binary: C frames by .eh_frame, named 
     }
     CHECK(!c.events[i].contains("stack_end"));
   }
+}
+
+TEST_CASE("a callback from C in a stripped binary: C frames by .eh_frame, named by .dynsym as glibc names them") {
+  check_stripped_callback("cgo_stripped");
+}
+
+TEST_CASE("386: a callback from C in a stripped binary: C frames by .eh_frame, named by .dynsym") {
+  if (have_cgo_386())
+    check_stripped_callback("cgo_386_stripped");
 }
