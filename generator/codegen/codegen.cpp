@@ -772,14 +772,16 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   }
   ev.set("stack_depth", std::to_string(event->stack_depth));
   ev.set("stack_window", event->stack_window > 0);
+  // The window ends at the end of g's stack (g.stack.hi), where there is a g to read it from.
+  const char *stack_g = g_in_register || plan.has_tls_g ? "g" : "0";
   if (event->stack_window)
     ev.set("stack_call", (plan.target.arch == "arm64"
                               ? fmt::format("weave_stack_copy(&e->stack_window, e->stack_bytes, {}, regs.pc, regs.sp, "
-                                            "regs.regs[29], regs.regs[30])",
-                                            event->stack_window)
+                                            "regs.regs[29], regs.regs[30], {}, {})",
+                                            event->stack_window, stack_g, plan.target.ptr_size)
                               : fmt::format("weave_stack_copy(&e->stack_window, e->stack_bytes, {}, regs.ip, regs.sp, "
-                                            "regs.bp, 0)",
-                                            event->stack_window)) +
+                                            "regs.bp, 0, {}, {})",
+                                            event->stack_window, stack_g, plan.target.ptr_size)) +
                              (event->thread_window
                                   ? fmt::format(";\n\t/* and the other stack ({}): on a goroutine the thread's own, where "
                                                 "runtime.cgocallback left it (m.g0.sched.sp), for the C frames of a "

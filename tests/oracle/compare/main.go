@@ -92,6 +92,8 @@ func main() {
 	metaPath := flag.String("meta", "", "the generator's meta.json")
 	repro := flag.String("repro", "", "the command that reproduces this run")
 	maxShown := flag.Int("show", 25, "mismatches to print in full")
+	windowHolds := flag.Bool("window-holds-stacks", false, "the stack window is larger than any stack the "+
+		"program makes: a stack cut short as truncated is a mismatch, not a refusal")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fatal(fmt.Errorf("usage: compare -meta META.json [flags] CHUNK_DIR... (each with prefix, truth.jsonl, events.jsonl, weave.err, out/probes.json)"))
@@ -305,7 +307,10 @@ func main() {
 					// The tracer said where the walk stopped and why: the frames it gave must still
 					// be the program's, and the rest is counted as refused, with the reason.
 					want = &value{kind: 'a', arr: want.arr[:len(got.arr)]}
-					if r := end.obj["reason"]; r != nil {
+					if r := end.obj["reason"]; r != nil && r.s == "truncated" && *windowHolds {
+						mismatch(t.fn, "stack cut short", fmt.Sprintf("truncated after %d of %d frames, in a window "+
+							"larger than the stack (event line %d, truth line %d)", len(got.arr), len(t.raw.obj["stack"].arr), e.line, t.line))
+					} else if r != nil {
 						refused["stack cut short ["+r.s+"]"]++
 					}
 				}
