@@ -101,8 +101,8 @@ for r in $(seq "$ROUNDS"); do
   curl -s -o /dev/null "http://127.0.0.1:$port/api/v1/items/[1-$REQUESTS]?page=2&sort=name" || true
   for pid in "${pids[@]}"; do kill -INT "$pid"; done
   for pid in "${pids[@]}"; do wait "$pid" || true; done
-  # The program attached last runs first after the trap (uprobe_multi runs a point's consumers
-  # newest first) and finds the target's memory and its own maps colder: with one tracer a
+  # The program attached last runs first after the trap (as measured: its figures move with the
+  # order) and finds the target's memory and its own maps colder: with one tracer a
   # program always runs first, so that column is the one that applies; "second" is the same
   # program after the other one warmed the caches.
   last=${order##* }
