@@ -105,8 +105,9 @@ struct EventField {
   bool empty_array = false; // kind "empty" for a [0]T, named or not: shown as [] (struct{} as {})
   // A string whose bytes lie in its event's string area (EventPlan::strings_offset), read with the
   // other such strings in one span when they lie together (place_strings, plan/captures.cpp): its
-  // slot holds the length, then the bytes' position in the area; `area_slot` is where its bytes go
-  // when it is read on its own.
+  // slot holds the length, then the bytes' position in the area; `area_slot` is the room the area
+  // keeps for it when it is read on its own (its bytes then go right after the ones used before
+  // it, at or before area_slot: templates/strings.bpf.c.mustache).
   bool in_area = false;
   uint32_t area_slot = 0;
 };
