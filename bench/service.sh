@@ -12,6 +12,11 @@
 #   weave-1   one weave probe: caddyhttp.(*Server).ServeHTTP's entry, 11 values of the request
 #   weave-7   seven weave probes along the handler chain, each with its return (interfaces, errors)
 #   bpftrace  one uprobe on the same function, printing one register per hit to a file
+#   floor-sym   the micro floor: an empty BPF program (bench/floor.bpf.c) at the function's symbol,
+#               where bpftrace attaches (its first instruction, the stack check, is single-stepped)
+#   floor-weave the same empty program at weave's attach point (after the stack check: emulated)
+# The floors run through the weave runtime (tracer --object/--manifest --stats); their BPF ns/run
+# is printed beside weave-1's, whose tracer runs with --stats too.
 # Per mode: requests/s and p99 (medians over rounds, hey's own figures), the tracer's CPU (user +
 # sys from /proc, attach to exit) and peak RSS, and events == requests with 0 lost (weave's summary;
 # bpftrace's output lines, a few more than requests: its uprobe at the symbol fires again when a
@@ -24,7 +29,7 @@
 #   SERVICE_REQUESTS=N       requests per run (default 20000)
 #   SERVICE_CONCURRENCY=N    hey's concurrency (default 20)
 #   SERVICE_ROUNDS=N         interleaved rounds (default 3)
-#   SERVICE_MODES="..."      modes to run (default: untraced weave-1 weave-7 bpftrace)
+#   SERVICE_MODES="..."      modes to run (default: untraced weave-1 weave-7 bpftrace floor-sym floor-weave)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,7 +38,7 @@ WORK=${BENCH_DIR:-/tmp/weave-service-bench}
 REQUESTS=${SERVICE_REQUESTS:-20000}
 CONCURRENCY=${SERVICE_CONCURRENCY:-20}
 ROUNDS=${SERVICE_ROUNDS:-3}
-MODES=${SERVICE_MODES:-untraced weave-1 weave-7 bpftrace}
+MODES=${SERVICE_MODES:-untraced weave-1 weave-7 bpftrace floor-sym floor-weave}
 
 say() { printf '%s\n' "$*" >&2; }
 die() { say "service-bench: $*"; exit 1; }
@@ -98,6 +103,23 @@ for spec in one seven; do
 done
 echo "weave bench $(date -u +%FT%TZ)" > "$WORK/site/index.html"
 
+# The floors: bench/floor.bpf.c (returns at once) with weave-1's manifest, its one attach point at
+# weave's place or moved to the function's first instruction.
+clang -O2 -g -target bpf -I"$ROOT/templates" -c "$ROOT/bench/floor.bpf.c" -o "$WORK/floor.bpf.o"
+python3 - "$WORK/one/probes.json" "$WORK" << 'EOF2'
+import json, sys
+m = json.load(open(sys.argv[1]))
+p = m["probes"][0]
+p["program"] = "floor_entry"
+p["captures"] = []
+json.dump(m, open(sys.argv[2] + "/floor-weave.json", "w"))
+point = p["attach"][0]
+entry = int(p["function_entry"], 16)
+delta = int(point["vaddr"], 16) - int(point["file_offset"], 16)
+point["vaddr"], point["file_offset"] = hex(entry), hex(entry - delta)
+json.dump(m, open(sys.argv[2] + "/floor-sym.json", "w"))
+EOF2
+
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 cpu_seconds() { awk '{ printf "%.3f", ($14 + $15) / '"$(getconf CLK_TCK)"' }' "/proc/$1/stat"; }
 peak_rss_kb() { awk '/VmHWM/ { print $2 }' "/proc/$1/status"; }
@@ -121,7 +143,15 @@ run() {
     weave-1 | weave-7)
       local out=$WORK/one
       [ $mode = weave-7 ] && out=$WORK/seven
-      "$out/tracer" --pid $caddy_pid --format json -o "$dir/events.jsonl" 2> "$dir/tracer.err" &
+      local stats=()
+      [ $mode = weave-1 ] && stats=(--stats)
+      "$out/tracer" --pid $caddy_pid "${stats[@]}" --format json -o "$dir/events.jsonl" 2> "$dir/tracer.err" &
+      tracer_pid=$!
+      for _ in $(seq 1 3000); do grep -q "Ctrl-C to stop" "$dir/tracer.err" && break; sleep 0.1; done
+      ;;
+    floor-sym | floor-weave)
+      "$WORK/one/tracer" --object "$WORK/floor.bpf.o" --manifest "$WORK/$mode.json" --stats --pid $caddy_pid \
+        -o /dev/null 2> "$dir/tracer.err" &
       tracer_pid=$!
       for _ in $(seq 1 3000); do grep -q "Ctrl-C to stop" "$dir/tracer.err" && break; sleep 0.1; done
       ;;
@@ -134,14 +164,17 @@ run() {
       ;;
   esac
   "$HEY" -n "$REQUESTS" -c "$CONCURRENCY" "http://127.0.0.1:$port/index.html" > "$dir/hey.txt"
-  local cpu=0 rss=0 events=$REQUESTS lost=0
+  local cpu=0 rss=0 events=$REQUESTS lost=0 bpf_ns=-
   if [ -n "$tracer_pid" ]; then
     sleep 0.5 # let the tracer drain what hey's last requests produced
     cpu=$(cpu_seconds $tracer_pid)
     rss=$(peak_rss_kb $tracer_pid)
     kill -INT $tracer_pid
     wait $tracer_pid || true
-    if [ $mode = bpftrace ]; then
+    bpf_ns=$(awk '/ BPF programs? for / { for (i = 1; i <= NF; i++) if ($i == "ns/run") print $(i-1) }' "$dir/tracer.err" | tail -1)
+    if [ $mode = floor-sym ] || [ $mode = floor-weave ]; then
+      events=$REQUESTS lost=0 # an empty program sends nothing
+    elif [ $mode = bpftrace ]; then
       events=$(grep -c '^[0-9a-f]\+$' "$dir/events.txt" || true)
       lost=$({ grep -ho 'Lost [0-9]* events' "$dir/tracer.err" "$dir/events.txt" || true; } | awk '{ n += $2 } END { print n + 0 }')
     else
@@ -158,7 +191,7 @@ run() {
   p99=$(awk '/ 99%%? in / { printf "%.3f", $3 * 1000 }' "$dir/hey.txt") # hey prints "99%% in"
   local ok=$(grep -o '\[200\][[:space:]]*[0-9]*' "$dir/hey.txt" | awk '{ print $2 }')
   [ "${ok:-0}" = "$REQUESTS" ] || say "service-bench: $mode round $round: $ok of $REQUESTS requests answered 200"
-  echo "$mode $rps $p99 $cpu $rss $events $lost" >> "$WORK/results"
+  echo "$mode $rps $p99 $cpu $rss $events $lost ${bpf_ns:--}" >> "$WORK/results"
   say "  $mode round $round: $rps req/s, p99 $p99 ms, tracer cpu $cpu s, peak rss $rss KB, events $events, lost $lost"
 }
 
@@ -186,15 +219,24 @@ for mode in $MODES; do
   # A uprobe at the symbol (bpftrace's) fires again when a call grows its stack and restarts the
   # function: a few more hits than requests. weave attaches after the stack check.
   [ $mode = bpftrace ] && [ "$lost" = 0 ] && [ "$events" -gt "$want" ] && status="ok+$((events - want))"
-  [ $mode = untraced ] && status=-
+  [ $mode = untraced ] || [ $mode = floor-sym ] || [ $mode = floor-weave ] && status=-
   printf '%-10s %10.0f %9.3f %10.3f %9.1f %12s %12s %8s %8s\n' $mode "$rps" "$p99" "$cpu" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')" \
     "$events" "$want" "$lost" $status
 done
 printf '\nratios against untraced (medians of %s rounds):\n' "$ROUNDS"
-printf '%-10s %12s %12s %22s\n' mode "req/s ratio" "p99 ratio" "tracer cpu / request"
+printf '%-12s %12s %12s %22s %12s\n' mode "req/s ratio" "p99 ratio" "tracer cpu / request" "BPF ns/run"
 for mode in $MODES; do
   grep -q "^$mode " "$WORK/results" || continue
-  rps=$(col $mode 2); p99=$(col $mode 3); cpu=$(col $mode 4)
-  printf '%-10s %12s %12s %19s µs\n' $mode "$(ratio "$rps" "$base_rps")" "$(ratio "$p99" "$base_p99")" \
-    "$(awk -v c="$cpu" -v n="$REQUESTS" 'BEGIN { printf "%.1f", c / n * 1e6 }')"
+  rps=$(col $mode 2); p99=$(col $mode 3); cpu=$(col $mode 4); ns=$(awk -v m="$mode" '$1 == m && $8 != "-" { print $8 }' "$WORK/results" | median)
+  [ "$ns" = nan ] && ns=-
+  printf '%-12s %12s %12s %19s µs %12s\n' $mode "$(ratio "$rps" "$base_rps")" "$(ratio "$p99" "$base_p99")" \
+    "$(awk -v c="$cpu" -v n="$REQUESTS" 'BEGIN { printf "%.1f", c / n * 1e6 }')" "$ns"
 done
+# The micro floor: the same empty program at the symbol and at weave's point, and weave-1's whole
+# probe beside them, in this run.
+if grep -q "^floor-sym " "$WORK/results" && grep -q "^floor-weave " "$WORK/results"; then
+  fs=$(col floor-sym 2); fw=$(col floor-weave 2)
+  printf '\nmicro floor: req/s at weave'"'"'s point / at the symbol: %s' "$(ratio "$fw" "$fs")"
+  grep -q "^weave-1 " "$WORK/results" && printf '; weave-1 / floor at weave'"'"'s point: %s' "$(ratio "$(col weave-1 2)" "$fw")"
+  printf '\n'
+fi

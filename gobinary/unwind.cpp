@@ -55,6 +55,8 @@ UnwoundStack unwind_go_stack(const Pclntab &pcln, Arch arch, uint64_t bias, cons
   auto thread_frames = [&](uint64_t pc) {
     const int sp_reg = arch == Arch::X86_64 ? 7 : arch == Arch::Arm64 ? 31 : 4;
     uint64_t sp = window.thread_sp;
+    // arm64: the registers crosscall2 saved for its C caller, which that caller's CFI may need.
+    CFrameRegs saved;
     for (bool first = true;; first = false) {
       const PclnFunction *fn = pc >= bias ? pcln.at_pc(pc - bias) : nullptr;
       if (fn && !first && (is_top(*fn) || (fn->flag & kFlagSPWrite)))
@@ -72,6 +74,23 @@ UnwoundStack unwind_go_stack(const Pclntab &pcln, Arch arch, uint64_t bias, cons
           return false;
         }
         uint64_t at = uses_lr ? sp : sp + static_cast<uint64_t>(*delta);
+        // arm64's crosscall2 is NOFRAME: it makes a frame of 24 words itself and keeps C's callee-
+        // saved registers there, R19-R28 from word 4, R29 and R30 (LR) in words 22 and 23
+        // (runtime/cgo/asm_arm64.s, Go 1.19 to 1.26 alike): LR is not at SP as in a Go frame.
+        bool crosscall2_arm64 = uses_lr && fn->name == "crosscall2";
+        if (crosscall2_arm64) {
+          if (*delta != 24 * 8) {
+            out.end = UnwoundStack::End::Unknown;
+            out.function = fn->name;
+            return false;
+          }
+          at = sp + 23 * 8;
+          for (int r = 19; r <= 29; ++r) {
+            uint64_t v = 0;
+            if (thread_word(sp + (r == 29 ? 22 : r - 15) * 8, v))
+              saved.set(r, v);
+          }
+        }
         if (!thread_word(at, return_address)) {
           out.end = UnwoundStack::End::Truncated;
           out.in_thread_window = true;
@@ -84,7 +103,7 @@ UnwoundStack unwind_go_stack(const Pclntab &pcln, Arch arch, uint64_t bias, cons
           return false;
         }
         // C code: its CFI. Leaving Go code, only SP is known; the C frames restore what they saved.
-        CFrameRegs regs;
+        CFrameRegs regs = saved;
         regs.pc = pc;
         regs.sp = sp;
         regs.set(sp_reg, sp);

@@ -234,6 +234,17 @@ bool Loader::load(std::string_view object, std::string &error, AttachMethod meth
       probes_of_program_.emplace_back();
     probes_of_program_[it->second].push_back(program_of_probe_.size() - 1);
   }
+  if (manifest_.spawn) {
+    const std::string *names[2] = {&manifest_.spawn->entry_program, &manifest_.spawn->return_program};
+    for (int i = 0; i < 2; ++i) {
+      spawn_programs_[i] = bpf_object__find_program_by_name(object_, names[i]->c_str());
+      if (!spawn_programs_[i]) {
+        error = "the spawn probe's program '" + *names[i] +
+                "' is not in the BPF object; the manifest and the object do not belong together";
+        return false;
+      }
+    }
+  }
   struct Wanted {
     const char *name;
     bpf_map **map;
@@ -305,6 +316,9 @@ bool Loader::load(std::string_view object, std::string &error, AttachMethod meth
     for (bpf_program *program : programs_)
       bpf_program__set_expected_attach_type(
           program, static_cast<enum bpf_attach_type>(kBpfTraceUprobeMulti));
+  if (method_ == AttachMethod::Multi && manifest_.spawn)
+    for (bpf_program *program : spawn_programs_)
+      bpf_program__set_expected_attach_type(program, static_cast<enum bpf_attach_type>(kBpfTraceUprobeMulti));
 
   int err = bpf_object__load(object_);
   if (err) {
@@ -352,7 +366,7 @@ bool Loader::attach(const std::string &binary_path, const std::string &display,
   std::string path = binary_path.find('/') == std::string::npos ? "./" + binary_path : binary_path;
   double start = monotonic_seconds();
   if (multi_links_.empty() && perf_links_.empty())
-    attached_points_ = 0; // attached again after detach() (BinaryWatch): count afresh
+    attached_points_ = spawn_links_ = spawn_points_ = 0; // attached again after detach() (BinaryWatch): count afresh
   bool ok = true;
   // Returns first, entries last. A function that is a single RET has its entry point and a return
   // point at one address, and the kernel runs the handlers of one address newest first (the
@@ -364,6 +378,10 @@ bool Loader::attach(const std::string &binary_path, const std::string &display,
     return !attach.empty() && attach.front().kind == AttachKind::Return;
   };
   for (bool returns : {true, false}) {
+    // The spawn probe's RETs before its entry, as the probes': a goroutine made while attaching
+    // is then either seen whole or not at all.
+    if (ok && manifest_.spawn)
+      ok = attach_spawn(path, display, returns, error);
     if (method_ == AttachMethod::Multi) {
       for (size_t i = 0; ok && i < programs_.size(); ++i)
         if (!probes_of_program_[i].empty() && is_return(probes_of_program_[i].front()) == returns)
@@ -376,6 +394,45 @@ bool Loader::attach(const std::string &binary_path, const std::string &display,
   }
   attach_seconds_ = monotonic_seconds() - start;
   return ok;
+}
+
+// The spawn probe (Manifest::spawn): its entry program at the function's entry, or its return
+// program at every RET, in one uprobe_multi link or one perf-event link per point. No cookie: the
+// programs serve nothing else.
+bool Loader::attach_spawn(const std::string &path, const std::string &display, bool returns, std::string &error) {
+  const std::vector<uint64_t> &offsets = returns ? manifest_.spawn->return_offsets : manifest_.spawn->entry_offsets;
+  bpf_program *program = spawn_programs_[returns ? 1 : 0];
+  std::string what = "the spawn probe on " + manifest_.spawn->function + " (" + (returns ? "RET" : "entry") + ")";
+  if (method_ == AttachMethod::Multi) {
+    std::vector<uint64_t> cookies(offsets.size(), 0);
+    int fd = create_uprobe_multi_link(bpf_program__fd(program), path.c_str(), offsets.data(), cookies.data(),
+                                      static_cast<uint32_t>(offsets.size()));
+    if (fd < 0) {
+      error = what + ": attach at " + describe_points(offsets) + " in " + display + " failed: " + errno_text(fd);
+      if (fd == -EPERM || fd == -EACCES)
+        error += kPrivilegeHint;
+      return false;
+    }
+    multi_links_.push_back(fd);
+    ++spawn_links_;
+    spawn_points_ += offsets.size();
+    return true;
+  }
+  for (uint64_t offset : offsets) {
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = 0, .retprobe = false);
+    bpf_link *link = bpf_program__attach_uprobe_opts(program, -1, path.c_str(), offset, &opts);
+    if (!link) {
+      int err = errno;
+      error = what + ": attach at " + hex(offset) + " in " + display + " failed: " + errno_text(err);
+      if (err == EPERM || err == EACCES)
+        error += kPrivilegeHint;
+      return false;
+    }
+    perf_links_.push_back(link);
+    ++spawn_links_;
+    ++spawn_points_;
+  }
+  return true;
 }
 
 // Go's returns are probed at their RET instructions, never with uretprobes (which break when the
@@ -478,6 +535,7 @@ void Loader::detach() {
       &links);
   multi_links_.clear();
   perf_links_.clear();
+  spawn_links_ = 0;
   detach_seconds_ = monotonic_seconds() - start;
 }
 
@@ -554,6 +612,30 @@ bool Loader::run_stats_per_program(std::vector<ProgramStats> &stats, std::string
       return false;
     }
     stats[i] = {info.run_cnt, info.run_time_ns};
+  }
+  return true;
+}
+
+bool Loader::spawn_run_stats(ProgramStats &entry, ProgramStats &ret, std::string &error) const {
+  if (!has_spawn()) {
+    error = "no spawn probe";
+    return false;
+  }
+  if (stats_fd_ < 0) {
+    error = "BPF run-time statistics are not enabled";
+    return false;
+  }
+  ProgramStats *out[2] = {&entry, &ret};
+  for (int i = 0; i < 2; ++i) {
+    struct bpf_prog_info info;
+    std::memset(&info, 0, sizeof info);
+    uint32_t size = sizeof info;
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(spawn_programs_[i]), &info, &size) != 0) {
+      error = std::string("program '") + bpf_program__name(spawn_programs_[i]) +
+              "': cannot read its statistics: " + errno_text(errno);
+      return false;
+    }
+    *out[i] = {info.run_cnt, info.run_time_ns};
   }
   return true;
 }

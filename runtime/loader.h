@@ -100,7 +100,9 @@ public:
   // runs any more.
   void detach();
 
-  size_t link_count() const { return multi_links_.size() + perf_links_.size(); }
+  // The probes' links and points; the spawn probe's apart (spawn_point_count).
+  size_t link_count() const { return multi_links_.size() + perf_links_.size() - spawn_links_; }
+  size_t spawn_point_count() const { return spawn_points_; }
   size_t attach_point_count() const { return attached_points_; }
   double attach_seconds() const { return attach_seconds_; }
   double detach_seconds() const { return detach_seconds_; }
@@ -123,6 +125,10 @@ public:
   // enable_run_time_stats).
   bool run_stats_per_program(std::vector<ProgramStats> &stats, std::string &error) const;
   size_t program_count() const { return programs_.size(); }
+  // The spawn probe's programs (Manifest::spawn), entry and return: their run counts and times,
+  // false when there is none or statistics are unavailable. Each goroutine made runs both once.
+  bool spawn_run_stats(ProgramStats &entry, ProgramStats &ret, std::string &error) const;
+  bool has_spawn() const { return spawn_programs_[0] != nullptr; }
   // After load(): the index of the program that serves probe `id`.
   const std::vector<size_t> &program_of_probe() const { return program_of_probe_; }
 
@@ -140,6 +146,9 @@ private:
   std::vector<bpf_program *> programs_;   // each once, in the order the manifest names them
   std::vector<size_t> program_of_probe_; // by probe id: index into programs_
   std::vector<std::vector<size_t>> probes_of_program_; // the probe ids each program serves
+  bpf_program *spawn_programs_[2] = {nullptr, nullptr}; // the spawn probe's entry and return programs
+  size_t spawn_links_ = 0, spawn_points_ = 0;
+  bool attach_spawn(const std::string &path, const std::string &display, bool returns, std::string &error);
   bpf_map *events_ = nullptr;
   bpf_map *config_ = nullptr;
   bpf_map *lost_ = nullptr;

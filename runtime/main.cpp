@@ -598,6 +598,10 @@ StatsReport collect_stats(const Loader &loader, const EventWriter &writer,
     say("{}", error);
   report.run_time_known = loader.run_stats_per_program(report.programs, error);
   report.program_of_probe = loader.program_of_probe();
+  if (loader.has_spawn()) {
+    std::string spawn_error;
+    report.spawn_known = loader.spawn_run_stats(report.spawn_entry, report.spawn_return, spawn_error);
+  }
   for (size_t i = 0; i < report.probes.size(); ++i) {
     ProbeStats &s = report.probes[i];
     s.events = writer.events_per_probe()[i];
@@ -868,6 +872,10 @@ std::unique_ptr<Sinks> open_sinks(const Manifest &manifest, const Options &opt, 
     sinks->symbolizer = std::make_unique<Symbolizer>(binary, manifest);
     if (needs_functions && !sinks->symbolizer->load_functions())
       say("stacks and func values will show addresses: {}", sinks->symbolizer->error());
+    // A process's /proc/N/exe (--pid) is gone once it exits, and the last events are often decoded
+    // after that: its table is read now, while it can be.
+    else if (names_makers && binary.rfind("/proc/", 0) == 0 && !sinks->symbolizer->load_functions())
+      say("created_by will name go statements by address: {}", sinks->symbolizer->error());
     sinks->writer.set_symbolizer(sinks->symbolizer.get());
     sinks->calls.set_symbolizer(sinks->symbolizer.get());
   }
@@ -1090,10 +1098,13 @@ int run(int argc, char **argv) {
   uint64_t traced_ns = monotonic_ns();
   size_t points = loader.attach_point_count();
   if (opt.verbosity || opt.stats >= 0 || opt.exit_after_attach)
-    say("attached {} with {} in {:.3f} s ({})", count(points, "point"),
+    say("attached {} with {} in {:.3f} s ({}){}", count(points, "point"),
         count(loader.link_count(),
               loader.method() == AttachMethod::Multi ? "uprobe_multi link" : "perf-event link"),
-        loader.attach_seconds(), loader.method_reason());
+        loader.attach_seconds(), loader.method_reason(),
+        manifest.spawn ? fmt::format("; and {} on goroutine creation ({}, for created_by's parent)",
+                                     count(loader.spawn_point_count(), "point"), manifest.spawn->function)
+                       : "");
   if (opt.verbosity)
     say("ring buffer: {} KiB", loader.ring_size() >> 10);
   if (opt.exit_after_attach) {

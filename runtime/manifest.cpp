@@ -630,6 +630,26 @@ Manifest parse(const json &root) {
     const json &ancestry = object_at(root, "", "ancestry");
     m.has_gopc = ancestry.contains("gopc_offset");
     m.has_parent_goid = m.has_gopc && ancestry.contains("parent_goid_offset");
+    if (m.has_gopc && ancestry.contains("spawn")) {
+      const json &spawn = object_at(ancestry, "ancestry", "spawn");
+      Manifest::Spawn sp;
+      sp.function = string_at(spawn, "ancestry.spawn", "function");
+      const json &programs = object_at(spawn, "ancestry.spawn", "programs");
+      sp.entry_program = string_at(programs, "ancestry.spawn.programs", "entry");
+      sp.return_program = string_at(programs, "ancestry.spawn.programs", "return");
+      const json &attach = object_at(spawn, "ancestry.spawn", "attach");
+      for (const auto &[kind, into] : {std::pair{"entry", &sp.entry_offsets}, std::pair{"return", &sp.return_offsets}}) {
+        const json &points = array_at(attach, "ancestry.spawn.attach", kind);
+        for (size_t i = 0; i < points.size(); ++i)
+          into->push_back(u64_at(points[i], "ancestry.spawn.attach." + std::string(kind) + "[" + std::to_string(i) + "]",
+                                 "file_offset"));
+      }
+      if (sp.entry_offsets.size() != 1 || sp.return_offsets.empty())
+        throw ManifestError("ancestry.spawn.attach: one entry point and at least one return point expected");
+      m.spawn = std::move(sp);
+      m.has_parent_goid = true;
+    }
+    m.spawn_refused = optional_string(ancestry, "ancestry", "spawn_refused");
   }
 
   if (root.contains("type_descriptors")) {

@@ -11,7 +11,8 @@
 //   probes[].strings.{offset, size} when a field has "in_area": true.
 // Read when present: weave_version, target.pointer_size, options.string_max, options.ring_size,
 //   options.ringbuf_wakeup ("always" | "none"), attach[].vaddr, goid.{offset, source},
-//   ancestry.{gopc_offset, parent_goid_offset, source}, type_descriptors.{start, end}, and
+//   ancestry.{gopc_offset, parent_goid_offset, source, spawn_refused}, ancestry.spawn.{function,
+//   programs.{entry, return}, attach.{entry, return}[].file_offset}, type_descriptors.{start, end}, and
 //   abi, type, go_type, size (only shown, never needed to decode).
 // Addresses and offsets are hex strings ("0xa0580"); plain JSON integers are accepted as well.
 #pragma once
@@ -192,6 +193,16 @@ struct Manifest {
   // gopc, nobody knows who made a goroutine; without parent_goid (Go before 1.21), only where.
   bool has_gopc = false;
   bool has_parent_goid = false;
+  // Go before 1.21 (no g.parentGoid): the spawn probe on goroutine creation ("ancestry.spawn") that
+  // fills parent_goid in from the goroutines made since it attached; 0 then means one made before
+  // (or forgotten by the bounded map). Its two programs are attached with the probes'.
+  struct Spawn {
+    std::string function;                      // "runtime.newproc1"
+    std::string entry_program, return_program; // BPF program names
+    std::vector<uint64_t> entry_offsets, return_offsets; // file offsets
+  };
+  std::optional<Spawn> spawn;
+  std::string spawn_refused; // why a target without parentGoid has no spawn probe ("" when unsaid)
   std::vector<ManifestProbe> probes;
   // Where the target's type descriptors lie (link-time addresses [start, end)): the dynamic type
   // of a captured interface is named from there, read from the binary (runtime/typenames.h).

@@ -965,10 +965,16 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
   // The callee of the next frame, for leaving wrappers out as runtime.Callers does.
   const std::string *callee = nullptr;
   uint32_t count = window ? static_cast<uint32_t>(window->return_addresses.size()) : probe.stack_depth;
+  // An arm64 frame-pointer walk ends at crosscall2, where C called Go: its R29 is C's, so the chain
+  // goes no further, and the stack says so (amd64's goes on to the return address into C).
+  const std::string *last_function = nullptr;
+  bool ended_early = false;
   for (uint32_t i = 0; i < count; ++i) {
     uint64_t pc = window ? window->return_addresses[i] : load_u64(event + probe.stack_offset + 8 * i);
-    if (!pc)
+    if (!pc) {
+      ended_early = true;
       break;
+    }
     static const std::vector<Pclntab::Frame> none;
     const std::vector<Pclntab::Frame> *found = symbolizer_ ? &symbolizer_->frames(bias, pc) : &none;
     // A window's walk reaches C frames only by their CFI: name them from DWARF or symbols, the
@@ -1012,6 +1018,7 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
       }
       continue;
     }
+    last_function = &frames.back().function;
     for (const auto &f : frames) {
       const std::string *called = callee;
       callee = &f.function;
@@ -1045,6 +1052,11 @@ void EventPrinter::append_stack(std::string &out, uint64_t bias, const ManifestP
   }
   if (json)
     out += ']';
+  if (!window && !fp_stopped && ended_early && last_function && *last_function == "crosscall2") {
+    fp_end.end = UnwoundStack::End::Switch;
+    fp_end.function = *last_function;
+    fp_stopped = true;
+  }
   if (window)
     append_stack_end(out, *window, window->in_thread_window ? probe.thread_window : probe.stack_window, json);
   else if (fp_stopped)
@@ -1115,6 +1127,14 @@ void EventPrinter::append_created_by(std::string &out, const struct weave_event_
     out += "\"goid\":";
     append_u64(out, h.parent_goid);
     out += ',';
+  } else {
+    // Unknown, never a made-up 0: say why instead.
+    out += "\"goid_unknown\":";
+    append_json_string(out, manifest_.spawn ? "made before the tracer attached (its creation was not seen)"
+                            : manifest_.has_parent_goid ? "not recorded"
+                                                        : "this Go release records no parent goroutine, and "
+                                                          "goroutine creation is not probed");
+    out += ',';
   }
   uint64_t pc = h.gopc - bias;
   auto it = created_at_.find(pc);
@@ -1134,7 +1154,7 @@ void EventPrinter::append_created_by(std::string &out, const struct weave_event_
       site += ",\"line\":";
       site += std::to_string(frames.front().line);
     } else {
-      site += "\"pc\":\"0x";
+      site += "\"pc\":\"";
       append_hex(site, pc);
       site += '"';
     }

@@ -55,6 +55,9 @@ struct StatsReport {
   std::vector<size_t> program_of_probe; // by probe id: index into programs
   bool hits_known = false;            // the object has weave_hits
   bool run_time_known = false;        // run-time statistics were on
+  // The spawn probe (Manifest::spawn): its entry and return programs' runs and times, when known.
+  bool spawn_known = false;
+  ProgramStats spawn_entry, spawn_return;
   double seconds = 0;                 // since tracing started
 };
 
@@ -152,6 +155,13 @@ inline std::vector<std::string> format_stats(const Manifest &manifest, const Sta
     lines.push_back(plural(report.programs.size(), "BPF program") + " for " +
                     plural(manifest.probes.size(), "probe") + ": " + plural(all_programs.runs, "run") +
                     ", " + avg(all_programs.run_time_ns, all_programs.runs) + " ns/run");
+  if (report.spawn_known && manifest.spawn)
+    // Each goroutine made runs the entry program once and the return program once (at one RET).
+    lines.push_back("goroutine creation (" + manifest.spawn->function + ", for created_by's parent): " +
+                    plural(report.spawn_return.runs, "goroutine") + " made, " +
+                    avg(report.spawn_entry.run_time_ns + report.spawn_return.run_time_ns, report.spawn_return.runs) +
+                    " ns each (BPF: " + avg(report.spawn_entry.run_time_ns, report.spawn_entry.runs) + " ns/run first, " +
+                    avg(report.spawn_return.run_time_ns, report.spawn_return.runs) + " ns/run with the new g)");
   return lines;
 }
 

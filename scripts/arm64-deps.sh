@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Fetches what the arm64 tracer runtime and its emulated test need, from Debian's packages only:
 #  - on the host: qemu-system-arm (qemu-system-aarch64) and g++-aarch64-linux-gnu;
-#  - into a cache: a sysroot of arm64 static libraries and headers (libbpf, libelf, zlib, zstd, and the
-#    header-only nlohmann-json, fmt, CLI11) that CMake cross-builds weave-tracer-arm64 against, plus
+#  - into a cache: a sysroot of arm64 static libraries and headers (libbpf, libelf, libdw with the
+#    compressors its static archive needs: zlib, zstd, lzma, bzip2; and the header-only nlohmann-json,
+#    fmt, CLI11) that CMake cross-builds weave-tracer-arm64 against, plus
 #    Debian's arm64 kernel (its vmlinuz is an uncompressed Image qemu boots directly) and
 #    busybox-static:arm64 for the test VM's initramfs.
 # The arm64 packages are `apt-get download`ed and unpacked with `dpkg-deb -x`, never installed:
 # installing libbpf-dev:arm64 with apt would upgrade a dozen amd64 packages to keep versions in step.
 #
 # Cache: $WEAVE_ARM64_CACHE, default /var/cache/weave/arm64 (CMake's WEAVE_ARM64_CACHE is the same).
-# Idempotent: a complete cache is only checked. Exit 0 when the cache is complete; otherwise it says
+# Idempotent: a complete cache is only checked. Its stamp records the package list it was made from, so
+# a cache made from an older list (say, before libdw was added) is fetched again. Exit 0 when the cache is complete; otherwise it says
 # what failed and exits 1 (scripts/install-deps.sh then warns that the arm64 tests will be skipped).
 set -euo pipefail
 
@@ -17,12 +19,14 @@ cache=${WEAVE_ARM64_CACHE:-/var/cache/weave/arm64}
 stamp=$cache/complete
 # The kernel is the one Debian's linux-image-arm64 meta package names; pinning it here would break
 # when the archive moves on to the next ABI, and any 6.1 kernel of bookworm does for the test.
-sysroot_packages=(libbpf-dev libelf-dev zlib1g-dev libzstd-dev nlohmann-json3-dev libfmt-dev libcli11-dev)
+sysroot_packages=(libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev liblzma-dev libbz2-dev
+  nlohmann-json3-dev libfmt-dev libcli11-dev)
+key="sysroot: ${sysroot_packages[*]}"
 
-if [ -f "$stamp" ] && [ -f "$cache/vmlinuz" ] && [ -x "$cache/busybox" ] &&
+if [ -f "$stamp" ] && [ "$(sed -n 2p "$stamp")" = "$key" ] && [ -f "$cache/vmlinuz" ] && [ -x "$cache/busybox" ] &&
    [ -f "$cache/sysroot/usr/lib/aarch64-linux-gnu/libbpf.a" ] &&
    command -v qemu-system-aarch64 >/dev/null && command -v aarch64-linux-gnu-g++ >/dev/null; then
-  echo "arm64-deps: complete in $cache ($(cat "$stamp"))"
+  echo "arm64-deps: complete in $cache ($(head -1 "$stamp"))"
   exit 0
 fi
 
@@ -85,7 +89,7 @@ install -m 755 "$work/bb/bin/busybox" "$new/busybox"
 # Only the kernel image is kept (the 60 MB of modules are not needed: what the test uses is built in).
 dpkg-deb --fsys-tarfile "$work/${kernel}"_*.deb | tar -x -C "$work/kernel" --wildcards './boot/vmlinuz-*'
 install -m 644 "$work"/kernel/boot/vmlinuz-* "$new/vmlinuz"
-echo "$kernel" > "$new/complete"
+printf '%s\n%s\n' "$kernel" "$key" > "$new/complete"
 rm -rf "$cache"
 mkdir -p "$(dirname "$cache")"
 mv "$new" "$cache"

@@ -43,6 +43,7 @@ test_packages=(
   bash-completion zsh fish man-db groff-base          # the completion and man page tests run them
   curl                                                # the real-services test drives Caddy with it (tests/services)
   chromium                                            # headless, opens --perfetto/--folded in speedscope (e2e_test_viewers)
+  gcc-multilib                                        # gcc -m32 builds the 386 cgo fixture (C frames on 386, e2e_test_cgo)
 )
 
 if [ -n "$tests" ]; then

@@ -431,12 +431,14 @@ static __always_inline void weave_stack_x86_64(__u64 *pcs, __u32 max, __u64 sp, 
 
 
 /* weave_stack_copy (stack_mode: window): the registers an unwinder starts from and `size` bytes of
- * the stack from SP, for the tracer to walk with .gopclntab's SP-delta tables. One read of the
- * whole window fails when it runs past the end of the stack's mapping (a thread stack near its
- * top), so a failed read is retried with half the size, down to 256 bytes; w->len says how much
- * was read. `size` is a constant at each call site: every read has a constant size. */
+ * the stack from SP, for the tracer to walk with .gopclntab's SP-delta tables. The stack ends at
+ * stack_g's g.stack.hi (g.stack {lo, hi} is g's first field in every Go, `ptr` bytes a word): when
+ * SP lies in [lo, hi) the read stops there, since a read past the end of a goroutine's stack runs
+ * into memory the process never touched and faults whole. stack_g 0 (g0 of a thread C started,
+ * whose g.stack the runtime only estimates): no bound. A failed read is retried with half the
+ * size, down to 256 bytes; w->len says how much was read. */
 static __always_inline void weave_stack_copy(struct weave_stack_window *w, __u8 *bytes, __u32 size, __u64 pc,
-					     __u64 sp, __u64 fp, __u64 lr)
+					     __u64 sp, __u64 fp, __u64 lr, __u64 stack_g, __u32 ptr)
 {
 	w->pc = pc;
 	w->sp = sp;
@@ -444,10 +446,14 @@ static __always_inline void weave_stack_copy(struct weave_stack_window *w, __u8 
 	w->lr = lr;
 	w->len = 0;
 	w->capacity = size;
+	__u64 lo = 0, hi = 0;
 	__u32 n = size;
+	if (stack_g && !weave_load(&lo, stack_g, ptr) && !weave_load(&hi, stack_g + ptr, ptr) && lo <= sp &&
+	    sp < hi && hi - sp < size)
+		n = hi - sp;
 #pragma unroll
 	for (int i = 0; i < 9; i++) {
-		if (n < 256)
+		if (n < 256 && (i || n == 0))
 			return;
 		if (!bpf_probe_read_user(bytes, n, (const void *)sp)) {
 			w->len = n;
@@ -482,10 +488,15 @@ static __always_inline void weave_thread_stack_copy(struct weave_stack_window *w
 		if (!curg_offset || weave_load(&curg, m + curg_offset, ptr) || !curg || curg == g0 ||
 		    weave_load(&pc, curg + pc_offset, ptr) || !pc || weave_load(&sp, curg + sp_offset, ptr) || !sp)
 			return;
-	} else if (weave_load(&sp, g0 + sp_offset, ptr) || !sp) {
+		/* the goroutine's stack, which ends at curg.stack.hi */
+		weave_stack_copy(w, bytes, size, pc, sp, 0, 0, curg, ptr);
 		return;
 	}
-	weave_stack_copy(w, bytes, size, pc, sp, 0, 0);
+	if (weave_load(&sp, g0 + sp_offset, ptr) || !sp)
+		return;
+	/* The thread's stack: g0.stack.hi is the runtime's estimate on a thread C started (needm), below
+	 * the C frames that called into Go, so this read is not bounded by it. */
+	weave_stack_copy(w, bytes, size, pc, sp, 0, 0, 0, ptr);
 }
 
 /* weave_tls_g_386: g of the current thread of a 386 process, from GS base + offset. Go (and glibc,

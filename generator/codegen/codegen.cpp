@@ -114,6 +114,7 @@ struct Region {
   std::string base_expr, base_comment;
   int64_t start = 0, end = 0; // bytes [start, end) from the base
   std::vector<RegionLoad> loads;
+  bool in_record = false; // read into the record's string area (plan_regions), not onto the stack
 };
 
 // A load step of a read that a region serves: the local holding its value, and its fault bit.
@@ -125,6 +126,7 @@ struct Picked {
 struct RegionPlan {
   std::vector<Region> regions;
   std::map<std::pair<const ValueRead *, size_t>, Picked> picked; // (read, load step) -> where
+  int64_t buffer_limit = 0; // the largest buffer one read may have on the stack beside the picked values
 };
 
 // The BPF stack is 512 bytes: the record when it is built there, one local per picked value (BPF
@@ -155,7 +157,8 @@ bool read_eligible(const ValueRead &read) {
 
 // `first_id`: the first region's number in the program (a program has two groups of captures, those
 // its when: condition reads and the rest, each with its own regions).
-RegionPlan plan_regions(const std::vector<const ValueRead *> &reads, int64_t stack_left, int first_id) {
+RegionPlan plan_regions(const std::vector<const ValueRead *> &reads, int64_t stack_left, int first_id,
+                        int64_t record_buffer) {
   RegionPlan plan;
   // A chain prefix is where a load step's base comes from: the register and the steps before it.
   auto key_of = [](const ValueRead &read, size_t step) {
@@ -195,7 +198,14 @@ RegionPlan plan_regions(const std::vector<const ValueRead *> &reads, int64_t sta
   // kStackMargin: what the model above leaves out (clang's own temporaries grow with the number of
   // values picked apart). Without it, a probe with 39 picked values planned to the byte (96 + 312 +
   // a 104-byte buffer) failed clang's 512-byte check; such a probe reads value by value instead.
-  int64_t limit = std::min<int64_t>(kRegionMax, (stack_left - 8 * int64_t(load_count) - kStackMargin) / 8 * 8);
+  int64_t stack_limit = (stack_left - 8 * int64_t(load_count) - kStackMargin) / 8 * 8;
+  int64_t limit = std::min<int64_t>(kRegionMax, stack_limit);
+  plan.buffer_limit = limit;
+  // A record with a string area has room for the buffers there, which the strings' bytes overwrite
+  // only after the captures have taken their values: the stack then holds the picked values alone.
+  bool in_record = record_buffer >= 16 && stack_limit >= 0;
+  if (in_record)
+    limit = std::min<int64_t>(kRegionMax, record_buffer / 8 * 8);
   if (limit < 16)
     return plan;
   // Split each base's loads into spans of at most `limit` bytes, 64 values.
@@ -253,6 +263,7 @@ RegionPlan plan_regions(const std::vector<const ValueRead *> &reads, int64_t sta
       r.id = first_id + int(plan.regions.size());
       r.start = s.start;
       r.end = s.end;
+      r.in_record = in_record;
       r.base_comment = w.base_comment;
       if (w.parent_key.empty())
         r.base_expr = "regs." + key;
@@ -288,7 +299,9 @@ Data region_view(const Region &r) {
   view.set("start", std::to_string(r.start));
   view.set("end", std::to_string(r.end));
   view.set("span", std::to_string(r.end - r.start));
-  view.set("words", std::to_string((r.end - r.start + 7) / 8));
+  view.set("buf_decl", r.in_record ? std::string("*buf = (__u64 *)e->strings; /* in the string area, which the "
+                                                  "strings' bytes overwrite after the captures */")
+                                    : fmt::format("buf[{}];", (r.end - r.start + 7) / 8));
   view.set("mask", fmt::format("w{}_faults", r.id));
   Data loads{Data::type::list};
   for (size_t j = 0; j < r.loads.size(); ++j) {
@@ -759,6 +772,7 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   ev.set("gopc_offset", std::to_string(plan.gopc_offset));
   ev.set("ancestry_size", std::to_string(8 + plan.target.ptr_size));
   ev.set("ancestry_source", comment(plan.ancestry_source));
+  ev.set("spawn_lookup", plan.spawn.has_value() && plan.gopc_offset && !pair);
   Data captures{Data::type::list}, late_captures{Data::type::list};
   Data members{Data::type::list};
   if (event->duration_offset) {
@@ -771,14 +785,16 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   }
   ev.set("stack_depth", std::to_string(event->stack_depth));
   ev.set("stack_window", event->stack_window > 0);
+  // The window ends at the end of g's stack (g.stack.hi), where there is a g to read it from.
+  const char *stack_g = g_in_register || plan.has_tls_g ? "g" : "0";
   if (event->stack_window)
-    ev.set("stack_call", plan.target.arch == "arm64"
-                             ? fmt::format("weave_stack_copy(&e->stack_window, e->stack_bytes, {}, regs.pc, regs.sp, "
-                                           "regs.regs[29], regs.regs[30])",
-                                           event->stack_window)
-                             : fmt::format("weave_stack_copy(&e->stack_window, e->stack_bytes, {}, regs.ip, regs.sp, "
-                                           "regs.bp, 0)",
-                                           event->stack_window) +
+    ev.set("stack_call", (plan.target.arch == "arm64"
+                              ? fmt::format("weave_stack_copy(&e->stack_window, e->stack_bytes, {}, regs.pc, regs.sp, "
+                                            "regs.regs[29], regs.regs[30], {}, {})",
+                                            event->stack_window, stack_g, plan.target.ptr_size)
+                              : fmt::format("weave_stack_copy(&e->stack_window, e->stack_bytes, {}, regs.ip, regs.sp, "
+                                            "regs.bp, 0, {}, {})",
+                                            event->stack_window, stack_g, plan.target.ptr_size)) +
                              (event->thread_window
                                   ? fmt::format(";\n\t/* and the other stack ({}): on a goroutine the thread's own, where "
                                                 "runtime.cgocallback left it (m.g0.sched.sp), for the C frames of a "
@@ -819,9 +835,34 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
             reads.push_back(&field.length);
         }
       }
-      group_regions[late] = plan_regions(reads, stack_left, first_id);
+      group_regions[late] =
+          plan_regions(reads, stack_left, first_id, on_stack || late ? 0 : int64_t(event->strings_size));
       first_id += int(group_regions[late].regions.size());
     }
+  }
+  // The goroutine id and the ancestry pair lie within a few hundred bytes of each other in g (Go
+  // 1.26: +152 and +280): one read of the span costs one helper call instead of two (a helper call
+  // costs ~50-120 ns here before it copies a byte, bench/run.sh step 6). The span is read into the
+  // record where the captures' slots will be (a record in the ring buffer that has the room: they
+  // are written after it), else into a buffer on the stack that takes no more than a region's may
+  // (plan_regions; it is scoped before theirs). Not for a record built on the stack, nor where a
+  // pointer is 4 bytes.
+  int64_t g_span = int64_t(plan.parent_goid_offset) + 16 - int64_t(plan.goid_offset);
+  bool span_g = pair && !on_stack && plan.target.ptr_size == 8 && plan.parent_goid_offset > plan.goid_offset &&
+                (plan.parent_goid_offset - plan.goid_offset) % 8 == 0 && plan.goid_offset % 8 == 0 &&
+                g_span <= kRegionMax;
+  bool g_in_record = span_g && int64_t(event->event_size) >= int64_t(plan.header_size) + g_span;
+  span_g = span_g && (g_in_record || g_span <= std::min(group_regions[0].buffer_limit, group_regions[1].buffer_limit));
+  ev.set("g_span", span_g);
+  if (span_g) {
+    ev.set("g_span_size", std::to_string(g_span));
+    ev.set("g_buf_decl", g_in_record ? fmt::format("__u64 *gbuf = (__u64 *)((char *)e + {}); /* the captures' slots, "
+                                                   "written below */",
+                                                   plan.header_size)
+                                     : fmt::format("__u64 gbuf[{}];", g_span / 8));
+    ev.set("g_span_end", std::to_string(plan.goid_offset + g_span));
+    ev.set("g_parent_word", std::to_string((plan.parent_goid_offset - plan.goid_offset) / 8));
+    ev.set("g_gopc_word", std::to_string((plan.parent_goid_offset - plan.goid_offset) / 8 + 1));
   }
   for (int late = 0; late < 2; ++late) {
     Data list{Data::type::list};
@@ -1041,6 +1082,47 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   return ev;
 }
 
+// The C that reads a spawn probe's word (Plan::Spawn) into `var`: a register, or a chain of loads
+// from one (a stack slot in ABI0 code). A fault leaves 0, which the programs treat as not known.
+std::string spawn_read_c(const ValueRead &read, const std::string &var) {
+  std::string c = fmt::format("__u64 {} = regs.{}; /* {} */\n", var, read.base_reg, comment(read.base_comment));
+  if (read.loads.empty() && read.size < 8)
+    c += fmt::format("\t{} &= {:#x}ULL;\n", var, (uint64_t{1} << (8 * read.size)) - 1);
+  for (const LoadStep &step : read.loads)
+    c += fmt::format("\tweave_load(&{}, {} + ({}), {}); /* {} */\n", var, var, step.offset, step.size,
+                     comment(step.comment));
+  return c;
+}
+
+Data spawn_view(const Plan &plan) {
+  const Plan::Spawn &spawn = *plan.spawn;
+  Data v;
+  v.set("function", spawn.function);
+  v.set("signature", comment(spawn.signature));
+  v.set("abi", spawn.abi);
+  v.set("ctx_type", plan.ctx_type);
+  v.set("goid_offset", std::to_string(plan.goid_offset));
+  v.set("goid_source", comment(plan.goid_source));
+  v.set("parents_max", std::to_string(kSpawnParents));
+  v.set("read_parent", spawn_read_c(spawn.parent, "gp"));
+  v.set("read_child", spawn_read_c(spawn.child, "newg"));
+  Data points{Data::type::list};
+  auto add = [&](const AttachPoint &a) {
+    Data p;
+    p.set("kind", a.kind);
+    p.set("vaddr", hex(a.vaddr));
+    p.set("file_offset", hex(a.file_offset));
+    p.set("note", comment(a.note));
+    points.push_back(p);
+  };
+  for (const AttachPoint &a : spawn.entry)
+    add(a);
+  for (const AttachPoint &a : spawn.returns)
+    add(a);
+  v.set("points", points);
+  return v;
+}
+
 Data plan_view(const Plan &plan) {
   Data view;
   view.set("version", WEAVE_VERSION);
@@ -1054,6 +1136,7 @@ Data plan_view(const Plan &plan) {
   for (const ProgramPlan &program : plan.programs)
     programs.push_back(program_view(plan, program));
   view.set("programs", programs);
+  view.set("spawn", plan.spawn ? spawn_view(plan) : Data(false));
   view.set("target_arch", plan.target.arch == "arm64" ? "arm64" : "x86");
   std::string flags;
   for (const auto &arg : bpf_cflags(plan))
@@ -1121,6 +1204,24 @@ std::string render_manifest(const Plan &plan) {
     manifest["ancestry"] = {{"gopc_offset", plan.gopc_offset}, {"source", plan.ancestry_source}};
     if (plan.parent_goid_offset)
       manifest["ancestry"]["parent_goid_offset"] = plan.parent_goid_offset;
+    if (plan.spawn) {
+      // The spawn probe (Plan::Spawn): the tracer attaches its two programs, and a parent_goid of 0
+      // then means a goroutine made before it attached.
+      json points = json::object();
+      for (const auto &[kind, list] : {std::pair{"entry", &plan.spawn->entry}, std::pair{"return", &plan.spawn->returns}}) {
+        json each = json::array();
+        for (const AttachPoint &a : *list)
+          each.push_back({{"vaddr", hex(a.vaddr)}, {"file_offset", hex(a.file_offset)}});
+        points[kind] = each;
+      }
+      manifest["ancestry"]["spawn"] = {{"function", plan.spawn->function},
+                                       {"signature", plan.spawn->signature},
+                                       {"programs", {{"entry", "weave_spawn_entry"}, {"return", "weave_spawn_return"}}},
+                                       {"attach", points},
+                                       {"parents_max", kSpawnParents}};
+    } else if (!plan.spawn_refused.empty()) {
+      manifest["ancestry"]["spawn_refused"] = plan.spawn_refused;
+    }
   }
   json probes = json::array();
   auto captures_json = [](const EventPlan &event) {

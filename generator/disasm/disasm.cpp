@@ -282,6 +282,11 @@ Jumps x86_jumps(const std::vector<uint8_t> &code, uint64_t vaddr, bool long_mode
         out.jumps.push_back({at, long_mode ? target : (target & 0xffffffffu)});
       else
         out.computed = true;
+    } else if (insn.meta.category == ZYDIS_CATEGORY_CALL) {
+      ZyanU64 target = 0;
+      if (insn.operand_count_visible >= 1 && ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+          ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&insn, &ops[0], at, &target)))
+        out.calls.push_back({at, long_mode ? target : (target & 0xffffffffu)});
     }
     offset += insn.length;
   }

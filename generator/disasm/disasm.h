@@ -51,6 +51,7 @@ Writes i386_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t st
 // table), whose targets are unknown; `error` when the bytes could not be decoded.
 struct Jumps {
   std::vector<std::pair<uint64_t, uint64_t>> jumps;
+  std::vector<std::pair<uint64_t, uint64_t>> calls; // the direct CALLs (to an immediate target) likewise
   bool computed = false;
   std::string error;
 };

@@ -13,6 +13,7 @@
 #include "gobinary/pclntab.h"
 #include "debuginfo/debuginfo.h"
 #include "debuginfo/dictionaries.h"
+#include "disasm/disasm.h"
 #include "plan/attach.h"
 #include "plan/captures.h"
 #include "plan/inlined.h"
@@ -25,6 +26,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -46,10 +48,10 @@ uint64_t goid_offset_for(GoVersion v, unsigned ptr_size) {
 }
 
 // g.parentGoid's and g.gopc's offsets when there is no DWARF, as DWARF gives them in the builds of
-// Go 1.19 and 1.21-1.26 (amd64 and arm64 share a layout; 386 packs its 4-byte words and 8-byte
-// parentGoid on 4-byte boundaries). {parentGoid, gopc}; parentGoid 0 before Go 1.21, which has none.
-// Versions not measured (1.16-1.18, 1.20, and any newer than 1.26) get no ancestry rather than a
-// guess: a wrong offset would name a wrong goroutine.
+// Go 1.19, 1.20 (go1.20.14, amd64 and 386) and 1.21-1.26 (amd64 and arm64 share a layout; 386 packs
+// its 4-byte words and 8-byte parentGoid on 4-byte boundaries). {parentGoid, gopc}; parentGoid 0
+// before Go 1.21, which has none. Versions not measured (1.16-1.18, and any newer than 1.26) get no
+// ancestry rather than a guess: a wrong offset would name a wrong goroutine.
 struct AncestryOffsets {
   uint64_t parent_goid = 0, gopc = 0;
 };
@@ -59,6 +61,7 @@ std::optional<AncestryOffsets> ancestry_offsets_for(GoVersion v, unsigned ptr_si
   bool wide = ptr_size == 8;
   switch (v.minor) {
   case 19:
+  case 20:
     return AncestryOffsets{0, wide ? 296u : 184u};
   case 21:
   case 22:
@@ -74,6 +77,221 @@ std::optional<AncestryOffsets> ancestry_offsets_for(GoVersion v, unsigned ptr_si
   default:
     return std::nullopt;
   }
+}
+
+// The spawn probe (Plan::Spawn) on runtime.newproc1, which makes every goroutine of a go statement.
+// Its signature decides whether there is a sound point: a callergp *runtime.g parameter (the
+// goroutine running the go statement, read at the entry), and one *runtime.g result (the new
+// goroutine, whose goid newproc1 has set by its RET). DWARF gives the signature, and a release
+// whose newproc1 lacks either gets no spawn probe, with the reason: Go 1.16-1.20 all return *g
+// (runtime/proc.go), but Go 1.17's DWARF records no result, so weave does not read one there. A stripped binary's signature is declared only for the releases
+// whose runtime source was read (Go 1.19 and 1.20: runtime/proc.go, `newproc1(fn *funcval,
+// callergp *g, callerpc uintptr) *g`, setting newg.goid before its one `return newg`), and checked
+// against .gopclntab's argument size.
+void plan_spawn(Plan &plan, GoVersion version, bool has_dwarf, const std::function<ProbePlan(const ProbeSpec &)> &probe_of,
+                const std::function<ProbeSignature(const ProbeSpec &)> &signature_of, const TypeTable &types,
+                const SourceLoc &loc, const BinaryImage &image, const Pclntab *pcln) {
+  const std::string function = "runtime.newproc1";
+  ProbeSpec spec;
+  spec.name = "weave: goroutine creation";
+  spec.function = function;
+  spec.loc = loc;
+  spec.inlined = false;
+  spec.capture_return = true;
+  spec.captures = {{"callergp", loc}};
+  if (!has_dwarf) {
+    if (!(version.major == 1 && (version.minor == 19 || version.minor == 20))) {
+      plan.spawn_refused = fmt::format("the binary has no DWARF, and weave knows runtime.newproc1's signature "
+                                       "without it for go1.19 and go1.20 only, not {}",
+                                       plan.target.go_version);
+      return;
+    }
+    auto word = [&](const char *name) { return ParamSpec{name, TypeSpec{"uintptr", "", {}, {}, 0, "", loc}, loc}; };
+    spec.has_params = spec.has_results = true;
+    spec.params = {word("fn"), word("callergp"), word("callerpc")};
+    spec.results = {word("newg")};
+  }
+  std::string signature;
+  try {
+    ProbeSignature sig = signature_of(spec);
+    const GoParam *callergp = nullptr, *result = nullptr;
+    size_t results = 0;
+    for (const GoParam &p : sig.params) {
+      signature += fmt::format("{}{}{} {}", signature.empty() ? "" : ", ", p.is_result ? "result " : "", p.name,
+                               types.at(p.type).name);
+      if (p.is_result) {
+        ++results;
+        result = &p;
+      } else if (p.name == "callergp") {
+        callergp = &p;
+      }
+    }
+    const std::string want = has_dwarf ? "*runtime.g" : "uintptr";
+    if (!callergp || types.at(callergp->type).name != want || results != 1 || types.at(result->type).name != want) {
+      plan.spawn_refused = fmt::format("{} of {} is ({}), not a callergp *runtime.g parameter and one *runtime.g "
+                                       "result: no point of it knows both the new goroutine and its parent",
+                                       function, plan.target.go_version, signature);
+      return;
+    }
+  } catch (const UserError &e) {
+    plan.spawn_refused = fmt::format("{}: {}", function, e.what());
+    return;
+  }
+  size_t warnings = plan.warnings.size();
+  ProbePlan probe;
+  try {
+    probe = probe_of(spec);
+  } catch (const UserError &e) {
+    plan.spawn_refused = fmt::format("{} cannot be probed: {} [{}]", function, e.what(), e.id);
+    return;
+  }
+  plan.warnings.resize(warnings); // about the declared result, which the release's source vouches for
+  auto single = [&](const std::vector<CapturePlan> &captures, const char *what) -> const ValueRead * {
+    if (captures.size() != 1 || captures[0].fields.size() != 1 || !captures[0].unavailable.empty()) {
+      plan.spawn_refused = fmt::format("{}: its {} is not one word weave can read", function, what);
+      return nullptr;
+    }
+    const EventField &f = captures[0].fields[0];
+    if (f.size != static_cast<uint32_t>(plan.target.ptr_size) || f.value.saved >= 0 || f.value.base_field >= 0) {
+      plan.spawn_refused = fmt::format("{}: its {} is not one word weave can read", function, what);
+      return nullptr;
+    }
+    return &f.value;
+  };
+  if (!probe.ret || !std::any_of(probe.attach.begin(), probe.attach.end(),
+                                 [](const AttachPoint &a) { return a.kind == "return"; })) {
+    plan.spawn_refused = function + " has no RET to read the new goroutine at";
+    return;
+  }
+  const ValueRead *parent = single(probe.entry.captures, "callergp parameter");
+  const ValueRead *child = parent ? single(probe.ret->captures, "result") : nullptr;
+  if (!child)
+    return;
+  Plan::Spawn spawn;
+  spawn.function = function;
+  spawn.abi = probe.abi;
+  spawn.signature = fmt::format("{}({}) from {}", function, signature, has_dwarf ? "DWARF" : plan.target.go_version + "'s runtime/proc.go");
+  spawn.parent = *parent;
+  spawn.child = *child;
+  for (const AttachPoint &a : probe.attach)
+    (a.kind == "entry" ? spawn.entry : spawn.returns).push_back(a);
+  if (spawn.entry.size() != 1) {
+    plan.spawn_refused = function + " has no single entry point";
+    return;
+  }
+  // Cheaper points where they can be had. A uprobe on an instruction the kernel cannot emulate
+  // single-steps it out of line, ~15 us here, for the RET and for newproc1's first instruction
+  // after its stack check (a SUB); a CALL it emulates (~1 us all told). On x86 in Go 1.16-1.20,
+  // runtime.newproc's closure runtime.newproc.func1 is `newg := newproc1(fn, [argp, narg,] gp, pc);
+  // pp := ...; runqput(pp, newg, true)`: at its CALL of newproc1 the arguments are where newproc1's
+  // entry finds them (a CALL only pushes the return address: stack arguments are one word nearer
+  // SP), and at its CALL of runqput, runqput's gp is the new g. Taken only when the closure holds
+  // exactly one CALL of each, in that order, with no jump into or out of the code between them;
+  // otherwise the entry and the RETs above. (The debugger's injected calls make
+  // goroutines through newproc1 elsewhere: those read as made before the tracer attached.)
+  auto cheap = [&]() -> std::optional<std::string> {
+    if ((image.arch != Arch::X86_64 && image.arch != Arch::I386) || !pcln)
+      return "not x86 code";
+    const PclnFunction *closure = pcln->find("runtime.newproc.func1"), *runqput = pcln->find("runtime.runqput");
+    if (!closure || !runqput)
+      return "no runtime.newproc.func1 or runtime.runqput";
+    // A value in a register is there at the CALL as at the callee's entry; one in the argument area
+    // (ABI0: 386, and amd64 before Go 1.17) is a word nearer SP, where the CALL has not yet pushed
+    // the return address.
+    auto at_call = [&](const ValueRead &r) -> std::optional<ValueRead> {
+      if (r.saved >= 0 || r.base_field >= 0 || r.base_reg.empty())
+        return std::nullopt;
+      if (r.base_reg != plan.sp_register)
+        return r.loads.empty() ? std::optional<ValueRead>(r) : std::nullopt;
+      if (r.loads.size() != 1 || r.loads[0].offset < plan.target.ptr_size)
+        return std::nullopt;
+      ValueRead moved = r;
+      moved.base_comment = "the stack pointer at the CALL";
+      moved.loads[0].offset -= plan.target.ptr_size;
+      moved.loads[0].comment += fmt::format(" ({} before the CALL pushes its return address)", moved.loads[0].offset);
+      return moved;
+    };
+    std::optional<ValueRead> parent_at_call = at_call(spawn.parent);
+    if (!parent_at_call)
+      return "callergp is neither in a register nor in the argument area";
+    ProbeSpec put;
+    put.name = "weave: goroutine creation (runqput)";
+    put.function = "runtime.runqput";
+    put.loc = loc;
+    put.inlined = false;
+    put.captures = {{"gp", loc}};
+    if (!has_dwarf) {
+      auto param = [&](const char *name, const char *type) {
+        return ParamSpec{name, TypeSpec{type, "", {}, {}, 0, "", loc}, loc};
+      };
+      put.has_params = put.has_results = true;
+      put.params = {param("pp", "uintptr"), param("gp", "uintptr"), param("next", "bool")};
+    }
+    ProbePlan put_plan;
+    try {
+      ProbeSignature sig = signature_of(put);
+      bool gp = false;
+      for (const GoParam &p : sig.params)
+        gp = gp || (!p.is_result && p.name == "gp" && types.at(p.type).name == (has_dwarf ? "*runtime.g" : "uintptr"));
+      if (!gp)
+        return "runtime.runqput has no gp *runtime.g parameter";
+      put_plan = probe_of(put);
+    } catch (const UserError &e) {
+      return std::string("runtime.runqput: ") + e.what();
+    }
+    const EventPlan &entry = put_plan.entry;
+    std::optional<ValueRead> child_at_call;
+    if (entry.captures.size() == 1 && entry.captures[0].fields.size() == 1)
+      child_at_call = at_call(entry.captures[0].fields[0].value);
+    if (!child_at_call)
+      return "runqput's gp is neither in a register nor in the argument area";
+    std::vector<uint8_t> bytes = read_bytes(image, closure->entry, closure->end - closure->entry);
+    Jumps code = image.arch == Arch::X86_64 ? x86_64_jumps(bytes, closure->entry) : i386_jumps(bytes, closure->entry);
+    if (!code.error.empty())
+      return code.error;
+    std::vector<uint64_t> to_newproc1, to_runqput;
+    for (const auto &[at, target] : code.calls) {
+      if (target == probe.function_entry)
+        to_newproc1.push_back(at);
+      else if (target == runqput->entry)
+        to_runqput.push_back(at);
+    }
+    if (to_newproc1.size() != 1 || to_runqput.size() != 1 || to_runqput[0] <= to_newproc1[0])
+      return "runtime.newproc.func1 is not one CALL of newproc1 and then one of runqput";
+    if (code.computed)
+      return "runtime.newproc.func1 jumps through a register";
+    for (const auto &[at, target] : code.jumps)
+      if ((at > to_newproc1[0] && at < to_runqput[0]) || (target > to_newproc1[0] && target <= to_runqput[0]))
+        return "runtime.newproc.func1 jumps between its calls of newproc1 and runqput";
+    auto point = [&](const char *kind, uint64_t vaddr, const char *note) -> std::optional<AttachPoint> {
+      std::optional<uint64_t> offset = file_offset(image, vaddr);
+      if (!offset)
+        return std::nullopt;
+      AttachPoint a;
+      a.kind = kind;
+      a.vaddr = vaddr;
+      a.file_offset = *offset;
+      a.note = note;
+      return a;
+    };
+    auto at_newproc1 = point("entry", to_newproc1[0], "CALL runtime.newproc1 in runtime.newproc.func1 (emulated by the "
+                                                  "kernel: no single-step)");
+    auto at_put = point("return", to_runqput[0], "CALL runtime.runqput(pp, newg, true) in runtime.newproc.func1 "
+                                                 "(emulated by the kernel: no single-step)");
+    if (!at_newproc1 || !at_put)
+      return "a call site is outside the file's mapped code";
+    spawn.entry = {*at_newproc1};
+    spawn.returns = {*at_put};
+    spawn.parent = *parent_at_call;
+    spawn.child = *child_at_call;
+    spawn.child.base_comment = "newg, runqput's gp: " + spawn.child.base_comment;
+    spawn.signature += "; at runtime.newproc.func1's calls of it and of runtime.runqput";
+    return std::nullopt;
+  };
+  if (std::optional<std::string> why = cheap())
+    spawn.signature += "; at its entry and RETs (" + *why + ")";
+  plan.warnings.resize(warnings);
+  plan.spawn = std::move(spawn);
 }
 
 // The Go version decides the ABI, so a version string that lies (edited, or a reader's mistake)
@@ -744,6 +962,15 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   }
   if (!errors.empty())
     throw combine_errors(std::move(errors));
+  // Go before 1.21: the parent goroutine from a probe on goroutine creation (Plan::Spawn).
+  if (plan.gopc_offset && !plan.parent_goid_offset && !plan.probes.empty())
+    plan_spawn(plan, version, debug != nullptr, [&](const ProbeSpec &s) { return plan_probe(s, plan.probes.size()); },
+               [&](const ProbeSpec &s) { return resolve_signature(s, sources); }, types, SourceLoc{spec.path},
+               image, pcln);
+  if (!plan.spawn_refused.empty())
+    plan.warnings.push_back(fmt::format("{} has no g.parentGoid, and goroutine creation cannot be probed: {}; "
+                                        "created_by names where a goroutine was made, not by which [no-spawn-probe]",
+                                        plan.target.go_version, plan.spawn_refused));
   // A function named exactly that the compiler also inlined somewhere: the calls there run no code
   // of its own, so its probe never sees them. Said, or the missing calls would look like none.
   // (Reading every inline tree took 0.08 s over cmd/compile's 14k functions; globs are not asked,
@@ -837,6 +1064,13 @@ std::string dump_plan(const Plan &plan) {
                        plan.ancestry_source);
   else
     out << "ancestry unknown (no DWARF runtime.g, and no table for this Go release)\n";
+  if (plan.spawn) {
+    out << fmt::format("spawn probe {} ({}): entry at {:#x}, {} RET{}\n", plan.spawn->signature, plan.spawn->abi,
+                       plan.spawn->entry.front().vaddr, plan.spawn->returns.size(),
+                       plan.spawn->returns.size() == 1 ? "" : "s");
+  } else if (!plan.spawn_refused.empty()) {
+    out << "spawn probe none: " << plan.spawn_refused << "\n";
+  }
   if (plan.has_tls_g)
     out << fmt::format("g in ABI0 code at {}{:+#x} ({})\n", plan.target.arch == "386" ? "GS" : "FS",
                        plan.g_tls_offset, plan.g_tls_source);

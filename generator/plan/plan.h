@@ -16,6 +16,11 @@
 
 namespace weave {
 
+// The spawn probe's map of parents (Plan::Spawn), an LRU hash: how many goroutines' parents are
+// remembered at once. A goroutine evicted from it (the least recently made or looked up) reads as
+// one whose parent is unknown, as one made before the tracer attached does.
+constexpr uint32_t kSpawnParents = 1 << 17;
+
 // stack_mode: window. The bytes of stack copied per event unless stack_bytes says otherwise (see
 // the README's stack section for the measurements behind it), and the size of the struct
 // weave_stack_window (templates/weave_event.h) in front of them.
@@ -100,8 +105,9 @@ struct EventField {
   bool empty_array = false; // kind "empty" for a [0]T, named or not: shown as [] (struct{} as {})
   // A string whose bytes lie in its event's string area (EventPlan::strings_offset), read with the
   // other such strings in one span when they lie together (place_strings, plan/captures.cpp): its
-  // slot holds the length, then the bytes' position in the area; `area_slot` is where its bytes go
-  // when it is read on its own.
+  // slot holds the length, then the bytes' position in the area; `area_slot` is the room the area
+  // keeps for it when it is read on its own (its bytes then go right after the ones used before
+  // it, at or before area_slot: templates/strings.bpf.c.mustache).
   bool in_area = false;
   uint32_t area_slot = 0;
 };
@@ -329,6 +335,28 @@ struct Plan {
   uint64_t gopc_offset = 0;
   uint64_t parent_goid_offset = 0;
   std::string ancestry_source;  // "DWARF runtime.g" / "table for go1.N"
+  // Go before 1.21 has no g.parentGoid: the parent goroutine is learned where goroutines are made,
+  // by a probe on runtime.newproc1 that weave adds by itself (the spawn probe). At its entry it
+  // reads callergp (the goroutine running the go statement) and keeps callergp.goid by thread; at
+  // each RET it reads the new g it returns and files newg.goid -> the parent's goid in a bounded
+  // LRU map (templates/probes.bpf.c.mustache), which every event looks its own goid up in. A
+  // goroutine made before the tracer attached (or evicted from the map) has no entry: its parent is
+  // unknown, never guessed. Goids are not reused within a process (g structs are), so the map is
+  // keyed by (pid, goid).
+  struct Spawn {
+    std::string function;           // "runtime.newproc1"
+    std::string abi;                // "ABIInternal" / "ABI0"
+    std::string signature;          // where the signature came from and what it is, for the comments
+    ValueRead parent;               // at entry: callergp, a *runtime.g
+    ValueRead child;                // at every RET: the *runtime.g it returns
+    std::vector<AttachPoint> entry; // one
+    std::vector<AttachPoint> returns;
+    bool g_in_register = false;     // entry: the current g (never needed; g0 there) is not read
+  };
+  std::optional<Spawn> spawn;
+  // Why there is no spawn probe when the target has gopc but no parentGoid: said by weave build and
+  // carried into the manifest, so that created_by can say why its goid is missing.
+  std::string spawn_refused;
   // Where runtime.cgocallback saved the thread's stack pointer: g.m, m.g0, g.sched.sp (gobuf.sp is
   // its first word). Set for cgo binaries with a window stack probe.
   uint64_t g_m_offset = 0, m_g0_offset = 0, g_sched_sp_offset = 0;

@@ -10,6 +10,7 @@
 // 77 (skipped) and says which is missing.
 #include "arm64_vm.h"
 #include "harness.h"
+#include "same_stack.h"
 #include "when_expect.h"
 
 #include <doctest/doctest.h>
@@ -20,7 +21,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <cstdio>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <unistd.h>
@@ -70,9 +73,12 @@ const char *const kArm64Loader = "/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so
 
 std::string quote(const std::string &s) { return "'" + s + "'"; }
 
-VmRun run_in_vm(const std::string &dir, const std::vector<Job> &jobs) {
+// `files`: more guest path -> host file pairs (a cgo fixture's shared libraries).
+VmRun run_in_vm(const std::string &dir, const std::vector<Job> &jobs,
+                const std::vector<std::pair<std::string, std::string>> &files = {}) {
   arm64vm::Boot boot;
   boot.work_dir = dir;
+  boot.files = files;
   for (const auto &job : jobs) {
     boot.files.emplace_back("w/tracer-" + job.name, job.tracer);
     boot.files.emplace_back("w/fixture-" + job.name, job.fixture);
@@ -120,9 +126,9 @@ VmRun run_in_vm(const std::string &dir, const std::vector<Job> &jobs) {
 }
 
 // weave build for an arm64 binary on this amd64 host, with no --runtime: weave must pick the arm64
-// runtime by itself.
+// runtime by itself. `spec`: relative to the source tree, or an absolute path.
 std::string build_tracer(const std::string &dir, const std::string &spec, const std::string &binary) {
-  auto built = e2e::run({e2e::weave(), "build", e2e::source(spec), binary, "-o", dir});
+  auto built = e2e::run({e2e::weave(), "build", spec[0] == '/' ? spec : e2e::source(spec), binary, "-o", dir});
   REQUIRE_MESSAGE(built.status == 0, built.err);
   std::string tracer = dir + "/tracer";
   std::string head = e2e::read_file(tracer).substr(0, 20);
@@ -613,3 +619,277 @@ TEST_CASE("weave build picks the runtime by the binary's architecture, and says 
   }
 }
 
+
+namespace {
+
+// llvm-addr2line's frames for a return address in `binary` (arm64 too), innermost first: function,
+// file and line from its DWARF, by an implementation other than the tracer's (libdw).
+std::vector<json> addr2line_arm64(const std::string &binary, uint64_t return_address, const std::string &module) {
+  static std::map<uint64_t, std::vector<json>> seen;
+  if (auto it = seen.find(return_address); it != seen.end())
+    return it->second;
+  char pc[32];
+  std::snprintf(pc, sizeof pc, "%#llx", static_cast<unsigned long long>(return_address - 1));
+  auto r = e2e::run({"llvm-addr2line", "-f", "-i", "-e", binary, pc});
+  REQUIRE(r.status == 0);
+  std::vector<json> frames;
+  std::istringstream lines(r.out);
+  std::string function, where;
+  while (std::getline(lines, function) && std::getline(lines, where)) {
+    size_t colon = where.rfind(':');
+    REQUIRE(colon != std::string::npos);
+    frames.push_back({{"function", function}, {"file", where.substr(0, colon)},
+                      {"line", std::stoi(where.substr(colon + 1))}, {"module", module}});
+  }
+  REQUIRE(!frames.empty());
+  seen[return_address] = frames;
+  return frames;
+}
+
+uint64_t hex_pc(const json &pc) { return std::stoull(pc.get<std::string>(), nullptr, 16); }
+
+// The average BPF run time --stats printed ("1 BPF program for 1 probe: 16 runs, 2412 ns/run").
+long ns_per_run(const std::string &err) {
+  std::smatch m;
+  if (!std::regex_search(err, m, std::regex(R"(: (\d+) runs, (\d+) ns/run)")))
+    return -1;
+  return std::stol(m[2].str());
+}
+
+} // namespace
+
+TEST_CASE("arm64 in qemu (cgo): a callback from C, stack_mode: window: Go, C and Go frames as the program sees them") {
+  // tests/e2e/cgo cross-built with cgo for arm64 (Go -> C c1 -> c2 -> c3, -O2 -fomit-frame-pointer,
+  // -> a callback into main.Probed, `stack: 32`), run in the VM with the cross toolchain's libc and
+  // libgcc_s (backtrace() loads it). From runtime.cgocallback the walk reads the thread's stack
+  // where cgocallback left it (m.g0.sched.sp): crosscall2 (LR in its own save area, not at SP), the
+  // export wrapper goCallback, c3, c2, c1 and the cgo wrapper by their CFI (.eh_frame, x30 the
+  // return address column), runtime.asmcgocall; then the goroutine's frames from the cgo call.
+  // Compared frame for frame, whole, with the program's two views: runtime.Callers in the callback
+  // and c3's own backtrace() (glibc through libgcc's CFI unwinder), named by llvm-addr2line here.
+  require_vm();
+  const std::string libdir = "/usr/aarch64-linux-gnu/lib";
+  for (const std::string file : {"libc.so.6", "libgcc_s.so.1"})
+    if (!fs::exists(libdir + "/" + file) || !fs::exists(kArm64Loader))
+      skip(libdir + "/" + file + " or the loader is missing (they come with g++-aarch64-linux-gnu): the cgo "
+           "fixture cannot start");
+  std::string dir = e2e::temp_dir("arm64-cgo");
+  std::string fixture = dir + "/cgo_arm64";
+  // The pinned Go, or in a matrix row that row's toolchain (its fixture directory links its go).
+  const std::string go = e2e::matrix_version().empty() ? WEAVE_GO : e2e::fixture("go");
+  MESSAGE("cgo fixture built with " << go);
+  // And stripped (-s -w): no DWARF, so m.g0.sched.sp's offsets come from the runtime.g layout
+  // table and the C frames are named from .dynsym.
+  std::string stripped = dir + "/cgo_arm64_stripped";
+  for (const auto &[out, flags] : {std::pair<std::string, std::string>{fixture, "-ldflags="},
+                                   std::pair<std::string, std::string>{stripped, "-ldflags=-s -w"}}) {
+    auto built = e2e::run({"env", "-C", e2e::source("tests/e2e/cgo"), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=1",
+                           "CC=aarch64-linux-gnu-gcc", "GOTOOLCHAIN=local", "GOPROXY=off", "GOCACHE=" WEAVE_GOCACHE,
+                           "GOFLAGS=-mod=mod", go, "build", "-trimpath", "-buildvcs=false", flags, "-o", out, "."},
+                          300000);
+    REQUIRE_MESSAGE(built.status == 0, built.err);
+  }
+  auto spec = [&](const std::string &name, const std::string &stack, const std::string &binary = "") {
+    std::ofstream(dir + "/" + name + ".yaml")
+        << "probes:\n  - function: main.Probed\n"
+        << (binary.empty() ? "" : "    params: [{name: x, type: int64}]\n") << "    args: all\n" << stack;
+    return build_tracer(dir + "/" + name, dir + "/" + name + ".yaml", binary.empty() ? fixture : binary);
+  };
+  constexpr size_t calls = 16;
+  std::vector<std::string> args = {"-callbacks", std::to_string(calls)};
+  std::vector<Job> jobs = {{"cgo-window", spec("window", "    stack: 32\n    stack_mode: window\n"), fixture, args,
+                            {"--stats"}},
+                           {"cgo-fp", spec("fp", "    stack: 32\n    stack_mode: fp\n"), fixture, args, {"--stats"}},
+                           {"cgo-none", spec("none", ""), fixture, args, {"--stats"}},
+                           {"cgo-stripped", spec("stripped", "    stack: 32\n    stack_mode: window\n", stripped),
+                            stripped, args}};
+  VmRun vm = run_in_vm(dir, jobs,
+                       {{"lib/libc.so.6", libdir + "/libc.so.6"}, {"lib/libgcc_s.so.1", libdir + "/libgcc_s.so.1"}});
+  auto probed = [&](const JobResult &r, std::vector<json> &truth, std::vector<json> &events) {
+    for (auto &t : e2e::json_lines(r.truth))
+      if (t["function"] == "main.Probed")
+        truth.push_back(t);
+    for (auto &e : e2e::json_lines(r.out))
+      if (e["function"] == "main.Probed")
+        events.push_back(e);
+    REQUIRE(truth.size() == calls);
+    REQUIRE(events.size() == calls);
+    for (size_t i = 0; i < truth.size(); ++i)
+      CHECK(events[i]["args"]["x"] == truth[i]["args"]["x"]);
+  };
+  {
+    INFO("job cgo-window");
+    const JobResult &r = vm.jobs["cgo-window"];
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::vector<json> truth, events;
+    probed(r, truth, events);
+    size_t frames = 0;
+    for (size_t i = 0; i < truth.size(); ++i) {
+      CAPTURE(i);
+      const json &callers = truth[i]["stack"];
+      const json &c_stack = truth[i]["c_stack"];
+      const json &got = events[i]["stack"];
+      INFO(got.dump());
+      INFO(c_stack.dump());
+      REQUIRE(got.is_array());
+      REQUIRE(!got.empty());
+      // The tracer names the module by the path the VM ran it from.
+      const std::string module = got[0].value("module", "");
+      CHECK(module.find("fixture-cgo-window") != std::string::npos);
+      size_t cb = 0;
+      while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
+        ++cb;
+      REQUIRE(cb + 1 < callers.size());
+      REQUIRE(c_stack.size() >= 4); // c3, c2, c1, the cgo wrapper (and asmcgocall, Go code)
+      json want = json::array();
+      for (size_t f = 0; f <= cb; ++f) {
+        json w = callers[f];
+        w["module"] = module;
+        want.push_back(w);
+      }
+      // What neither view lists: Go's crosscall2 and cgo's C export wrapper.
+      REQUIRE(got.size() > cb + 2);
+      CHECK(got[cb + 1]["function"] == "crosscall2");
+      want.push_back({{"function", "crosscall2"}, {"file", got[cb + 1]["file"]}, {"line", got[cb + 1]["line"]},
+                      {"module", module}});
+      json wrapper = addr2line_arm64(fixture, hex_pc(got[cb + 2]["pc"]), module).back();
+      CHECK(wrapper["function"] == "goCallback");
+      CHECK(wrapper["file"].get<std::string>().find("_cgo_export.c") != std::string::npos);
+      want.push_back(wrapper);
+      std::vector<uint64_t> c_pcs;
+      for (const json &f : c_stack) {
+        c_pcs.push_back(hex_pc(f["pc"]));
+        if (f.contains("go")) {
+          json w = f["go"];
+          w["module"] = module;
+          want.push_back(w);
+          continue;
+        }
+        std::string symbol = f["symbol"]; // "./fixture-cgo-window(c3+0x10) [0x4a30a8]"
+        size_t open = symbol.find('('), plus = symbol.find('+', open);
+        REQUIRE(open != std::string::npos);
+        std::vector<json> named = addr2line_arm64(fixture, c_pcs.back(), module);
+        if (plus != std::string::npos && plus > open + 1)
+          CHECK(named.back()["function"] == symbol.substr(open + 1, plus - open - 1));
+        for (const json &w : named)
+          want.push_back(w);
+      }
+      for (size_t f = cb + 1; f < callers.size(); ++f) {
+        json w = callers[f];
+        w["module"] = module;
+        want.push_back(w);
+      }
+      e2e::check_same_stack(got, want, module);
+      // c2 on: the very return addresses backtrace() saw (c3's differs by the call to record_c_stack).
+      for (size_t f = 1; f < c_pcs.size() && cb + 3 + f < got.size(); ++f) {
+        CAPTURE(f);
+        CHECK(hex_pc(got[cb + 3 + f]["pc"]) == c_pcs[f]);
+      }
+      CHECK(!events[i].contains("stack_end"));
+      frames += got.size();
+    }
+    MESSAGE(frames << " frames equal to runtime.Callers + backtrace() in " << truth.size() << " events");
+  }
+  {
+    // The frame-pointer walk, for its cost beside the window's: the callback's Go frames, the
+    // program's own up to runtime.cgocallback, then crosscall2, whose R29 is C's (an ordinary
+    // register at -O2): the chain ends there, says so, and nothing is invented past it.
+    INFO("job cgo-fp");
+    const JobResult &r = vm.jobs["cgo-fp"];
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::vector<json> truth, events;
+    probed(r, truth, events);
+    for (size_t i = 0; i < truth.size(); ++i) {
+      CAPTURE(i);
+      const json &callers = truth[i]["stack"];
+      const json &got = events[i]["stack"];
+      INFO(got.dump());
+      REQUIRE(got.is_array());
+      size_t cb = 0;
+      while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
+        ++cb;
+      REQUIRE(cb + 1 < callers.size());
+      REQUIRE(got.size() == cb + 2);
+      for (size_t f = 0; f <= cb; ++f) {
+        CAPTURE(f);
+        CHECK(got[f]["function"] == callers[f]["function"]);
+        CHECK(got[f]["file"] == callers[f]["file"]);
+        CHECK(got[f]["line"] == callers[f]["line"]);
+      }
+      CHECK(got[cb + 1]["function"] == "crosscall2");
+      REQUIRE(events[i].contains("stack_end"));
+      CHECK(events[i]["stack_end"]["reason"] == "stack switch");
+      CHECK(events[i]["stack_end"]["function"] == "crosscall2");
+    }
+  }
+  {
+    // Stripped: the same walk; every frame named as the program names it, C frames as
+    // backtrace_symbols does from .dynsym (Go 1.21 on exports no C functions there: a bare PC in
+    // both views), and c2 on at backtrace()'s very return addresses.
+    INFO("job cgo-stripped");
+    const JobResult &r = vm.jobs["cgo-stripped"];
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::vector<json> truth, events;
+    probed(r, truth, events);
+    for (size_t i = 0; i < truth.size(); ++i) {
+      CAPTURE(i);
+      const json &callers = truth[i]["stack"];
+      const json &c_stack = truth[i]["c_stack"];
+      const json &got = events[i]["stack"];
+      INFO(got.dump());
+      INFO(c_stack.dump());
+      size_t cb = 0;
+      while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
+        ++cb;
+      REQUIRE(cb < callers.size());
+      std::vector<std::string> want;
+      for (size_t f = 0; f <= cb; ++f)
+        want.push_back(callers[f]["function"]);
+      want.push_back("crosscall2");
+      want.push_back("goCallback");
+      for (const json &f : c_stack) {
+        if (f.contains("go")) {
+          want.push_back(f["go"]["function"]);
+          continue;
+        }
+        std::string symbol = f["symbol"];
+        size_t open = symbol.find('('), plus = symbol.find('+', open);
+        want.push_back(open == std::string::npos || plus == std::string::npos || plus == open + 1
+                           ? ""
+                           : symbol.substr(open + 1, plus - open - 1));
+      }
+      for (size_t f = cb + 1; f < callers.size(); ++f)
+        want.push_back(callers[f]["function"]);
+      REQUIRE(got.is_array());
+      CHECK(got.size() == want.size());
+      for (size_t f = 0; f < std::min(got.size(), want.size()); ++f) {
+        CAPTURE(f);
+        if (want[f].empty())
+          CHECK(!got[f].contains("function"));
+        else
+          CHECK(got[f]["function"] == want[f]);
+      }
+      for (size_t f = 1; f < c_stack.size() && cb + 3 + f < got.size(); ++f) {
+        CAPTURE(f);
+        CHECK(hex_pc(got[cb + 3 + f]["pc"]) == hex_pc(c_stack[f]["pc"]));
+      }
+      CHECK(!events[i].contains("stack_end"));
+    }
+  }
+  {
+    INFO("job cgo-none");
+    const JobResult &r = vm.jobs["cgo-none"];
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::vector<json> truth, events;
+    probed(r, truth, events);
+  }
+  long window = ns_per_run(vm.jobs["cgo-window"].err), fp = ns_per_run(vm.jobs["cgo-fp"].err),
+       none = ns_per_run(vm.jobs["cgo-none"].err);
+  MESSAGE("BPF ns/run in the VM (TCG), " << calls << " callbacks: args only " << none << ", stack: 32 fp " << fp
+                                         << ", window (8 KiB of each stack) " << window);
+  CHECK(window > 0);
+}

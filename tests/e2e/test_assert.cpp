@@ -369,16 +369,24 @@ TEST_CASE("contents in a PIE: candidate descriptors moved by the load bias") {
   check_contents("assert_pie");
 }
 
-TEST_CASE("contents in text: *T{fields}, the wrapped error's type and message, the marker") {
+namespace {
+
+// The text printer's contents, in its own output or in --graph's call lines (`graph`), which print
+// values the same way: the fixture's values for k = 1..6 are fixed by construction.
+void check_contents_text(bool graph) {
   e2e::require_bpf();
-  std::string dir = e2e::temp_dir("contents-text");
+  std::string dir = e2e::temp_dir(graph ? "contents-graph" : "contents-text");
   std::ofstream(dir + "/spec.yaml") << kContentsSpec;
   auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("assert"), "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
-  auto traced = e2e::run({dir + "/out/tracer", "-o", dir + "/events.txt", "--", e2e::fixture("assert"), "-contents",
-                          "-rounds", "1"},
-                         120000);
+  std::vector<std::string> argv = {dir + "/out/tracer", "-o", dir + "/events.txt"};
+  if (graph)
+    argv.push_back("--graph");
+  for (const std::string &arg : {std::string("--"), e2e::fixture("assert"), std::string("-contents"),
+                                 std::string("-rounds"), std::string("1")})
+    argv.push_back(arg);
+  auto traced = e2e::run(argv, 120000);
   INFO(traced.err);
   REQUIRE(traced.status == 0);
   std::string text = e2e::read_file(dir + "/events.txt");
@@ -402,6 +410,16 @@ TEST_CASE("contents in text: *T{fields}, the wrapped error's type and message, t
     CAPTURE(want);
     CHECK(text.find(want) != std::string::npos);
   }
+}
+
+} // namespace
+
+TEST_CASE("contents in text: *T{fields}, the wrapped error's type and message, the marker") {
+  check_contents_text(false);
+}
+
+TEST_CASE("contents in --graph: the call lines show the same values as the text output") {
+  check_contents_text(true);
 }
 
 TEST_CASE("contents_types: a type the binary does not have is refused where it is written") {

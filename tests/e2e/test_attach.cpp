@@ -65,7 +65,7 @@ StatsRow final_stats(const std::string &err) {
     std::smatch m;
     if (std::regex_search(line, m, std::regex(R"(^weave:   (\d+) BPF programs? for)")))
       row.programs = std::stoll(m[1]);
-    else
+    else if (line.rfind("weave:   goroutine creation", 0) != 0) // the creation probe's line (Go < 1.21)
       last = line;
   }
   std::vector<std::string> words;
@@ -128,7 +128,12 @@ TEST_CASE("a wildcard over 1,000 functions, entry and every RET: two programs, t
   size_t programs = 0;
   for (size_t at = 0; (at = text.find("SEC(\"uprobe\")", at)) != std::string::npos; ++at)
     ++programs;
-  CHECK(programs == 2);
+  // Go 1.19 has no g.parentGoid: the goroutine-creation probe's two programs come with every tracer.
+  size_t spawn = 0;
+  for (size_t at = 0; (at = text.find("int weave_spawn_", at)) != std::string::npos; ++at)
+    ++spawn;
+  CHECK(spawn == 2);
+  CHECK(programs - spawn == 2);
 
   auto r = e2e::run(
       {tracer, "--stats", "--format", "json", "--", e2e::fixture("many"), "-rounds", "2"}, 120000);

@@ -274,7 +274,7 @@ TEST_CASE("stack traces: arm64 walks from LR and R29 (compiled, not run here), 3
   INFO(r.err);
   REQUIRE(r.status == 0);
   c = e2e::read_file(dir + "/386/probes.bpf.c");
-  CHECK(c.find("weave_stack_copy(&e->stack_window, e->stack_bytes, 8192, regs.ip, regs.sp, regs.bp, 0);") !=
+  CHECK(c.find("weave_stack_copy(&e->stack_window, e->stack_bytes, 8192, regs.ip, regs.sp, regs.bp, 0, g, 4);") !=
         std::string::npos);
   auto manifest = nlohmann::json::parse(e2e::read_file(dir + "/386/probes.json"));
   CHECK(manifest["probes"][0]["stack"]["window"] == 8192);

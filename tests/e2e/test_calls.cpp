@@ -5,12 +5,14 @@
 // goroutine, and the result the program computed from those very arguments. And ancestry: every
 // event on a goroutine the program started names, in "created_by" and in --graph's tree headers,
 // the goroutine that started it and the go statement's function and line, as the program recorded
-// them (Go 1.21+ records the parent goroutine in g.parentGoid; the pinned Go 1.19 does not, so there
-// only the function and line are known, and the tracer must say the parent is unknown).
+// them. Go 1.21+ records the parent goroutine in g.parentGoid; the pinned Go 1.19 does not, and
+// there weave's own probe on goroutine creation (runtime.newproc1) learns it; a goroutine made
+// before the tracer attached has no parent the tracer could know, and it must say so.
 #include "harness.h"
 
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -136,15 +138,6 @@ void check_call_ids(const std::string &fixture) {
   CHECK(joined_handle == handle.size());
 }
 
-// Whether the toolchain that built the fixtures records the parent goroutine (g.parentGoid, Go 1.21+).
-bool records_parent_goid() {
-  std::string v = e2e::matrix_version(); // "" for the pinned Go 1.19
-  if (v.empty())
-    return false;
-  int minor = std::stoi(v.substr(v.find('.') + 1));
-  return minor >= 21;
-}
-
 // The program's spawns: each started goroutine's id -> its record (parent, line, req, k).
 std::map<uint64_t, json> spawns_of(const Traced &t) {
   std::map<uint64_t, json> spawns;
@@ -172,7 +165,6 @@ void check_created_by(const std::string &fixture, const char *spec = kSpec) {
   // Which goroutines run Handle (started by main.main) and which Work (started by Handle): from
   // the calls the program recorded on them.
   std::map<uint64_t, std::string> runs = runs_of(t);
-  const bool parent_known = records_parent_goid();
   size_t checked = 0;
   std::set<uint64_t> goroutines;
   for (const json &e : t.events) {
@@ -182,12 +174,11 @@ void check_created_by(const std::string &fixture, const char *spec = kSpec) {
     const json &spawn = spawns[goid];
     REQUIRE(e.contains("created_by"));
     const json &by = e["created_by"];
-    if (parent_known) {
-      REQUIRE(by.contains("goid"));
-      CHECK(by["goid"] == spawn["parent"]);
-    } else {
-      CHECK_FALSE(by.contains("goid")); // unknown, never a made-up 0
-    }
+    // Known for every goroutine made while the tracer traced: g.parentGoid (Go 1.21+), or weave's
+    // probe on goroutine creation before 1.21.
+    REQUIRE(by.contains("goid"));
+    CHECK(by["goid"] == spawn["parent"]);
+    CHECK_FALSE(by.contains("goid_unknown"));
     CHECK(by["line"] == spawn["line"]);
     // Work runs on goroutines Handle started; Handle on goroutines main started.
     CHECK(by["function"] == (runs[goid] == "main.Work" ? "main.Handle" : "main.main"));
@@ -223,6 +214,59 @@ TEST_CASE("ancestry: a stripped 386 build, runtime.g's 4-byte-word layout from t
   check_created_by("spawn_386_stripped", kSpecStripped);
 }
 
+TEST_CASE("ancestry: a goroutine made before the tracer attached has no parent it could know, and says so") {
+  e2e::require_bpf();
+  // Before Go 1.21 nothing in the goroutine records its parent: what the tracer knows it learned
+  // watching goroutines being made. Go 1.21+ records it, for early goroutines too.
+  std::string v = e2e::matrix_version();
+  const bool recorded = !v.empty() && std::stoi(v.substr(v.find('.') + 1)) >= 21;
+  constexpr int kEarly = 3, kRequests = 2, kSpawn = 2;
+  std::string dir = e2e::temp_dir("calls-early");
+  std::ofstream(dir + "/spec.yaml") << kSpec;
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("spawn"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto target = e2e::spawn({e2e::fixture("spawn"), "-truth", dir + "/truth.jsonl", "-early", std::to_string(kEarly),
+                            "-requests", std::to_string(kRequests), "-spawn", std::to_string(kSpawn)},
+                           dir);
+  REQUIRE(target.wait_for_err("ready")); // its early goroutines are made
+  auto trace = e2e::spawn(
+      {dir + "/out/tracer", "--format", "json", "--no-summary", "--pid", std::to_string(target.pid)}, dir);
+  REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing"), trace.read_err());
+  kill(target.pid, SIGUSR1);
+  CHECK(target.wait() == 0);
+  CHECK(trace.wait() == 0);
+  INFO(trace.read_err());
+  Traced t;
+  t.events = e2e::json_lines(trace.read_out());
+  t.truth = e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"));
+  std::map<uint64_t, json> spawns = spawns_of(t);
+  REQUIRE(spawns.size() == size_t(kEarly + kRequests + kRequests * kSpawn));
+  size_t early = 0, later = 0;
+  for (const json &e : t.events) {
+    INFO(e.dump());
+    uint64_t goid = e["goid"];
+    REQUIRE(spawns.count(goid) == 1);
+    const json &spawn = spawns[goid];
+    REQUIRE(e.contains("created_by"));
+    const json &by = e["created_by"];
+    CHECK(by["line"] == spawn["line"]);
+    const bool made_early = spawn["req"] == 0;
+    if (made_early && !recorded) {
+      CHECK(by["function"] == "main.main");
+      CHECK_FALSE(by.contains("goid")); // never a guess
+      CHECK(by["goid_unknown"] == "made before the tracer attached (its creation was not seen)");
+      ++early;
+    } else {
+      REQUIRE(by.contains("goid"));
+      CHECK(by["goid"] == spawn["parent"]);
+      (made_early ? early : later) += 1;
+    }
+  }
+  CHECK(early == size_t(2 * 3 * kEarly)); // Work(0, k, 2) nests three calls: entries and returns
+  CHECK(later == size_t(2 * (kRequests * kSpawn * 3 + kRequests)));
+}
+
 TEST_CASE("ancestry: --graph heads each goroutine's tree with its maker, and nests it under the spawning call") {
   e2e::require_bpf();
   constexpr int kRequests = 3, kSpawn = 2;
@@ -231,7 +275,6 @@ TEST_CASE("ancestry: --graph heads each goroutine's tree with its maker, and nes
   std::map<uint64_t, json> spawns = spawns_of(t);
   REQUIRE(spawns.size() == size_t(kRequests + kRequests * kSpawn));
   std::map<uint64_t, std::string> runs = runs_of(t);
-  const bool parent_known = records_parent_goid();
   std::regex header(R"(^( *)goroutine (\d+) \(pid \d+\), created by (goroutine (\d+)|an unknown goroutine) in (\S+) at (\S+):(\d+):$)");
   std::regex handle_open(R"(^ +[0-9.]+( *)main\.Handle\(req=(\d+)\) \{  #\d+$)");
   std::set<uint64_t> headed;
@@ -252,23 +295,17 @@ TEST_CASE("ancestry: --graph heads each goroutine's tree with its maker, and nes
     REQUIRE(spawns.count(goid) == 1);
     const json &spawn = spawns[goid];
     bool work = runs[goid] == "main.Work";
-    if (parent_known) {
-      REQUIRE(m[4].matched);
-      CHECK(std::stoull(m[4]) == spawn["parent"].get<uint64_t>());
-    } else {
-      CHECK(m[3] == "an unknown goroutine");
-    }
+    REQUIRE(m[4].matched);
+    CHECK(std::stoull(m[4]) == spawn["parent"].get<uint64_t>());
     CHECK(std::stoi(m[7]) == spawn["line"].get<int>());
     std::string file = m[6];
     CHECK(file.substr(file.size() - 7) == "main.go");
     // A piece of work's goroutine is made in main.Handle, a request's in main.main.
     if (work) {
       CHECK(m[5] == "main.Handle");
-      // With the parent known, its tree sits inside the tree of the Handle call that spawned it.
-      if (parent_known) {
-        CHECK(m[1].length() > 0);
-        CHECK(open_req == spawn["req"].get<int>());
-      }
+      // Its tree sits inside the tree of the Handle call that spawned it.
+      CHECK(m[1].length() > 0);
+      CHECK(open_req == spawn["req"].get<int>());
     } else {
       CHECK(m[5] == "main.main");
       CHECK(m[1].length() == 0); // main.main is not traced: a tree of its own
@@ -298,11 +335,6 @@ TEST_CASE("ancestry: --perfetto draws a flow from the spawning call's slice to e
       handles.push_back(e);
   }
   REQUIRE(handles.size() == size_t(kRequests));
-  if (!records_parent_goid()) { // no parent goroutine to draw from
-    CHECK(starts.empty());
-    CHECK(finishes.empty());
-    return;
-  }
   // One arrow per goroutine Handle started (main.main, which started Handle's, is not traced).
   REQUIRE(finishes.size() == size_t(kRequests * kSpawn));
   REQUIRE(starts.size() == finishes.size());

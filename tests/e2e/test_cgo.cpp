@@ -72,7 +72,7 @@ Callbacks trace_callbacks(const std::string &mode, bool via_libc = false, const 
   std::string dir = e2e::temp_dir("cgo-callback-" + mode + (via_libc ? "-libc" : "") + "-" + fixture);
   // A stripped binary's parameters are declared, as weave asks.
   std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Probed\n"
-                                    << (fixture == "cgo" ? "    args: all\n"
+                                    << (fixture.find("stripped") == std::string::npos ? "    args: all\n"
                                                          : "    params: [{name: x, type: int64}]\n    args: all\n")
                                     << "    stack: 32\n"
                                     << "    stack_mode: " << mode << "\n";
@@ -101,10 +101,10 @@ Callbacks trace_callbacks(const std::string &mode, bool via_libc = false, const 
 // and line from its DWARF, by an implementation other than the tracer's (libdw). (Not binutils'
 // 2.40: it names the wrong file for cgo's wrappers, whose DWARF 5 line table switches files by
 // #line; gdb agrees with LLVM and libdw there.) llvm comes with clang (scripts/install-deps.sh).
-std::vector<json> addr2line(uint64_t return_address) {
+std::vector<json> addr2line(uint64_t return_address, const std::string &binary = "cgo") {
   char pc[32];
   std::snprintf(pc, sizeof pc, "%#llx", static_cast<unsigned long long>(return_address - 1));
-  auto r = e2e::run({"llvm-addr2line", "-f", "-i", "-e", e2e::fixture("cgo"), pc});
+  auto r = e2e::run({"llvm-addr2line", "-f", "-i", "-e", e2e::fixture(binary), pc});
   REQUIRE(r.status == 0);
   std::vector<json> frames;
   std::istringstream lines(r.out);
@@ -113,7 +113,7 @@ std::vector<json> addr2line(uint64_t return_address) {
     size_t colon = where.rfind(':');
     REQUIRE(colon != std::string::npos);
     frames.push_back({{"function", function}, {"file", where.substr(0, colon)},
-                      {"line", std::stoi(where.substr(colon + 1))}, {"module", e2e::fixture("cgo")}});
+                      {"line", std::stoi(where.substr(colon + 1))}, {"module", e2e::fixture(binary)}});
   }
   REQUIRE(!frames.empty());
   return frames;
@@ -121,7 +121,8 @@ std::vector<json> addr2line(uint64_t return_address) {
 
 uint64_t hex(const json &pc) { return std::stoull(pc.get<std::string>(), nullptr, 16); }
 
-TEST_CASE("a callback from C, stack_mode: window: Go, C and Go frames, as the program sees them") {
+// The window's stack of the callback in fixture `name` (the cgo fixture, or its 386 build).
+void check_window_callback(const std::string &name) {
   // From runtime.cgocallback the walk reads the thread's stack where cgocallback left it: crosscall2
   // and the C export wrapper goCallback, then c3, c2, c1, the cgo wrapper _cgo_..._Cfunc_c1 and
   // runtime.asmcgocall, by the C code's CFI (.eh_frame); then where the goroutine called into C
@@ -131,8 +132,8 @@ TEST_CASE("a callback from C, stack_mode: window: Go, C and Go frames, as the pr
   // cgo call down to runtime.goexit. Frame for frame, and c2 on with the very return addresses
   // backtrace() saw (c3's differs by the one call to record_c_stack on the same line).
   e2e::require_bpf();
-  Callbacks c = trace_callbacks("window");
-  const std::string module = e2e::fixture("cgo");
+  Callbacks c = trace_callbacks("window", false, name);
+  const std::string module = e2e::fixture(name);
   for (size_t i = 0; i < 2; ++i) {
     CAPTURE(i);
     CHECK(c.events[i]["args"]["x"] == c.truth[i]["args"]["x"]);
@@ -158,7 +159,7 @@ TEST_CASE("a callback from C, stack_mode: window: Go, C and Go frames, as the pr
     CHECK(got[cb + 1]["function"] == "crosscall2");
     want.push_back({{"function", "crosscall2"}, {"file", got[cb + 1]["file"]}, {"line", got[cb + 1]["line"]},
                     {"module", module}});
-    json wrapper = addr2line(hex(got[cb + 2]["pc"])).back();
+    json wrapper = addr2line(hex(got[cb + 2]["pc"]), name).back();
     CHECK(wrapper["function"] == "goCallback");
     CHECK(wrapper["file"].get<std::string>().find("_cgo_export.c") != std::string::npos);
     want.push_back(wrapper);
@@ -178,7 +179,7 @@ TEST_CASE("a callback from C, stack_mode: window: Go, C and Go frames, as the pr
       std::string symbol = f["symbol"];
       size_t open = symbol.find('('), plus = symbol.find('+', open);
       REQUIRE(open != std::string::npos);
-      std::vector<json> frames = addr2line(c_pcs.back());
+      std::vector<json> frames = addr2line(c_pcs.back(), name);
       if (plus != std::string::npos && plus > open + 1)
         CHECK(frames.back()["function"] == symbol.substr(open + 1, plus - open - 1));
       for (const json &w : frames)
@@ -197,6 +198,26 @@ TEST_CASE("a callback from C, stack_mode: window: Go, C and Go frames, as the pr
     }
     CHECK(!c.events[i].contains("stack_end"));
   }
+}
+
+TEST_CASE("a callback from C, stack_mode: window: Go, C and Go frames, as the program sees them") {
+  check_window_callback("cgo");
+}
+
+// The 386 build of the cgo fixture (gcc -m32) where it can be built, traced by the same 64-bit
+// tracer: BPF finds g through GS and copies both windows with 386's offsets; the tracer unwinds the
+// C frames with libdw's i386 rules (esp 4, ebp 5, return address 8) from the binary's .eh_frame,
+// and libc's from the 32-bit libc's.
+bool have_cgo_386() {
+  if (std::filesystem::exists(e2e::fixture("cgo_386")))
+    return true;
+  MESSAGE("skipped: no cgo_386 fixture (gcc -m32 needs Debian's gcc-multilib: scripts/install-deps.sh --tests)");
+  return false;
+}
+
+TEST_CASE("386: a callback from C, stack_mode: window: Go, C and Go frames, as the program sees them") {
+  if (have_cgo_386())
+    check_window_callback("cgo_386");
 }
 
 TEST_CASE("a callback from C, stack_mode: fp: the walk ends at the first C frame and says so") {
@@ -228,7 +249,7 @@ TEST_CASE("a callback from C, stack_mode: fp: the walk ends at the first C frame
   }
 }
 
-TEST_CASE("a callback from C through libc, stack_mode: window: libc's frames by its CFI, as glibc saw them") {
+void check_libc_callback(const std::string &name) {
   // qsort (libc.so) calls the fixture's comparator, which calls back into Go. The walk crosses to
   // the thread's stack, unwinds the comparator by the binary's CFI, then qsort's frames by libc's
   // own .eh_frame, found through the process's /proc/PID/maps (so the process is kept alive until
@@ -236,10 +257,10 @@ TEST_CASE("a callback from C through libc, stack_mode: window: libc's frames by 
   // against the comparator's own backtrace() (glibc, through the same CFI): the same return
   // addresses, libc's frames from libc's file, named where backtrace_symbols names them.
   e2e::require_bpf();
-  std::string dir = e2e::temp_dir("cgo-callback-libc");
+  std::string dir = e2e::temp_dir("cgo-callback-libc-" + name);
   std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Probed\n    args: all\n    stack: 32\n"
                                     << "    stack_mode: window\n";
-  const std::string module = e2e::fixture("cgo");
+  const std::string module = e2e::fixture(name);
   auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", module, "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
@@ -311,7 +332,7 @@ TEST_CASE("a callback from C through libc, stack_mode: window: libc's frames by 
       else if (in_libc)
         CHECK(!frame.contains("function")); // a libc function with no exported name: none here either
       else
-        CHECK(frame["function"] == addr2line(hex(want["pc"])).back()["function"]);
+        CHECK(frame["function"] == addr2line(hex(want["pc"]), name).back()["function"]);
       REQUIRE(frame.contains("module"));
       CHECK(std::filesystem::canonical(frame["module"].get<std::string>()) ==
             std::filesystem::canonical(in_libc ? file : module));
@@ -326,14 +347,23 @@ TEST_CASE("a callback from C through libc, stack_mode: window: libc's frames by 
   }
 }
 
-TEST_CASE("a callback from C in a stripped binary: C frames by .eh_frame, named by .dynsym as glibc names them") {
+TEST_CASE("a callback from C through libc, stack_mode: window: libc's frames by its CFI, as glibc saw them") {
+  check_libc_callback("cgo");
+}
+
+TEST_CASE("386: a callback from C through libc, stack_mode: window: the 32-bit libc's frames by its CFI") {
+  if (have_cgo_386())
+    check_libc_callback("cgo_386");
+}
+
+void check_stripped_callback(const std::string &name) {
   // -ldflags=-s -w drops DWARF and .symtab, not .eh_frame (C's unwinder needs it) nor .dynsym. The
   // walk is the same; the C frames are named from .dynsym, as backtrace_symbols names them in the
   // program, with no file or line (Go 1.21 on exports no C functions there: bare PCs in both
   // views); m.g0.sched.sp's offsets come from the runtime.g layout table.
   e2e::require_bpf();
-  Callbacks c = trace_callbacks("window", false, "cgo_stripped");
-  const std::string module = e2e::fixture("cgo_stripped");
+  Callbacks c = trace_callbacks("window", false, name);
+  const std::string module = e2e::fixture(name);
   for (size_t i = 0; i < 2; ++i) {
     CAPTURE(i);
     const json &callers = c.truth[i]["stack"];
@@ -380,4 +410,13 @@ TEST_CASE("a callback from C in a stripped binary: C frames by .eh_frame, named 
     }
     CHECK(!c.events[i].contains("stack_end"));
   }
+}
+
+TEST_CASE("a callback from C in a stripped binary: C frames by .eh_frame, named by .dynsym as glibc names them") {
+  check_stripped_callback("cgo_stripped");
+}
+
+TEST_CASE("386: a callback from C in a stripped binary: C frames by .eh_frame, named by .dynsym") {
+  if (have_cgo_386())
+    check_stripped_callback("cgo_386_stripped");
 }

@@ -19,13 +19,15 @@
 #   fixture_arm64 fixture_arm64_stripped (traced in qemu)                       tests/e2e/fixture
 #   newgo newgo_386 newgo_pgo                                                   tests/matrix/newgo
 #   compile_amd64 compile_arm64 (only with --compile)                           cmd/compile
+# (with --spawn-only, the four spawn fixtures alone),
 # and OUTDIR/go, a link to the toolchain's go command, OUTDIR/objdump (cmd/objdump), OUTDIR/GOROOT.
 set -euo pipefail
 version=$1
 out=$(realpath -m "$2")
 shift 2
-with_compile=0
+with_compile=0 spawn_only=0
 [[ ${1:-} == --compile ]] && with_compile=1
+[[ ${1:-} == --spawn-only ]] && spawn_only=1
 src=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${WEAVE_CACHE:-$HOME/.cache/weave}
 export GOMODCACHE=$cache/gomod GOCACHE=$cache/gocache GOPATH=$cache/gopath
@@ -72,6 +74,16 @@ build() { # name dir [env...] -- [flags...]
   shift
   (cd "$dir" && env CGO_ENABLED=0 GOARCH=amd64 "${envs[@]}" "$go" build -trimpath -buildvcs=false "$@" -o "$out/$name" .)
 }
+# --spawn-only: the spawn fixtures alone, for a toolchain before Go 1.21 whose row runs only
+# test_calls (goroutine ancestry from the creation probe, where g has no parentGoid).
+if ((spawn_only)); then
+  build spawn "$src/tests/e2e/spawn" --
+  build spawn_386 "$src/tests/e2e/spawn" GOARCH=386 --
+  build spawn_stripped "$src/tests/e2e/spawn" -- -ldflags='-s -w'
+  build spawn_386_stripped "$src/tests/e2e/spawn" GOARCH=386 -- -ldflags='-s -w'
+  echo "go$version: spawn fixtures in $out"
+  exit 0
+fi
 # test_cgo reads the runtime's code with the toolchain's objdump (not prebuilt from Go 1.25 on).
 (cd "$cache" && CGO_ENABLED=0 "$go" build -o "$out/objdump" cmd/objdump)
 e2e=$src/tests/e2e/fixture

@@ -29,6 +29,22 @@ add_custom_target(matrix DEPENDS weave weave-tracer ${WEAVE_MATRIX_TESTS} test_a
 list(APPEND WEAVE_MATRIX_TESTS e2e_test_assert)
 add_dependencies(matrix e2e_test_assert)
 
+# A toolchain before Go 1.21 (no g.parentGoid) for goroutine ancestry alone: test_calls on the spawn
+# fixtures it builds, whose parents come from weave's probe on runtime.newproc1.
+set(WEAVE_MATRIX_ANCESTRY_TOOLCHAIN 1.20.14 CACHE STRING "A Go before 1.21 whose spawn fixtures test_calls traces")
+if(WEAVE_MATRIX_ANCESTRY_TOOLCHAIN)
+  set(version ${WEAVE_MATRIX_ANCESTRY_TOOLCHAIN})
+  set(dir ${FIXTURE_DIR}/go${version})
+  add_test(NAME "matrix go${version}: fetch the toolchain, build the spawn fixtures"
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/matrix/build.sh ${version} ${dir} --spawn-only)
+  set_tests_properties("matrix go${version}: fetch the toolchain, build the spawn fixtures" PROPERTIES
+    FIXTURES_SETUP matrix_go${version} SKIP_RETURN_CODE 77 TIMEOUT 1200 RESOURCE_LOCK weave_matrix_build)
+  add_test(NAME "matrix go${version}: e2e_test_calls" COMMAND e2e_test_calls)
+  set_tests_properties("matrix go${version}: e2e_test_calls" PROPERTIES
+    ENVIRONMENT "WEAVE_MATRIX_FIXTURES=${dir};GOTOOLCHAIN=local"
+    FIXTURES_REQUIRED matrix_go${version} SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
+
 foreach(version IN LISTS WEAVE_MATRIX_TOOLCHAINS)
   set(dir ${FIXTURE_DIR}/go${version})
   set(compile_flag)

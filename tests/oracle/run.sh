@@ -122,7 +122,11 @@ one() {
   echo "oracle: seed $seed: ${#chunks[@]} chunks built and traced in $(elapsed "$t") s"
   local dirs=()
   for c in "${chunks[@]}"; do dirs+=("$dir/c$c"); done
-  if ! "$work/compare" -meta "$dir/src/meta.json" -repro "$repro" "${dirs[@]}" >"$dir/compare.txt"; then
+  # 386's window (stack_bytes below) is larger than any stack the program makes, and ends at the
+  # goroutine's stack's end: a stack it cuts short is a bug.
+  local strict=()
+  [ "$arch" != 386 ] || strict=(-window-holds-stacks)
+  if ! "$work/compare" -meta "$dir/src/meta.json" -repro "$repro" "${strict[@]}" "${dirs[@]}" >"$dir/compare.txt"; then
     cat "$dir/compare.txt"
     # A fault is the tracer saying it could not read a value, never a wrong one. A read weave
     # computes wrongly faults on every run; bpf_probe_read_user can also fail once on memory the
@@ -133,7 +137,7 @@ one() {
     [ "$kinds" = fault ] && [ "$arch" != arm64 ] || return 1
     echo "oracle: seed $seed: every mismatch is a fault; tracing the chunks again to tell a transient one"
     for c in "${chunks[@]}"; do chunk "$dir" "$c"; done
-    "$work/compare" -meta "$dir/src/meta.json" -repro "$repro" "${dirs[@]}" || return 1
+    "$work/compare" -meta "$dir/src/meta.json" -repro "$repro" "${strict[@]}" "${dirs[@]}" || return 1
     echo "oracle: seed $seed: the faults above did not come back in the second run: transient"
   else
     cat "$dir/compare.txt"
@@ -141,7 +145,7 @@ one() {
   if ((lines > 0)); then
     # The line comparison is not blind: one parameter changed by 1 is exactly one mismatch.
     local mutated
-    mutated=$("$work/compare" -meta "$dir/src/meta.json" -mutate-line "${dirs[@]}" | grep -c '\] wrong value at a line' || true)
+    mutated=$("$work/compare" -meta "$dir/src/meta.json" -mutate-line "${strict[@]}" "${dirs[@]}" | grep -c '\] wrong value at a line' || true)
     if [ "$mutated" != 1 ]; then
       echo "oracle: seed $seed: one line value changed by 1 gave $mutated mismatches, not 1: the line comparison is blind"
       return 1

@@ -3,6 +3,10 @@
 // the program itself knows: its goroutine id (from runtime.Stack's "goroutine N [" header), its
 // arguments and result, and for every goroutine it starts, the parent goroutine and the line of the
 // go statement. tests/e2e/test_calls.cpp compares the tracer's call ids with these records.
+//
+// With -early N it first starts N goroutines that wait, says "ready" on stderr and waits for SIGUSR1
+// (sent once a tracer has attached by --pid), and then lets them run main.Work(0, k, 2): goroutines
+// made before the tracer attached, whose maker the tracer has not seen.
 package main
 
 import (
@@ -10,9 +14,11 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 )
 
 // Record is one line of the truth file.
@@ -89,9 +95,28 @@ func main() {
 	requests := flag.Int("requests", 4, "requests to serve, a goroutine each")
 	spawn := flag.Int("spawn", 3, "goroutines each request starts")
 	truth := flag.String("truth", "", "write what the program recorded here, a JSON line each")
+	early := flag.Int("early", 0, "goroutines to start before saying ready and waiting for SIGUSR1")
 	flag.Parse()
 	me := goid()
 	var wg sync.WaitGroup
+	if *early > 0 {
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		start := make(chan struct{})
+		for k := 0; k < *early; k++ {
+			wg.Add(1)
+			_, _, line, _ := runtime.Caller(0)
+			go func(k int) { // the go statement: the line after runtime.Caller's
+				defer wg.Done()
+				note(Record{Kind: "spawn", Goid: goid(), Parent: me, Line: line + 1, K: k})
+				<-start
+				Work(0, k, 2)
+			}(k)
+		}
+		os.Stderr.WriteString("ready\n")
+		<-usr1
+		close(start)
+	}
 	for req := 1; req <= *requests; req++ {
 		wg.Add(1)
 		_, _, line, _ := runtime.Caller(0)

@@ -15,6 +15,32 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* Goroutine ancestry for a Go without g.parentGoid: each goroutine made since the tracer attached,
+ * by (pid, goid) (goids are not reused within a process; g structs are), -> the goid of the
+ * goroutine that ran its go statement. Filled in by weave_spawn_return once runtime.newproc1 has
+ * made it; every event looks its own goroutine up. LRU: past 131072 goroutines the least recently made or
+ * looked up is forgotten, and reads as made before the tracer attached (parent unknown). */
+struct weave_spawn_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 goid;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 131072);
+	__type(key, struct weave_spawn_key);
+	__type(value, __u64);
+} weave_parents SEC(".maps");
+
+/* runtime.newproc1 in progress, by thread (pid_tgid): the parent's goid its entry read, for its RET.
+ * It runs on the system stack with the M held, so a thread is in at most one call of it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u64);
+} weave_spawning SEC(".maps");
+
 /* probe 0 entry: main.F0000 (ABIInternal), function at 0x48ba80
  *   attached at 0x48ba80 (file offset 0x8ba80, cookie 0x0): function entry (no stack-growth check: a small leaf)
  * probe 2 entry: main.F0001 (ABIInternal), function at 0x48bae0
@@ -41,6 +67,13 @@ int probe_0_entry(struct weave_pt_regs_x86_64 *ctx)
 	weave_load(&e->hdr.goid, g + 152, 8);
 	/* who made the goroutine: g.gopc at +296 (DWARF runtime.g); this Go has no g.parentGoid */
 	weave_load(&e->hdr.gopc, g + 296, 8);
+	/* ... and by which goroutine, as the spawn probe saw it made (none: made before the tracer attached) */
+	{
+		struct weave_spawn_key spawned = {.pid = e->hdr.pid, .goid = e->hdr.goid};
+		__u64 *parent = bpf_map_lookup_elem(&weave_parents, &spawned);
+		if (parent)
+			e->hdr.parent_goid = *parent;
+	}
 	/* remember the call, for the duration its return event reports */
 	weave_call_enter(g, 8, regs.sp, e->hdr.goid, WEAVE_COOKIE_PAIR(cookie), e->hdr.ts_ns);
 
@@ -87,6 +120,13 @@ int probe_0_return(struct weave_pt_regs_x86_64 *ctx)
 	weave_load(&e->hdr.goid, g + 152, 8);
 	/* who made the goroutine: g.gopc at +296 (DWARF runtime.g); this Go has no g.parentGoid */
 	weave_load(&e->hdr.gopc, g + 296, 8);
+	/* ... and by which goroutine, as the spawn probe saw it made (none: made before the tracer attached) */
+	{
+		struct weave_spawn_key spawned = {.pid = e->hdr.pid, .goid = e->hdr.goid};
+		__u64 *parent = bpf_map_lookup_elem(&weave_parents, &spawned);
+		if (parent)
+			e->hdr.parent_goid = *parent;
+	}
 	/* the paired entry's timestamp gives the call's duration */
 	e->duration_ns = weave_call_exit(g, 8, regs.sp, e->hdr.goid, WEAVE_COOKIE_PAIR(cookie), e->hdr.ts_ns);
 
@@ -125,6 +165,13 @@ int probe_3_entry(struct weave_pt_regs_x86_64 *ctx)
 	weave_load(&e->hdr.goid, g + 152, 8);
 	/* who made the goroutine: g.gopc at +296 (DWARF runtime.g); this Go has no g.parentGoid */
 	weave_load(&e->hdr.gopc, g + 296, 8);
+	/* ... and by which goroutine, as the spawn probe saw it made (none: made before the tracer attached) */
+	{
+		struct weave_spawn_key spawned = {.pid = e->hdr.pid, .goid = e->hdr.goid};
+		__u64 *parent = bpf_map_lookup_elem(&weave_parents, &spawned);
+		if (parent)
+			e->hdr.parent_goid = *parent;
+	}
 
 	{ /* capture 0: x (int) */
 		{ /* x */
@@ -134,5 +181,46 @@ int probe_3_entry(struct weave_pt_regs_x86_64 *ctx)
 	}
 
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the tracer drains on a timer */
+	return 0;
+}
+
+/* The spawn probe: runtime.newproc1(fn *runtime.funcval, callergp *runtime.g, callerpc uintptr, result ~r0 *runtime.g) from DWARF; at runtime.newproc.func1's calls of it and of runtime.runqput (ABIInternal).
+ *   entry at 0x43d3a0 (file offset 0x3d3a0): CALL runtime.newproc1 in runtime.newproc.func1 (emulated by the kernel: no single-step)
+ *   return at 0x43d3c0 (file offset 0x3d3c0): CALL runtime.runqput(pp, newg, true) in runtime.newproc.func1 (emulated by the kernel: no single-step)
+ * First (entry): callergp, the goroutine running the go statement; its goid at +152
+ * (DWARF runtime.g.goid) is kept for this thread's second point. */
+SEC("uprobe")
+int weave_spawn_entry(struct weave_pt_regs_x86_64 *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 zero = 0;
+	struct weave_config *config = bpf_map_lookup_elem(&weave_config, &zero);
+	if (config && config->target_tgid && config->target_tgid != (__u32)(pid_tgid >> 32))
+		return 0;
+	const struct weave_pt_regs_x86_64 regs = *ctx;
+	__u64 gp = regs.bx; /* callergp: *runtime.g in RBX */
+	__u64 goid = 0;
+	if (!gp || weave_load(&goid, gp + 152, 8) || !goid)
+		return 0;
+	bpf_map_update_elem(&weave_spawning, &pid_tgid, &goid, BPF_ANY);
+	return 0;
+}
+
+/* Then (return): the new g, whose goid newproc1 has set, and the parent the first point kept. */
+SEC("uprobe")
+int weave_spawn_return(struct weave_pt_regs_x86_64 *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 *kept = bpf_map_lookup_elem(&weave_spawning, &pid_tgid);
+	if (!kept)
+		return 0;
+	__u64 parent = *kept;
+	bpf_map_delete_elem(&weave_spawning, &pid_tgid);
+	const struct weave_pt_regs_x86_64 regs = *ctx;
+	__u64 newg = regs.bx; /* newg, runqput's gp: gp: *runtime.g in RBX */
+	struct weave_spawn_key key = {.pid = pid_tgid >> 32};
+	if (!newg || weave_load(&key.goid, newg + 152, 8) || !key.goid)
+		return 0;
+	bpf_map_update_elem(&weave_parents, &key, &parent, BPF_ANY);
 	return 0;
 }

@@ -99,6 +99,8 @@ func main() {
 	maxShown := flag.Int("show", 25, "mismatches to print in full")
 	// run.sh's check that the line comparison is not blind: one integer changed must be one mismatch.
 	mutateLine := flag.Bool("mutate-line", false, "add 1 to the first integer parameter of a line event before comparing it")
+	windowHolds := flag.Bool("window-holds-stacks", false, "the stack window is larger than any stack the "+
+		"program makes: a stack cut short as truncated is a mismatch, not a refusal")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fatal(fmt.Errorf("usage: compare -meta META.json [flags] CHUNK_DIR... (each with prefix, truth.jsonl, events.jsonl, weave.err, out/probes.json)"))
@@ -360,7 +362,10 @@ func main() {
 					// The tracer said where the walk stopped and why: the frames it gave must still
 					// be the program's, and the rest is counted as refused, with the reason.
 					want = &value{kind: 'a', arr: want.arr[:len(got.arr)]}
-					if r := end.obj["reason"]; r != nil {
+					if r := end.obj["reason"]; r != nil && r.s == "truncated" && *windowHolds {
+						mismatch(t.fn, "stack cut short", fmt.Sprintf("truncated after %d of %d frames, in a window "+
+							"larger than the stack (event line %d, truth line %d)", len(got.arr), len(t.raw.obj["stack"].arr), e.line, t.line))
+					} else if r != nil {
 						refused["stack cut short ["+r.s+"]"]++
 					}
 				}
