@@ -56,7 +56,10 @@ public:
   Dlv(const Options &options, const std::string &binary) {
     out_path_ = options.work_dir + "/dlv.out";
     std::vector<std::string> argv = {options.dlv, "exec", "--headless", "--api-version=2", "--accept-multiclient",
-                                     "--listen=127.0.0.1:0", binary, "--"};
+                                     "--listen=127.0.0.1:0"};
+    argv.insert(argv.end(), options.dlv_flags.begin(), options.dlv_flags.end());
+    argv.push_back(binary);
+    argv.push_back("--");
     argv.insert(argv.end(), options.args.begin(), options.args.end());
     // Emptied before the fork: a line left from an earlier run must not be taken for this one's.
     std::ofstream(out_path_, std::ios::trunc).close();

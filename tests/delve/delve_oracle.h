@@ -25,6 +25,7 @@ namespace delve_oracle {
 
 struct Options {
   std::string dlv = "dlv";            // the Delve executable
+  std::vector<std::string> dlv_flags; // before the binary: e.g. --check-go-version=false
   std::vector<std::string> args;      // the program's arguments
   std::string work_dir;               // Delve's output goes to files here
   int timeout_ms = 120000;            // the whole Delve run, then it is killed

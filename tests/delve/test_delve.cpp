@@ -25,8 +25,9 @@ namespace {
 // Delve 1.27, built with Go 1.26 from the module proxy into a cache by install-dlv.sh (once; later
 // runs find it): the path of dlv, or ctest's skip code with the script's reason when Go 1.26 is
 // missing or the proxy cannot be reached.
-std::string require_new_dlv() {
-  auto installed = e2e::run({e2e::source("tests/delve/install-dlv.sh")}, 600000);
+// `goarch` 386: Delve built for linux/386, for 386 programs.
+std::string require_new_dlv(const std::string &goarch = "amd64") {
+  auto installed = e2e::run({e2e::source("tests/delve/install-dlv.sh"), goarch}, 600000);
   if (installed.status == 77) {
     std::cout << "skipped: " << installed.err << std::endl;
     std::exit(77);
@@ -295,7 +296,9 @@ namespace {
 // The line of tests/e2e/lines/main.go holding `text`.
 int lines_source_line(const std::string &text) { return e2e::source_line_holding("tests/e2e/lines/main.go", text); }
 
-delve_oracle::Counts line_oracle(const std::string &binary, const std::string &dlv) {
+// `points`: the PCs the six lines map to (twice's two inlined copies included).
+delve_oracle::Counts line_oracle(const std::string &binary, const std::string &dlv, size_t points_expected = 7,
+                                 const std::vector<std::string> &dlv_flags = {}) {
   auto start = std::chrono::steady_clock::now();
   std::string dir = e2e::temp_dir("delve-" + std::filesystem::path(binary).filename().string());
   std::string spec = "probes:\n";
@@ -313,9 +316,10 @@ delve_oracle::Counts line_oracle(const std::string &binary, const std::string &d
   auto events = delve_oracle::parse_events(traced.out);
   json manifest = json::parse(e2e::read_file(dir + "/out/probes.json"));
   auto points = delve_oracle::line_points_from_manifest(manifest);
-  REQUIRE(points.size() == 7); // twice: inlined into callA and callB
+  REQUIRE(points.size() == points_expected); // twice: inlined into callA and callB
   delve_oracle::Options options;
   options.dlv = dlv;
+  options.dlv_flags = dlv_flags;
   options.args = {"-truth", dir + "/truth-delve.jsonl", "-rounds", "3"};
   options.work_dir = dir;
   options.timeout_ms = 240000;
@@ -394,8 +398,9 @@ TEST_CASE("Delve 1.27 reads the same locals at the PCs of line probes: lines fix
   CHECK(counts.compared >= 36);
 }
 
-// Debian's Delve 1.20 on the pinned Go's build (amd64: Delve 1.20 stops a 386 program at a
-// breakpoint and then fails every command with "input/output error").
+// Debian's Delve 1.20 on the pinned Go's build (amd64 only: Debian's delve is an amd64 program, which
+// stops a 386 program at a breakpoint and then fails every command with "input/output error"; the 386
+// cases below use Delve 1.27 built for linux/386).
 TEST_CASE("Delve reads the same locals at the PCs of line probes: lines fixture by Go 1.19") {
   e2e::require_bpf();
   require_dlv();
@@ -403,4 +408,26 @@ TEST_CASE("Delve reads the same locals at the PCs of line probes: lines fixture 
   // 26 hits and 50 values when written.
   CHECK(counts.calls >= 26);
   CHECK(counts.compared >= 50);
+}
+
+// 386: Delve 1.27 built for linux/386 (install-dlv.sh 386) over the lines fixture built for 386, by Go
+// 1.26 and by the pinned Go 1.19. Delve 1.27 supports Go 1.25 and later; on Go 1.19's DWARF it runs
+// with its version check off, and every value it reads is still compared (and, where it disagrees
+// with weave, decided by the program's own record).
+TEST_CASE("Delve 1.27 reads the same locals at the PCs of line probes: lines fixture by Go 1.26 for 386") {
+  e2e::require_bpf();
+  auto binary = newer_fixture("lines_386_newer");
+  // Go 1.26 for 386 maps loop's and shadow's lines to two PCs each (two is_stmt runs).
+  auto counts = line_oracle(binary, require_new_dlv("386"), 9);
+  // 37 hits and 38 values when written.
+  CHECK(counts.calls >= 37);
+  CHECK(counts.compared >= 38);
+}
+
+TEST_CASE("Delve 1.27 reads the same locals at the PCs of line probes: lines fixture by Go 1.19 for 386") {
+  e2e::require_bpf();
+  auto counts = line_oracle(e2e::fixture("lines_386"), require_new_dlv("386"), 7, {"--check-go-version=false"});
+  // 26 hits and 44 values when written.
+  CHECK(counts.calls >= 26);
+  CHECK(counts.compared >= 44);
 }

@@ -76,13 +76,15 @@ foreach(version IN LISTS WEAVE_MATRIX_TOOLCHAINS)
     ENVIRONMENT "WEAVE_MATRIX_FIXTURES=${dir};GOTOOLCHAIN=local"
     FIXTURES_REQUIRED matrix_go${version} SKIP_RETURN_CODE 77 TIMEOUT 600)
   # The random-signature oracle (tests/oracle) with this toolchain's compiler: the same seed as the
-  # pinned run, fewer functions, every value compared.
-  foreach(config "amd64;400" "386;200" "arm64;100")
+  # pinned run, fewer functions, every value compared; line probes (`locals: all`) in the first chunk
+  # on amd64 and 386.
+  foreach(config "amd64;400;1" "386;200;1" "arm64;100;0")
     list(GET config 0 arch)
     list(GET config 1 count)
+    list(GET config 2 lines)
     add_test(NAME "matrix go${version}: oracle_${arch}"
              COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/oracle/run.sh --seed 1 --count ${count} --arch ${arch}
-                     --build ${CMAKE_BINARY_DIR} --go ${dir}/go --work ${CMAKE_BINARY_DIR}/oracle/go${version}-${arch})
+                     --lines ${lines} --build ${CMAKE_BINARY_DIR} --go ${dir}/go --work ${CMAKE_BINARY_DIR}/oracle/go${version}-${arch})
     set_tests_properties("matrix go${version}: oracle_${arch}" PROPERTIES
       ENVIRONMENT "WEAVE_GOCACHE=${WEAVE_GOCACHE}"
       FIXTURES_REQUIRED matrix_go${version} SKIP_RETURN_CODE 77 TIMEOUT 900)

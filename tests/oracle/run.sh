@@ -12,7 +12,10 @@
 # Options: --build DIR (weave's build tree; default build/ beside this checkout), --go GO (default
 # Debian's Go 1.19, the pinned toolchain), --omit generic,zerosize,float (leave a category out, for
 # debugging only), --work DIR (where the program, tracer and outputs go), --delve N (also let Delve,
-# which reads DWARF location lists, check the arguments of the first N chunks' calls: tests/delve).
+# which reads DWARF location lists, check the arguments of the first N chunks' calls: tests/delve),
+# --lines N (in the first N chunks, also a line probe with `locals: all` on the line where each
+# function starts printing its parameters, every parameter it reads there compared with what the
+# program wrote at entry; amd64 and 386, where weave has line probes).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +28,7 @@ build=$root/build
 go=/usr/lib/go-1.19/bin/go
 work=
 delve=0
+lines=0
 while [ $# -gt 0 ]; do
   case $1 in
     --seed | --seeds) seeds=$2; shift 2 ;;
@@ -35,6 +39,7 @@ while [ $# -gt 0 ]; do
     --go) go=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --delve) delve=$2; shift 2 ;;
+    --lines) lines=$2; shift 2 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -45,6 +50,10 @@ case $arch in
   arm64) runtime=$build/weave-tracer-arm64 ;;
   *) echo "run.sh: --arch amd64, 386 or arm64 (in qemu)" >&2; exit 2 ;;
 esac
+if [ "$arch" = arm64 ] && ((lines > 0)); then
+  echo "run.sh: --lines: weave builds line probes for amd64 and 386 binaries only" >&2
+  exit 2
+fi
 if [ "$(id -u)" != 0 ]; then
   echo "run.sh: skipped: tracing needs root (BPF, uprobes)"
   exit 77
@@ -92,6 +101,7 @@ one() {
   # than on many small ones, and two chunks build at once.
   local chunks=() c pids=() failed=0
   for c in $(cut -d' ' -f1 "$dir/src/chunks.txt" | sort -u); do chunks+=("$c"); done
+  line_chunks=" ${chunks[*]:0:$lines} " # read by chunk
   t=$(now)
   for c in "${chunks[@]}"; do
     if [ ${#pids[@]} -ge 2 ]; then
@@ -131,6 +141,16 @@ one() {
     echo "oracle: seed $seed: the faults above did not come back in the second run: transient"
   else
     cat "$dir/compare.txt"
+  fi
+  if ((lines > 0)); then
+    # The line comparison is not blind: one parameter changed by 1 is exactly one mismatch.
+    local mutated
+    mutated=$("$work/compare" -meta "$dir/src/meta.json" -mutate-line "${strict[@]}" "${dirs[@]}" | grep -c '\] wrong value at a line' || true)
+    if [ "$mutated" != 1 ]; then
+      echo "oracle: seed $seed: one line value changed by 1 gave $mutated mismatches, not 1: the line comparison is blind"
+      return 1
+    fi
+    echo "oracle: seed $seed: one line value changed by 1 is one mismatch"
   fi
   ((delve > 0)) && [ "$arch" != arm64 ] || return 0 # Delve reads the program on this host
   # A second, independent oracle over the same calls: Delve reads each argument from DWARF in a run
@@ -173,6 +193,16 @@ chunk() {
     for p in $(grep "^$c " "$dir/src/chunks.txt" | cut -d' ' -f2); do
       echo "  - {function: '$p', args: all, return: true, stack: 12$window}"
     done
+    # The line where each function of the chunk starts printing its parameters (gen's lines.txt),
+    # read with DWARF's location lists at the line's PCs (compare matches each line event with
+    # the entry before it, of the same function and goroutine).
+    if [[ $line_chunks == *" $c "* ]]; then
+      local key line
+      while read -r key line; do
+        [[ $key =~ ^main\.\(?\*?(F|G|T|GT)([0-9][0-9])[0-9][0-9] ]] && [ "${BASH_REMATCH[2]}" = "$c" ] || continue
+        echo "  - {name: 'line-$line', line: 'oracle.test/prog/main.go:$line', locals: all}"
+      done <"$dir/src/lines.txt"
+    fi
     echo "options: {string_max: 64, slice_max: 8, max_functions: 100000}"
   } >"$d/spec.yaml"
   # A chunk that cannot be traced is written down in "failed", and compare counts each of its

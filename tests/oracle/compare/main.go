@@ -12,10 +12,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -26,6 +28,9 @@ type record struct {
 	values *value // args or results, an object
 	line   int
 	raw    *value
+	entry  *record // a line event: the entry event of its call (the last before it, same function and goroutine)
+	truth  *record // an entry event: the program's record it was matched with
+	lines  int     // an entry event: line events of its call
 }
 
 // normalize removes bracketed type arguments: main.(*GT0001[go.shape.int_0]).M is main.(*GT0001).M.
@@ -92,6 +97,8 @@ func main() {
 	metaPath := flag.String("meta", "", "the generator's meta.json")
 	repro := flag.String("repro", "", "the command that reproduces this run")
 	maxShown := flag.Int("show", 25, "mismatches to print in full")
+	// run.sh's check that the line comparison is not blind: one integer changed must be one mismatch.
+	mutateLine := flag.Bool("mutate-line", false, "add 1 to the first integer parameter of a line event before comparing it")
 	windowHolds := flag.Bool("window-holds-stacks", false, "the stack window is larger than any stack the "+
 		"program makes: a stack cut short as truncated is a mismatch, not a refusal")
 	flag.Parse()
@@ -122,6 +129,12 @@ func main() {
 	stacks, frames := 0, 0 // entry stacks compared whole, and their frames
 	comparedBy := counter{}
 	refused := counter{}
+	// Line probes (run.sh --lines): each line event's locals against the parameters the program
+	// wrote at entry (the probed line is the first that prints them; none is assigned before).
+	lineEvents, lineCompared := 0, 0
+	lineRefused := counter{}    // a parameter the line event shows as unavailable, by weave's reason
+	lineUnrecorded := counter{} // a local the program does not write (xw, a named result), by name
+
 	mismatchBy := counter{}
 	mismatchReason := counter{}
 	var shown []string
@@ -166,8 +179,16 @@ func main() {
 		// What weave left out: values per probe (probes.json "skipped"), and whole functions (warnings).
 		var manifest struct {
 			Probes []struct {
+				Name     string   `json:"name"`
 				Function string   `json:"function"`
 				Skipped  []string `json:"skipped"`
+				Captures []struct {
+					Expr        string `json:"expr"`
+					Unavailable string `json:"unavailable"`
+				} `json:"captures"`
+				Line *struct {
+					PC uint64 `json:"pc"`
+				} `json:"line"`
 			} `json:"probes"`
 		}
 		data, err = os.ReadFile(manifestPath)
@@ -179,7 +200,23 @@ func main() {
 		}
 		probed := map[string]bool{}               // normalized name
 		skipped := map[string]map[string]string{} // full function -> expression -> reason id
+		lineProbed := map[string]bool{}           // functions (as events name them) holding a probed line
+		lineWhy := map[string]string{}            // "PROBE PC NAME" -> why the line probe cannot read it
 		for _, p := range manifest.Probes {
+			if p.Line != nil {
+				lineProbed[p.Function] = true
+				for _, c := range p.Captures {
+					if c.Unavailable != "" {
+						lineWhy[fmt.Sprintf("%s %#x %s", p.Name, p.Line.PC, c.Expr)] = c.Unavailable
+					}
+				}
+				for _, note := range p.Skipped {
+					if m := skipRe.FindStringSubmatch(note); m != nil {
+						lineWhy[fmt.Sprintf("%s %#x %s", p.Name, p.Line.PC, m[2])] = m[3] + " [" + m[4] + "]"
+					}
+				}
+				continue
+			}
 			probed[normalize(p.Function)] = true
 			for _, s := range p.Skipped {
 				m := skipRe.FindStringSubmatch(s)
@@ -219,6 +256,9 @@ func main() {
 			truth = append(truth, r)
 		}
 		queues := map[string][]*record{}
+		var lineQueue []*record
+		var matched []*record             // entry events matched with the program's record
+		lastEntry := map[string]*record{} // "FUNCTION GOID" -> the last entry event
 		for i, line := range readLines(eventsPath) {
 			if strings.TrimSpace(line) == "" {
 				continue
@@ -230,9 +270,20 @@ func main() {
 			nEvents++
 			r := &record{full: v.obj["function"].s, kind: v.obj["kind"].s, line: i + 1, raw: v}
 			r.fn = normalize(r.full)
-			if r.kind == "entry" {
+			goid := ""
+			if g := v.obj["goid"]; g != nil {
+				goid = g.s
+			}
+			switch r.kind {
+			case "line":
+				r.values = v.obj["locals"]
+				r.entry = lastEntry[r.full+" "+goid]
+				lineQueue = append(lineQueue, r)
+				continue
+			case "entry":
 				r.values = v.obj["args"]
-			} else {
+				lastEntry[r.full+" "+goid] = r
+			default:
 				r.values = v.obj["results"]
 			}
 			queues[r.fn+" "+r.kind] = append(queues[r.fn+" "+r.kind], r)
@@ -269,6 +320,10 @@ func main() {
 			}
 			e := q[0]
 			queues[t.fn+" "+t.kind] = q[1:]
+			e.truth = t
+			if t.kind == "entry" {
+				matched = append(matched, e)
+			}
 			faults := map[string]bool{}
 			if f := e.raw.obj["faults"]; f != nil {
 				for _, x := range f.arr {
@@ -326,6 +381,74 @@ func main() {
 				}
 			}
 		}
+		// Each line event against the program's record of its call's arguments.
+		for _, e := range lineQueue {
+			lineEvents++
+			if e.entry == nil || e.entry.truth == nil {
+				mismatch(e.fn, "line event without a call", fmt.Sprintf("%s line %d: %s", eventsPath, e.line, e.full))
+				continue
+			}
+			e.entry.lines++
+			t := e.entry.truth
+			where := fmt.Sprintf("%s %s", e.raw.obj["probe"].s, e.raw.obj["pc"].s)
+			unavailable := map[string]bool{}
+			if u := e.raw.obj["unavailable"]; u != nil {
+				for _, x := range u.arr {
+					unavailable[x.s] = true
+				}
+			}
+			faults := map[string]bool{}
+			if f := e.raw.obj["faults"]; f != nil {
+				for _, x := range f.arr {
+					faults[x.s] = true
+				}
+			}
+			if e.values == nil || e.values.kind != 'o' {
+				mismatch(t.fn, "line event without locals", fmt.Sprintf("event line %d", e.line))
+				continue
+			}
+			for _, k := range t.values.keys {
+				want := t.values.obj[k]
+				got, ok := e.values.obj[k]
+				why := lineWhy[fmt.Sprintf("%s %s %s", e.raw.obj["probe"].s, e.raw.obj["pc"].s, k)]
+				switch {
+				case !ok && why != "":
+					lineRefused["left out: "+reasonClass(why)]++
+				case !ok:
+					mismatch(t.fn, "parameter missing at the line without a reason", fmt.Sprintf("%s: %s (event line %d)", where, k, e.line))
+				case unavailable[k]:
+					if why == "" {
+						why = "(no reason in probes.json)"
+					}
+					lineRefused[reasonClass(why)]++
+				case faults[k]:
+					mismatch(t.fn, "fault at a line", fmt.Sprintf("%s: %s: want %s, got a fault (event line %d)", where, k, want, e.line))
+				default:
+					lineCompared++
+					if *mutateLine && got.kind == 'd' && isInteger(got.s) {
+						if n, err := strconv.ParseInt(got.s, 10, 64); err == nil && n < math.MaxInt64 {
+							got = &value{kind: 'd', s: strconv.FormatInt(n+1, 10)}
+							*mutateLine = false
+						}
+					}
+					if d := diff(want, got, k); d != "" {
+						mismatch(t.fn, "wrong value at a line", fmt.Sprintf("%s: %s (event line %d, truth line %d)", where, d, e.line, t.line))
+					}
+				}
+			}
+			for _, k := range e.values.keys {
+				if _, ok := t.values.obj[k]; !ok {
+					lineUnrecorded[k]++
+				}
+			}
+		}
+		// A function holding a probed line runs it at every call (straight-line code before any
+		// branch): a call without a line event is a probe that did not fire.
+		for _, e := range matched {
+			if lineProbed[e.full] && e.lines == 0 {
+				mismatch(e.fn, "no line event for a call", fmt.Sprintf("%s line %d: %s", eventsPath, e.line, e.full))
+			}
+		}
 		var rest []string
 		for k, q := range queues {
 			if len(q) > 0 {
@@ -354,6 +477,23 @@ func main() {
 	fmt.Printf("oracle: %d map pairs compared as sets; %d maps shown by their len alone\n", mapPairs, mapsByLen)
 	if stacks > 0 {
 		fmt.Printf("oracle: %d entry stacks compared whole with runtime.Callers (%d frames equal)\n", stacks, frames)
+	}
+	if lineEvents > 0 {
+		nLineRefused := 0
+		for _, n := range lineRefused {
+			nLineRefused += n
+		}
+		fmt.Printf("oracle: %d line events: %d parameters compared with the program's record, %d unavailable\n", lineEvents, lineCompared, nLineRefused)
+		if len(lineRefused) > 0 {
+			fmt.Println("oracle: unavailable at lines, by weave's reason:")
+			lineRefused.print("")
+		}
+		var names []string
+		for k, n := range lineUnrecorded {
+			names = append(names, fmt.Sprintf("%s %d", k, n))
+		}
+		sort.Strings(names)
+		fmt.Printf("oracle: locals at lines the program does not write (not compared): %s\n", strings.Join(names, ", "))
 	}
 	if zeroFieldsLeftOut > 0 {
 		fmt.Printf("oracle: %d struct fields of zero size not shown (nothing to compare)\n", zeroFieldsLeftOut)
@@ -432,4 +572,16 @@ func countLeaves(v *value) int {
 		return n
 	}
 	return 1
+}
+
+var detailRe = regexp.MustCompile(`\([^()]*\)|0x[0-9a-f]+|\d+`)
+
+// reasonClass is weave's reason without its particulars (registers, offsets, byte counts), to count by.
+func reasonClass(why string) string {
+	return detailRe.ReplaceAllStringFunc(why, func(m string) string {
+		if m[0] == '(' {
+			return "(...)"
+		}
+		return "N"
+	})
 }

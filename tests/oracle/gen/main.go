@@ -5,7 +5,7 @@
 // captured"; runtime/output.cpp), so the test compares the tracer's events with those lines value
 // for value. The same seed, count, arch and omit list always give the same bytes.
 //
-//	gen -seed 1 -count 2000 -arch amd64 -o DIR       # DIR/main.go, DIR/go.mod, DIR/meta.json
+//	gen -seed 1 -count 2000 -arch amd64 -o DIR       # DIR/main.go, go.mod, meta.json, chunks.txt, lines.txt
 //
 // Standard library only; builds with Go 1.19 and later.
 package main
@@ -827,7 +827,13 @@ func (g *gen) body(key string, recv *param, s sig, insts [][]*typ, resultValue f
 		all = append([]param{*recv}, s.params...)
 	}
 	for i, p := range all {
-		fmt.Fprintf(&b, "\txw.key(%q, %v)\n\t%s\n", p.name, i == 0, g.printValue(p.t, p.name, insts))
+		// The first of these lines is where the oracle's line probe reads every parameter
+		// (`locals: all`), all of them live there: the marker names the function for lines.txt.
+		marker := ""
+		if i == 0 {
+			marker = " " + lineMarker + key
+		}
+		fmt.Fprintf(&b, "\txw.key(%q, %v)%s\n\t%s\n", p.name, i == 0, marker, g.printValue(p.t, p.name, insts))
 	}
 	if g.stacks {
 		b.WriteString("\txendStack(xw)\n")
@@ -1669,7 +1675,19 @@ func main() {
 	}
 	sort.Strings(chunks)
 	must(os.WriteFile(filepath.Join(*out, "chunks.txt"), []byte(strings.Join(chunks, "\n")+"\n"), 0o644))
+	// lines.txt: "FUNCTION LINE" for each function with a parameter, the line of main.go where it
+	// starts printing them (run.sh's line probes).
+	var lines strings.Builder
+	for i, l := range strings.Split(g.out.String(), "\n") {
+		if at := strings.Index(l, lineMarker); at >= 0 {
+			fmt.Fprintf(&lines, "%s %d\n", l[at+len(lineMarker):], i+1)
+		}
+	}
+	must(os.WriteFile(filepath.Join(*out, "lines.txt"), []byte(lines.String()), 0o644))
 }
+
+// lineMarker ends the line a line probe reads a function's parameters at, followed by its name.
+const lineMarker = "// probe line: "
 
 var chunkRe = regexp.MustCompile(`^(main\.(?:\(\*)?)(F|G|T|GT)(\d\d)\d\d`)
 
