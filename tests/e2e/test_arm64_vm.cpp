@@ -646,7 +646,6 @@ std::vector<json> addr2line_arm64(const std::string &binary, uint64_t return_add
   return frames;
 }
 
-uint64_t hex_pc(const json &pc) { return std::stoull(pc.get<std::string>(), nullptr, 16); }
 
 // The average BPF run time --stats printed ("1 BPF program for 1 probe: 16 runs, 2412 ns/run").
 long ns_per_run(const std::string &err) {
@@ -737,55 +736,9 @@ TEST_CASE("arm64 in qemu (cgo): a callback from C, stack_mode: window: Go, C and
       // The tracer names the module by the path the VM ran it from.
       const std::string module = got[0].value("module", "");
       CHECK(module.find("fixture-cgo-window") != std::string::npos);
-      size_t cb = 0;
-      while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
-        ++cb;
-      REQUIRE(cb + 1 < callers.size());
-      REQUIRE(c_stack.size() >= 4); // c3, c2, c1, the cgo wrapper (and asmcgocall, Go code)
-      json want = json::array();
-      for (size_t f = 0; f <= cb; ++f) {
-        json w = callers[f];
-        w["module"] = module;
-        want.push_back(w);
-      }
-      // What neither view lists: Go's crosscall2 and cgo's C export wrapper.
-      REQUIRE(got.size() > cb + 2);
-      CHECK(got[cb + 1]["function"] == "crosscall2");
-      want.push_back({{"function", "crosscall2"}, {"file", got[cb + 1]["file"]}, {"line", got[cb + 1]["line"]},
-                      {"module", module}});
-      json wrapper = addr2line_arm64(fixture, hex_pc(got[cb + 2]["pc"]), module).back();
-      CHECK(wrapper["function"] == "goCallback");
-      CHECK(wrapper["file"].get<std::string>().find("_cgo_export.c") != std::string::npos);
-      want.push_back(wrapper);
-      std::vector<uint64_t> c_pcs;
-      for (const json &f : c_stack) {
-        c_pcs.push_back(hex_pc(f["pc"]));
-        if (f.contains("go")) {
-          json w = f["go"];
-          w["module"] = module;
-          want.push_back(w);
-          continue;
-        }
-        std::string symbol = f["symbol"]; // "./fixture-cgo-window(c3+0x10) [0x4a30a8]"
-        size_t open = symbol.find('('), plus = symbol.find('+', open);
-        REQUIRE(open != std::string::npos);
-        std::vector<json> named = addr2line_arm64(fixture, c_pcs.back(), module);
-        if (plus != std::string::npos && plus > open + 1)
-          CHECK(named.back()["function"] == symbol.substr(open + 1, plus - open - 1));
-        for (const json &w : named)
-          want.push_back(w);
-      }
-      for (size_t f = cb + 1; f < callers.size(); ++f) {
-        json w = callers[f];
-        w["module"] = module;
-        want.push_back(w);
-      }
-      e2e::check_same_stack(got, want, module);
-      // c2 on: the very return addresses backtrace() saw (c3's differs by the call to record_c_stack).
-      for (size_t f = 1; f < c_pcs.size() && cb + 3 + f < got.size(); ++f) {
-        CAPTURE(f);
-        CHECK(hex_pc(got[cb + 3 + f]["pc"]) == c_pcs[f]);
-      }
+      e2e::check_cgo_callback_stack(got, callers, c_stack, module, [&](uint64_t pc) {
+        return addr2line_arm64(fixture, pc, module);
+      });
       CHECK(!events[i].contains("stack_end"));
       frames += got.size();
     }
@@ -874,7 +827,7 @@ TEST_CASE("arm64 in qemu (cgo): a callback from C, stack_mode: window: Go, C and
       }
       for (size_t f = 1; f < c_stack.size() && cb + 3 + f < got.size(); ++f) {
         CAPTURE(f);
-        CHECK(hex_pc(got[cb + 3 + f]["pc"]) == hex_pc(c_stack[f]["pc"]));
+        CHECK(e2e::stack_pc(got[cb + 3 + f]["pc"]) == e2e::stack_pc(c_stack[f]["pc"]));
       }
       CHECK(!events[i].contains("stack_end"));
     }

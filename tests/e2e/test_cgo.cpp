@@ -119,7 +119,6 @@ std::vector<json> addr2line(uint64_t return_address, const std::string &binary =
   return frames;
 }
 
-uint64_t hex(const json &pc) { return std::stoull(pc.get<std::string>(), nullptr, 16); }
 
 // The window's stack of the callback in fixture `name` (the cgo fixture, or its 386 build).
 void check_window_callback(const std::string &name) {
@@ -137,65 +136,8 @@ void check_window_callback(const std::string &name) {
   for (size_t i = 0; i < 2; ++i) {
     CAPTURE(i);
     CHECK(c.events[i]["args"]["x"] == c.truth[i]["args"]["x"]);
-    const json &callers = c.truth[i]["stack"];
-    const json &c_stack = c.truth[i]["c_stack"];
-    const json &got = c.events[i]["stack"];
-    REQUIRE(got.is_array());
-    size_t cb = 0;
-    while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
-      ++cb;
-    REQUIRE(cb + 1 < callers.size());
-    REQUIRE(c_stack.size() >= 4); // c3, c2, c1, the cgo wrapper (and asmcgocall, Go code)
-    json want = json::array();
-    for (size_t f = 0; f <= cb; ++f) {
-      json w = callers[f];
-      w["module"] = module;
-      want.push_back(w);
-    }
-    // The two frames C calls Go through, which neither view lists (c3 recorded its stack before it
-    // called them; runtime.Callers skips from cgocallback to the goroutine): Go's crosscall2, and
-    // the export wrapper cgo generates in C.
-    REQUIRE(got.size() > cb + 2);
-    CHECK(got[cb + 1]["function"] == "crosscall2");
-    want.push_back({{"function", "crosscall2"}, {"file", got[cb + 1]["file"]}, {"line", got[cb + 1]["line"]},
-                    {"module", module}});
-    json wrapper = addr2line(hex(got[cb + 2]["pc"]), name).back();
-    CHECK(wrapper["function"] == "goCallback");
-    CHECK(wrapper["file"].get<std::string>().find("_cgo_export.c") != std::string::npos);
-    want.push_back(wrapper);
-    // c3's backtrace(): glibc's names, addr2line's positions (the runtime's for Go code).
-    std::vector<uint64_t> c_pcs;
-    for (const json &f : c_stack) {
-      c_pcs.push_back(hex(f["pc"]));
-      if (f.contains("go")) {
-        json w = f["go"];
-        w["module"] = module;
-        want.push_back(w);
-        continue;
-      }
-      // "/path/cgo(c3+0x9) [0x4a3a39]", the name from the dynamic symbol table, which Go 1.19's
-      // external link exports C functions to; newer Go's does not ("/path/cgo() [0x...]"), and
-      // then the name is addr2line's alone.
-      std::string symbol = f["symbol"];
-      size_t open = symbol.find('('), plus = symbol.find('+', open);
-      REQUIRE(open != std::string::npos);
-      std::vector<json> frames = addr2line(c_pcs.back(), name);
-      if (plus != std::string::npos && plus > open + 1)
-        CHECK(frames.back()["function"] == symbol.substr(open + 1, plus - open - 1));
-      for (const json &w : frames)
-        want.push_back(w);
-    }
-    for (size_t f = cb + 1; f < callers.size(); ++f) {
-      json w = callers[f];
-      w["module"] = module;
-      want.push_back(w);
-    }
-    e2e::check_same_stack(got, want, module);
-    // The return addresses themselves, where both views have the same call.
-    for (size_t f = 1; f < c_pcs.size() && cb + 3 + f < got.size(); ++f) {
-      CAPTURE(f);
-      CHECK(hex(got[cb + 3 + f]["pc"]) == c_pcs[f]);
-    }
+    e2e::check_cgo_callback_stack(c.events[i]["stack"], c.truth[i]["stack"], c.truth[i]["c_stack"], module,
+                                  [&](uint64_t pc) { return addr2line(pc, name); });
     CHECK(!c.events[i].contains("stack_end"));
   }
 }
@@ -319,7 +261,7 @@ void check_libc_callback(const std::string &name) {
       CAPTURE(frame.dump());
       CAPTURE(want.dump());
       if (f > 0) // the comparator's return address differs by the one call to record_c_stack
-        CHECK(hex(frame["pc"]) == hex(want["pc"]));
+        CHECK(e2e::stack_pc(frame["pc"]) == e2e::stack_pc(want["pc"]));
       std::string symbol = want["symbol"]; // "/lib/x86_64-linux-gnu/libc.so.6(qsort_r+0xb6) [0x...]"
       size_t open = symbol.find('('), plus = symbol.find('+', open);
       REQUIRE(open != std::string::npos);
@@ -332,7 +274,7 @@ void check_libc_callback(const std::string &name) {
       else if (in_libc)
         CHECK(!frame.contains("function")); // a libc function with no exported name: none here either
       else
-        CHECK(frame["function"] == addr2line(hex(want["pc"]), name).back()["function"]);
+        CHECK(frame["function"] == addr2line(e2e::stack_pc(want["pc"]), name).back()["function"]);
       REQUIRE(frame.contains("module"));
       CHECK(std::filesystem::canonical(frame["module"].get<std::string>()) ==
             std::filesystem::canonical(in_libc ? file : module));
@@ -406,7 +348,7 @@ void check_stripped_callback(const std::string &name) {
     }
     for (size_t f = 1; f < c_stack.size() && cb + 3 + f < got.size(); ++f) {
       CAPTURE(f);
-      CHECK(hex(got[cb + 3 + f]["pc"]) == hex(c_stack[f]["pc"]));
+      CHECK(e2e::stack_pc(got[cb + 3 + f]["pc"]) == e2e::stack_pc(c_stack[f]["pc"]));
     }
     CHECK(!c.events[i].contains("stack_end"));
   }
