@@ -20,9 +20,8 @@ CALLS=${BENCH_CALLS:-100000}
 ROUNDS=${BENCH_ROUNDS:-3}
 GO=${GO:-go}
 
-say() { printf '%s\n' "$*" >&2; }
+. "$ROOT/bench/lib.sh" # say, median, ratio, run_ns
 die() { say "bench: $*"; exit 1; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # CPU seconds (user + system, every thread) of a live process.
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"; }

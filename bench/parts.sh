@@ -28,9 +28,8 @@ ROUNDS=${BENCH_ROUNDS:-24}
 REQUESTS=${BENCH_REQUESTS:-4000}
 CADDY=${CADDY:-${HOME:-/root}/.cache/weave/services/bin/default/caddy}
 
-say() { printf '%s\n' "$*" >&2; }
+. "$ROOT/bench/lib.sh" # say, median, ratio, run_ns
 die() { say "bench: $*"; exit 1; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 [ "$(id -u)" = 0 ] || die "needs root: it loads BPF programs and attaches uprobes"
 for tool in curl clang python3; do command -v $tool > /dev/null || die "needs $tool"; done

@@ -27,9 +27,8 @@ REQUESTS=${BENCH_REQUESTS:-20000}
 ROUNDS=${BENCH_ROUNDS:-3}
 CADDY=${CADDY:-${HOME:-/root}/.cache/weave/services/bin/default/caddy}
 
-say() { printf '%s\n' "$*" >&2; }
+. "$ROOT/bench/lib.sh" # say, median, ratio, run_ns
 die() { say "bench: $*"; exit 1; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 [ "$(id -u)" = 0 ] || die "needs root: it loads BPF programs and attaches uprobes"
 command -v curl > /dev/null || die "needs curl"

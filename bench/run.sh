@@ -43,13 +43,11 @@ PERF_MANY=${BENCH_PERF_MANY:-25}
 TIMEOUT=${BENCH_TIMEOUT:-900}
 SKIP=${BENCH_SKIP:-}
 
-say() { printf '%s\n' "$*" >&2; }
+. "$ROOT/bench/lib.sh" # say, median, ratio, run_ns
 die() { say "bench: $*"; exit 1; }
 skipped() { [[ " $SKIP " == *" $1 "* ]]; }
 now() { date +%s.%N; }
 # median of the numbers on stdin
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a == a + 0) printf "%.2f", a / b; else printf "-" }'; }
 
 [ "$(id -u)" = 0 ] || die "needs root: it loads BPF programs and attaches uprobes"
 for tool in go clang cmake ninja python3; do

@@ -40,10 +40,8 @@ CONCURRENCY=${SERVICE_CONCURRENCY:-20}
 ROUNDS=${SERVICE_ROUNDS:-3}
 MODES=${SERVICE_MODES:-untraced weave-1 weave-7 bpftrace floor-sym floor-weave}
 
-say() { printf '%s\n' "$*" >&2; }
+. "$ROOT/bench/lib.sh" # say, median, ratio, run_ns
 die() { say "service-bench: $*"; exit 1; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a == a + 0) printf "%.2f", a / b; else printf "-" }'; }
 
 [ "$(id -u)" = 0 ] || die "needs root: it loads BPF programs and attaches uprobes"
 for tool in curl python3; do command -v $tool > /dev/null || die "needs $tool"; done

@@ -32,11 +32,8 @@ CALLS=${BENCH_CALLS:-20000}
 ROUNDS=${BENCH_ROUNDS:-3}
 PAUSE=${BENCH_PAUSE:-20us}
 
-say() { printf '%s\n' "$*" >&2; }
+. "$ROOT/bench/lib.sh" # say, median, ratio, run_ns
 die() { say "bench: $*"; exit 1; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a == a + 0) printf "%.2f", a / b; else printf "-" }'; }
-run_ns() { awk '/ BPF programs? for / { for (i = 1; i <= NF; i++) if ($i == "ns/run") print $(i-1) }' "$1" | tail -1; }
 column() { # the probe's --stats value in the column named $2
   awk -v name="$2" '$2 == "probe" && $3 == "kind" { for (i = 1; i <= NF; i++) if ($i == name) col = i }
        col && $2 == "main.Work" && $3 == "entry" { v = $col } END { print v + 0 }' "$1"
