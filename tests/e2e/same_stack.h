@@ -94,4 +94,50 @@ inline void check_cgo_callback_stack(const nlohmann::json &got, const nlohmann::
   }
 }
 
+// The same callback's stack in a stripped cgo build (-ldflags=-s -w: no DWARF, no .symtab): the
+// functions only, the C ones as glibc's backtrace_symbols names them from .dynsym, and a bare PC
+// (no function) where neither view has a name (Go 1.21 on exports no C functions there); every named
+// frame from `module`; c2 on at backtrace()'s very return addresses.
+inline void check_stripped_cgo_callback_stack(const nlohmann::json &got, const nlohmann::json &callers,
+                                              const nlohmann::json &c_stack, const std::string &module) {
+  using nlohmann::json;
+  size_t cb = 0;
+  while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
+    ++cb;
+  REQUIRE(cb < callers.size());
+  std::vector<std::string> want;
+  for (size_t f = 0; f <= cb; ++f)
+    want.push_back(callers[f]["function"]);
+  want.push_back("crosscall2");
+  want.push_back("goCallback");
+  for (const json &f : c_stack) {
+    if (f.contains("go")) {
+      want.push_back(f["go"]["function"]);
+      continue;
+    }
+    std::string symbol = f["symbol"];
+    size_t open = symbol.find('('), plus = symbol.find('+', open);
+    want.push_back(open == std::string::npos || plus == std::string::npos || plus == open + 1
+                       ? ""
+                       : symbol.substr(open + 1, plus - open - 1));
+  }
+  for (size_t f = cb + 1; f < callers.size(); ++f)
+    want.push_back(callers[f]["function"]);
+  REQUIRE(got.is_array());
+  CHECK(got.size() == want.size());
+  for (size_t f = 0; f < std::min(got.size(), want.size()); ++f) {
+    CAPTURE(f);
+    if (want[f].empty()) {
+      CHECK(!got[f].contains("function"));
+      continue;
+    }
+    CHECK(got[f]["function"] == want[f]);
+    CHECK(got[f]["module"] == module);
+  }
+  for (size_t f = 1; f < c_stack.size() && cb + 3 + f < got.size(); ++f) {
+    CAPTURE(f);
+    CHECK(stack_pc(got[cb + 3 + f]["pc"]) == stack_pc(c_stack[f]["pc"]));
+  }
+}
+
 } // namespace e2e

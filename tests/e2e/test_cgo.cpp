@@ -308,48 +308,7 @@ void check_stripped_callback(const std::string &name) {
   const std::string module = e2e::fixture(name);
   for (size_t i = 0; i < 2; ++i) {
     CAPTURE(i);
-    const json &callers = c.truth[i]["stack"];
-    const json &c_stack = c.truth[i]["c_stack"];
-    const json &got = c.events[i]["stack"];
-    size_t cb = 0;
-    while (cb < callers.size() && callers[cb]["function"] != "runtime.cgocallback")
-      ++cb;
-    REQUIRE(cb < callers.size());
-    std::vector<std::string> want;
-    for (size_t f = 0; f <= cb; ++f)
-      want.push_back(callers[f]["function"]);
-    want.push_back("crosscall2");
-    want.push_back("goCallback");
-    for (const json &f : c_stack) {
-      if (f.contains("go")) {
-        want.push_back(f["go"]["function"]);
-        continue;
-      }
-      std::string symbol = f["symbol"];
-      size_t open = symbol.find('('), plus = symbol.find('+', open);
-      if (open == std::string::npos || plus == std::string::npos || plus == open + 1) {
-        want.push_back(""); // not exported (Go 1.21 on): a bare PC in both views
-        continue;
-      }
-      want.push_back(symbol.substr(open + 1, plus - open - 1));
-    }
-    for (size_t f = cb + 1; f < callers.size(); ++f)
-      want.push_back(callers[f]["function"]);
-    REQUIRE(got.is_array());
-    CHECK(got.size() == want.size());
-    for (size_t f = 0; f < std::min(got.size(), want.size()); ++f) {
-      CAPTURE(f);
-      if (want[f].empty()) {
-        CHECK(!got[f].contains("function"));
-        continue;
-      }
-      CHECK(got[f]["function"] == want[f]);
-      CHECK(got[f]["module"] == module);
-    }
-    for (size_t f = 1; f < c_stack.size() && cb + 3 + f < got.size(); ++f) {
-      CAPTURE(f);
-      CHECK(e2e::stack_pc(got[cb + 3 + f]["pc"]) == e2e::stack_pc(c_stack[f]["pc"]));
-    }
+    e2e::check_stripped_cgo_callback_stack(c.events[i]["stack"], c.truth[i]["stack"], c.truth[i]["c_stack"], module);
     CHECK(!c.events[i].contains("stack_end"));
   }
 }
