@@ -222,7 +222,7 @@ TEST_CASE("weave trace --pid N FUNC: the process's own binary, --binary and --at
                                          "--attach", "perf", "--binary", "/proc/" + std::to_string(pid) + "/exe",
                                          "--stats=1"}),
                           dir);
-  REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing 2 probes"), trace.read_err()); // entry and return
+  REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing 2 probes of 1 function"), trace.read_err()); // entry and return
   kill(pid, SIGUSR1);
   CHECK(target.wait() == 0);
   CHECK(trace.wait() == 0);
