@@ -705,10 +705,18 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
           std::string all;
           for (const std::string &n : names)
             all += (all.empty() ? "" : ", ") + n;
+          std::string hint = "when_return reads results and parameters: " + (all.empty() ? "(none)" : all);
+          // "err != nil" is what people write for a function whose error result has no name.
+          std::vector<std::string> unnamed_errors;
+          for (const NamedValue &v : results)
+            if (v.name.rfind("~r", 0) == 0 && types.at(v.type).name == "error")
+              unnamed_errors.push_back(v.name);
+          if (parsed.root == "err" && unnamed_errors.size() == 1)
+            hint = fmt::format("did you mean {}? The function's error result has no name, so it is {} ({})",
+                               unnamed_errors[0], unnamed_errors[0], hint);
           throw UserError("unknown-parameter",
                           fmt::format("{} has no parameter or result {} (in when_return)", fn->name, parsed.root),
-                          advance(at, parsed.root_column),
-                          "when_return reads results and parameters: " + (all.empty() ? "(none)" : all));
+                          advance(at, parsed.root_column), hint);
         }
         (is_result ? return_captures : entry_captures).push_back({value.text, at, value.nil_compared});
       }
