@@ -281,12 +281,15 @@ func shelved(k int) any {
 // runMaps makes the calls of the maps and slices contents test: each value's %#v (Go's own, its
 // map keys sorted), its type's full name, and its pairs or elements as JSON (for a value the
 // tracer shows cut: every pair it shows must be among them).
-func runMaps(out *json.Encoder, rounds int) {
+func runMaps(out *json.Encoder, rounds, only int) {
 	k := 0
 	for r := 0; r < rounds; r++ {
 		for i := 0; i < 10; i++ {
 			k++
 			v := stashed(k)
+			if only >= 0 { // one kind of value every call (README's cost figures)
+				v = stashed(k - k%10 + only)
+			}
 			Stash(v, k)
 			rec := contents(v)
 			rec["fn"], rec["k"] = "Stash", k
@@ -345,10 +348,11 @@ func main() {
 	dir := flag.String("dir", os.TempDir(), "where the files Open looks for are (not)")
 	withContents := flag.Bool("contents", false, "make the calls of contents: true instead")
 	withMaps := flag.Bool("maps", false, "make the calls of contents: true with maps and slices instead")
+	only := flag.Int("case", -1, "with -maps: Stash gets the value of this case (0-9) every call")
 	flag.Parse()
 	out := json.NewEncoder(os.Stdout)
 	if *withMaps {
-		runMaps(out, *rounds)
+		runMaps(out, *rounds, *only)
 		return
 	}
 	if *withContents {
