@@ -871,6 +871,11 @@ SpawnTruth spawn_truth(const std::string &truth) {
 // single-step), found here independently in the Go toolchain's own disassembly of the binary.
 void check_spawn_points(const std::string &out_dir, const std::string &binary, const std::string &go) {
   json probes = json::parse(e2e::read_file(out_dir + "/probes.json"));
+  std::string v = e2e::matrix_version();
+  if (!v.empty() && std::stoi(v.substr(v.find('.') + 1)) >= 21) { // g.parentGoid: no probe of weave's own
+    CHECK_FALSE(probes["ancestry"].contains("spawn"));
+    return;
+  }
   const json &spawn = probes["ancestry"]["spawn"];
   INFO(spawn.dump());
   CHECK(spawn["signature"].get<std::string>().find("; at runtime.newproc.func1's calls of it and of runtime.runqput") !=
