@@ -1015,8 +1015,8 @@ void check_spawn_graph(const JobResult &r, size_t requests, size_t spawn) {
 // Before Go 1.21 (no g.parentGoid) the parent comes from weave's own probe on goroutine creation;
 // on arm64 it sits on runtime.newproc.func1's two BLs. The pinned Go 1.19 build, or the version
 // matrix's go1.20.14 row's; and stripped. One boot.
-TEST_CASE("arm64 in qemu (spawn): every event's created_by is the goroutine the program saw make it; one made "
-          "before the tracer attached says so; --graph nests it") {
+TEST_CASE("arm64 in qemu (spawn): every event's created_by is the goroutine the program saw make it, one made "
+          "before the tracer attached says so, and --graph nests it") {
   require_vm();
   std::string version = e2e::matrix_version().empty() ? "1.19" : e2e::matrix_version();
   std::string dir = e2e::temp_dir("arm64-spawn-go" + version);
