@@ -12,6 +12,7 @@
 #include "harness.h"
 #include "same_stack.h"
 #include "when_expect.h"
+#include "when_return_expect.h"
 
 #include <doctest/doctest.h>
 
@@ -65,6 +66,7 @@ struct JobResult {
   int status = -1;
   std::string out, err, truth;
   std::string fixture_rc; // a scripted job's /out/NAME.frc: the fixture's own exit status
+  std::map<std::string, std::string> files; // every /out/NAME.X a scripted job left, by X
   double seconds = 0; // inside the VM, from /proc/uptime
 };
 
@@ -115,8 +117,10 @@ VmRun run_in_vm(const std::string &dir, const std::vector<Job> &jobs,
     r.out = result.out[job.name + ".out"];
     r.err = result.out[job.name + ".err"];
     r.truth = result.out[job.name + ".truth"];
-    if (result.out.count(job.name + ".frc"))
-      r.fixture_rc = result.out[job.name + ".frc"];
+    for (const auto &[file, contents] : result.out)
+      if (file.rfind(job.name + ".", 0) == 0)
+        r.files[file.substr(job.name.size() + 1)] = contents;
+    r.fixture_rc = r.files["frc"];
     std::istringstream t(result.out[job.name + ".time"]);
     double t0 = 0, t1 = 0;
     t >> t0 >> t1;
@@ -1076,4 +1080,28 @@ TEST_CASE("arm64 in qemu (spawn): every event's created_by is the goroutine the 
     INFO("job graph");
     check_spawn_graph(vm.jobs["graph"], 3, 2);
   }
+}
+
+// when_return on arm64 (tests/e2e/failing, as test_when_return.cpp traces it on amd64 and 386): the
+// entry held in BPF until the return decides, the error's type word compared with nil from R1,
+// results from registers; exactly the failing calls come out, each with its entry values, none of
+// the nil guard's nil calls, && and || decided past faults, and --stats counting the rest.
+TEST_CASE("arm64 in qemu (failing): when_return emits exactly the failing calls with their entry values, nil "
+          "guards, && and || decide past faults") {
+  require_vm();
+  std::string dir = e2e::temp_dir("arm64-when-return");
+  std::string fixture = e2e::fixture("failing_arm64");
+  std::ofstream(dir + "/spec.yaml") << when_return_expect::kSpec;
+  std::string tracer = build_tracer(dir + "/out", dir + "/spec.yaml", fixture);
+  // The fixture prints its own record of every call on stdout; the events go to a file.
+  Job job{"failing", tracer, fixture};
+  job.script = "timeout -s KILL 60 ./tracer-failing -v --stats --format json -o /out/failing.events -- "
+               "./fixture-failing -rounds 3 > /out/failing.truth 2> /out/failing.err\n"
+               "echo $? > /out/failing.rc\n";
+  VmRun vm = run_in_vm(dir, {job});
+  const JobResult &r = vm.jobs["failing"];
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  REQUIRE(r.files.count("events"));
+  when_return_expect::check(r.truth, r.files.at("events"), r.err);
 }
