@@ -127,7 +127,7 @@ bool is_go_runtime_symbol(const char *name) {
 
 } // namespace
 
-BinaryImage load_binary(const std::string &path) {
+BinaryImage load_binary(const std::string &path, FunctionSymbols functions) {
   if (elf_version(EV_CURRENT) == EV_NONE)
     throw std::logic_error(std::string("libelf initialisation failed: ") + elf_errmsg(-1));
 
@@ -260,8 +260,10 @@ BinaryImage load_binary(const std::string &path) {
       bool readable = for_each_symbol(elf, scn, shdr, [&](const char *sym_name, const GElf_Sym &sym) {
         if (is_go_runtime_symbol(sym_name))
           go_symbol = true;
-        if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF)
-          image.functions.push_back(ElfSymbol{sym_name, sym.st_value, sym.st_size});
+        if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF) {
+          if (functions == FunctionSymbols::All || std::strcmp(sym_name, "runtime.text") == 0)
+            image.functions.push_back(ElfSymbol{sym_name, sym.st_value, sym.st_size});
+        }
         else if (std::strcmp(sym_name, "runtime.types") == 0)
           image.types_base = sym.st_value;
         else if (std::strcmp(sym_name, "runtime.tlsg") == 0)
@@ -296,6 +298,10 @@ BinaryImage load_binary(const std::string &path) {
          path + ": built for GOOS=" + goos + ", not Linux",
          "uprobes are a Linux kernel feature: build the program with GOOS=linux");
   return image;
+}
+
+std::vector<ElfSymbol> load_function_symbols(const std::string &path) {
+  return load_binary(path).functions;
 }
 
 std::optional<uint64_t> file_offset(const BinaryImage &image, uint64_t vaddr) {

@@ -60,7 +60,16 @@ struct BinaryImage {
 // Reads everything above. Throws UserError: [binary-unreadable] (missing, permission),
 // [not-elf], [unsupported-arch], [unsupported-os] (a program for another GOOS), [not-go] (no
 // .go.buildinfo and no Go symbols).
-BinaryImage load_binary(const std::string &path);
+//
+// `functions` says what of .symtab's functions it keeps: all of them (the generator), or only
+// runtime.text (the tracer: sorting Caddy's 89,000 symbols was most of its start-up CPU, and
+// holding them 8 MB, for C frames it may never meet; it reads them with load_function_symbols when
+// it does).
+enum class FunctionSymbols { All, RuntimeTextOnly };
+BinaryImage load_binary(const std::string &path, FunctionSymbols functions = FunctionSymbols::All);
+
+// load_binary(path).functions: every STT_FUNC symbol of .symtab, sorted by address then name.
+std::vector<ElfSymbol> load_function_symbols(const std::string &path);
 
 // File offset of a virtual address inside a PT_LOAD segment's file-backed part.
 std::optional<uint64_t> file_offset(const BinaryImage &image, uint64_t vaddr);

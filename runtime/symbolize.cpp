@@ -31,7 +31,7 @@ bool Symbolizer::load_functions() {
     return pcln_.has_value();
   loaded_ = true;
   try {
-    image_ = load_binary(path_);
+    image_ = load_binary(path_, FunctionSymbols::RuntimeTextOnly);
     // On demand: the tracer's memory must not grow with the binary (an 82 MB Caddy's segments
     // read whole were 122 MB); a lookup reads the few blocks it needs.
     pcln_ = Pclntab::load(*image_, Pclntab::Reading::OnDemand);
@@ -200,6 +200,16 @@ const std::vector<Pclntab::Frame> &Symbolizer::c_frames(uint64_t bias, uint64_t 
   auto it = c_cache_.find(key);
   if (it != c_cache_.end() && !it->second.empty())
     return it->second;
+  if (!function_symbols_) {
+    // The first C frame: the symbols that name it without DWARF (c_ reads image_->functions).
+    function_symbols_ = true;
+    try {
+      image_->functions = load_function_symbols(path_);
+    } catch (const std::exception &e) {
+      if (error_.empty())
+        error_ = e.what();
+    }
+  }
   c_->set_bias(bias);
   auto &own = c_cache_.emplace(key, c_->frames(return_address)).first->second;
   if (!own.empty() || !pid)

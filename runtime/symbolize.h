@@ -76,6 +76,7 @@ private:
   std::unordered_map<uint64_t, std::vector<Pclntab::Frame>> cache_;
   std::unordered_map<uint64_t, std::vector<Pclntab::Frame>> c_cache_; // by PC in the file
   std::unique_ptr<CFrames> c_; // the binary's CFI and DWARF, once the pclntab is loaded
+  bool function_symbols_ = false; // image_->functions holds every function (read at the first C frame)
   // Shared libraries: the executable mappings of each process's /proc/PID/maps, and each file's
   // CFI and names (opened once, by path).
   struct Library {
