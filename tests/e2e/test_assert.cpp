@@ -180,7 +180,7 @@ TEST_CASE("type assertions stripped: the asserted type's layout and descriptor f
   for (const char *fixture : {"assert_stripped", "assert_386_stripped", "assert_newer_stripped"}) {
     CAPTURE(fixture);
     if (!std::filesystem::exists(e2e::fixture(fixture))) {
-      MESSAGE("skipped: no " << fixture << " (WEAVE_GO_NEWER is not installed)");
+      MESSAGE("skipped: no " << std::string(fixture) << " (WEAVE_GO_NEWER is not installed)");
       continue;
     }
     check_assertions(fixture, kStrippedSpec);
@@ -487,6 +487,32 @@ TEST_CASE("contents_types: a type the binary does not have is refused where it i
   CHECK(r.err.find("name it as the binary does, by its full package path") != std::string::npos);
 }
 
+TEST_CASE("stripped: a type the binary has no descriptor of is refused where it is written, with the names near") {
+  std::string dir = e2e::temp_dir("contents-refused-stripped");
+  struct Case {
+    std::string lines, message, hint;
+  };
+  for (const Case &c : {
+           Case{"    capture: ['v.(*os.PathError).Path']\n",
+                "spec.yaml:5:19: error[unknown-type]: v.(*os.PathError): the binary has no type *os.PathError",
+                "did you mean *io/fs.PathError?"},
+           Case{"    capture: [v]\n    contents: true\n    contents_types: [main.Lonly]\n",
+                "spec.yaml:7:21: error[unknown-type]: contents_types: the binary has no type main.Lonly (",
+                "name it as the binary does, by its full package path"},
+       }) {
+    CAPTURE(c.lines);
+    std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Hold\n"
+                                         "    params: [{name: v, type: 'interface {}'}, {name: k, type: int}]\n"
+                                         "    results: [{name: ~r0, type: int}]\n" +
+                                             c.lines;
+    auto r = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("assert_stripped"), "-o", dir + "/out"});
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK(r.err.find(c.hint) != std::string::npos);
+  }
+}
+
 TEST_CASE("weave trace --contents --when-return: contents: true, and ~r0 != nil still compares the type word") {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("contents-trace");
@@ -562,7 +588,7 @@ TEST_CASE("contents stripped: candidates from moduledata.itablinks, layouts from
                         Pair{"assert_newer_stripped", "assert_newer"}}) {
     CAPTURE(p.stripped);
     if (!std::filesystem::exists(e2e::fixture(p.stripped))) {
-      MESSAGE("skipped: no " << p.stripped << " (WEAVE_GO_NEWER is not installed)");
+      MESSAGE("skipped: no " << std::string(p.stripped) << " (WEAVE_GO_NEWER is not installed)");
       continue;
     }
     std::vector<json> stripped = check_contents(p.stripped, kContentsStrippedSpec);
