@@ -693,6 +693,10 @@ public:
       try {
         emit(at, read, prefix, asserted, loc, capture, 1);
       } catch (const UserError &) {
+        // A candidate refused inside a slice or array (too many fields) left its walk's state
+        // behind: restore it, or every interface after it, in this capture and the next ones of
+        // the event, would be taken for one inside a list and shown without contents.
+        in_list_ = false;
         capture.fields.resize(fields0);
         capture.lists.resize(lists0);
         capture.interfaces.resize(ifaces0);
