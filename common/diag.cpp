@@ -189,4 +189,41 @@ std::string did_you_mean(std::string_view wanted, const std::vector<std::string>
   return text + "?";
 }
 
+std::string did_you_mean_go_name(std::string_view wanted, const std::vector<std::string> &candidates) {
+  constexpr size_t kMax = 3;
+  std::vector<std::string> completions;
+  size_t more = 0;
+  if (!wanted.empty() && wanted.front() != '/')
+    for (const std::string &name : candidates)
+      if (name.size() > wanted.size() && name.compare(name.size() - wanted.size(), wanted.size(), wanted) == 0 &&
+          name[name.size() - wanted.size() - 1] == '/' &&
+          std::find(completions.begin(), completions.end(), name) == completions.end()) {
+        if (completions.size() < kMax)
+          completions.push_back(name);
+        else
+          ++more;
+      }
+  if (completions.empty()) {
+    if (std::string typo = did_you_mean(wanted, candidates); !typo.empty() || wanted.find('/') != wanted.npos)
+      return typo;
+    // A typo in a name given without its import path: compare with each name's last path element.
+    std::vector<std::string> bases;
+    for (const std::string &name : candidates) {
+      size_t slash = name.rfind('/');
+      bases.push_back(slash == name.npos ? name : name.substr(slash + 1));
+    }
+    for (const std::string &base : nearest_names(wanted, bases, 1))
+      for (size_t i = 0; i < bases.size(); ++i)
+        if (bases[i] == base && candidates[i] != base)
+          return "did you mean " + candidates[i] + "? A Go function is named with its package's whole import path";
+    return {};
+  }
+  std::string text = "did you mean " + completions[0];
+  for (size_t i = 1; i < completions.size(); ++i)
+    text += (i + 1 == completions.size() && !more ? " or " : ", ") + completions[i];
+  if (more)
+    text += " or " + std::to_string(more) + " more";
+  return text + "? A Go function is named with its package's whole import path";
+}
+
 } // namespace weave

@@ -60,4 +60,9 @@ std::vector<std::string> nearest_names(std::string_view wanted,
 // "did you mean X?" / "did you mean X, Y or Z?" / "" when nothing is close.
 std::string did_you_mean(std::string_view wanted, const std::vector<std::string> &candidates);
 
+// For a Go name given without its package's whole import path ("server.(*client).processPub" for
+// "github.com/nats-io/nats-server/v2/server.(*client).processPub"): the candidates that end with
+// "/" + `wanted`, then, when none does, did_you_mean's typos. "" when nothing fits.
+std::string did_you_mean_go_name(std::string_view wanted, const std::vector<std::string> &candidates);
+
 } // namespace weave

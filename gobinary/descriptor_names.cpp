@@ -246,7 +246,7 @@ std::unique_ptr<FileDescriptorSpace> FileDescriptorSpace::open(const std::string
   space->file_size_ = static_cast<uint64_t>(st.st_size);
   // The ELF header and program headers (64- and 32-bit, little-endian: amd64, arm64, 386).
   uint8_t ident[EI_NIDENT + 64] = {};
-  if (space->file_size_ < sizeof(Elf64_Ehdr) || !pread_all(space->fd_, ident, sizeof(Elf64_Ehdr), 0) ||
+  if (space->file_size_ < sizeof(Elf64_Ehdr) || !space->read_at(ident, sizeof(Elf64_Ehdr), 0) ||
       std::memcmp(ident, ELFMAG, SELFMAG) != 0 || ident[EI_DATA] != ELFDATA2LSB) {
     error = path + " is not a little-endian ELF file";
     return nullptr;
@@ -271,7 +271,7 @@ std::unique_ptr<FileDescriptorSpace> FileDescriptorSpace::open(const std::string
     return nullptr;
   }
   std::vector<uint8_t> table(phnum * phentsize);
-  if (!pread_all(space->fd_, table.data(), table.size(), phoff)) {
+  if (!space->read_at(table.data(), table.size(), phoff)) {
     error = path + ": cannot read its program headers";
     return nullptr;
   }
@@ -321,18 +321,45 @@ const LoadSegment *FileDescriptorSpace::file_segment(uint64_t vaddr) const {
   return nullptr;
 }
 
+bool FileDescriptorSpace::read_at(uint8_t *into, uint64_t size, uint64_t offset) {
+  bytes_read_ += size;
+  return pread_all(fd_, into, size, offset);
+}
+
 const uint8_t *FileDescriptorSpace::block(uint64_t file_block) {
   auto it = blocks_.find(file_block);
-  if (it != blocks_.end())
-    return it->second.get();
+  if (it != blocks_.end()) {
+    it->second.used = ++use_;
+    return it->second.data.get();
+  }
   uint64_t offset = file_block * kBlock;
   if (offset >= file_size_)
     return nullptr;
-  auto data = std::make_unique<uint8_t[]>(kBlock);
+  std::unique_ptr<uint8_t[]> data;
+  if (blocks_.size() >= kMaxBlocks) { // the least recently used one makes room
+    auto oldest = std::min_element(blocks_.begin(), blocks_.end(),
+                                   [](const auto &a, const auto &b) { return a.second.used < b.second.used; });
+    data = std::move(oldest->second.data);
+    blocks_.erase(oldest);
+  } else {
+    data = std::make_unique<uint8_t[]>(kBlock);
+  }
   uint64_t size = std::min(kBlock, file_size_ - offset);
-  if (!pread_all(fd_, data.get(), size, offset))
+  if (!read_at(data.get(), size, offset))
     return nullptr;
-  return blocks_.emplace(file_block, std::move(data)).first->second.get();
+  return blocks_.emplace(file_block, Block{std::move(data), ++use_}).first->second.data.get();
+}
+
+const uint8_t *FileDescriptorSpace::span(uint64_t vaddr, uint64_t &size) {
+  const LoadSegment *seg = file_segment(vaddr);
+  if (!seg)
+    return nullptr;
+  uint64_t offset = seg->file_offset + (vaddr - seg->vaddr);
+  const uint8_t *b = block(offset / kBlock);
+  if (!b)
+    return nullptr;
+  size = std::min({kBlock - offset % kBlock, seg->file_size - (vaddr - seg->vaddr), file_size_ - offset});
+  return b + offset % kBlock;
 }
 
 const uint8_t *FileDescriptorSpace::bytes(uint64_t vaddr, uint64_t size) {
@@ -401,10 +428,10 @@ void FileDescriptorSpace::read_relocations() {
       dynamic_size_ > file_size_ - dynamic_offset_)
     return;
   std::vector<uint8_t> dynamic(dynamic_size_);
-  if (!pread_all(fd_, dynamic.data(), dynamic.size(), dynamic_offset_))
+  if (!read_at(dynamic.data(), dynamic.size(), dynamic_offset_))
     return;
   uint8_t machine[2] = {};
-  if (!pread_all(fd_, machine, 2, 18))
+  if (!read_at(machine, 2, 18))
     return;
   const uint64_t relative_type = (machine[0] | machine[1] << 8) == EM_AARCH64 ? 1027u : 8u; // R_*_RELATIVE
   const auto [rela, relasz, relaent] = read_dynamic_rela(dynamic.data(), dynamic.size());
@@ -412,7 +439,7 @@ void FileDescriptorSpace::read_relocations() {
   if (!seg || relaent < 24 || relasz / relaent >= (1u << 26) || relasz > seg->file_size - (rela - seg->vaddr))
     return;
   std::vector<uint8_t> table(relasz);
-  if (!pread_all(fd_, table.data(), table.size(), seg->file_offset + (rela - seg->vaddr)))
+  if (!read_at(table.data(), table.size(), seg->file_offset + (rela - seg->vaddr)))
     return;
   for (uint64_t off = 0; off + 24 <= relasz; off += relaent)
     if ((le(table.data() + off + 8, 8) & 0xffffffffu) == relative_type)

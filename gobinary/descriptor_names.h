@@ -24,13 +24,18 @@
 
 namespace weave {
 
-// DescriptorSpace: the binary's link-time address space, as far as descriptors need it.
+// DescriptorSpace: the binary's link-time address space, as far as descriptors and the function
+// table (gobinary/pclntab.h) need it.
 class DescriptorSpace {
 public:
   virtual ~DescriptorSpace() = default;
   // `size` (at most kMaxRead) file-backed bytes at vaddr inside one segment, or nullptr. Valid
   // until the next call on this space.
   virtual const uint8_t *bytes(uint64_t vaddr, uint64_t size) = 0;
+  // The bytes from vaddr on that one call can give (for walking a table byte by byte): a pointer
+  // and `size` set to how many follow it (at least 1, at most the rest of vaddr's segment), or
+  // nullptr when vaddr is not file-backed or the file cannot be read there. Valid until the next call.
+  virtual const uint8_t *span(uint64_t vaddr, uint64_t &size) = 0;
   // File-backed bytes from vaddr to the end of its segment (0 when not file-backed).
   virtual uint64_t room(uint64_t vaddr) = 0;
   // A pointer-sized word at vaddr (a PIE's RELATIVE relocation's addend where the file holds 0).
@@ -65,11 +70,12 @@ std::optional<DescriptorName> name_descriptor(DescriptorSpace &space, const Desc
 std::optional<std::string> read_runtime_name(DescriptorSpace &space, const DescriptorLayout &layout, uint64_t at,
                                              uint8_t *flags = nullptr);
 
-// FileDescriptorSpace reads a binary's bytes lazily with pread, in cached 4 KiB blocks, from a file
+// FileDescriptorSpace reads a binary's bytes lazily with pread, in 4 KiB blocks, from a file
 // descriptor it keeps open (so the file it checked is the file it reads, even when the path is
-// replaced later). Only the program headers are read up front; a PIE's RELATIVE relocations are
-// read the first time a pointer word holds 0. Every read is bounded by the program headers and the
-// file's size.
+// replaced later). At most kMaxBlocks blocks are kept (the least recently used one is read again
+// when needed), so its memory is bounded whatever is looked up. Only the program headers are read
+// up front; a PIE's RELATIVE relocations are read the first time a pointer word holds 0. Every read
+// is bounded by the program headers and the file's size.
 class FileDescriptorSpace : public DescriptorSpace {
 public:
   // Opens `path` and reads its ELF program headers. nullptr, with `error` set, when it cannot.
@@ -86,13 +92,28 @@ public:
   std::optional<uint64_t> pointer(uint64_t vaddr) override;
   bool mapped(uint64_t vaddr) override;
   bool code_entry(uint64_t pc) override;
+  const uint8_t *span(uint64_t vaddr, uint64_t &size) override;
 
   size_t cached_blocks() const { return blocks_.size(); }
+  // Bytes read from the file so far, program headers and blocks read again included (measurements,
+  // and the tests that show a lookup reads a small part of the file).
+  uint64_t bytes_read() const { return bytes_read_; }
+  uint64_t file_size() const { return file_size_; }
+  const std::vector<LoadSegment> &segments() const { return segments_; }
+  bool pie() const { return pie_; }
+  // A PIE's RELATIVE relocations, (r_offset, addend) sorted (read now if not yet).
+  const std::vector<std::pair<uint64_t, uint64_t>> &relocations() {
+    if (!relocations_read_)
+      read_relocations();
+    return relative_;
+  }
+  static constexpr size_t kMaxBlocks = 256; // 1 MiB
 
 private:
   FileDescriptorSpace() = default;
   const LoadSegment *file_segment(uint64_t vaddr) const;
   const uint8_t *block(uint64_t file_block);
+  bool read_at(uint8_t *into, uint64_t size, uint64_t offset);
   void read_relocations();
 
   int fd_ = -1;
@@ -100,7 +121,13 @@ private:
   bool pie_ = false;
   uint64_t file_size_ = 0;
   std::vector<LoadSegment> segments_;
-  std::unordered_map<uint64_t, std::unique_ptr<uint8_t[]>> blocks_; // by file offset / 4096
+  struct Block {
+    std::unique_ptr<uint8_t[]> data;
+    uint64_t used = 0; // when it was last asked for (use_), for eviction
+  };
+  std::unordered_map<uint64_t, Block> blocks_; // by file offset / 4096
+  uint64_t use_ = 0;
+  uint64_t bytes_read_ = 0;
   std::vector<uint8_t> scratch_;                                    // reads that span blocks
   bool relocations_read_ = false;
   uint64_t dynamic_offset_ = 0, dynamic_size_ = 0;                  // PT_DYNAMIC in the file

@@ -31,6 +31,7 @@
 #include <tuple>
 #include <type_traits>
 #include <unistd.h>
+#include <utility>
 
 namespace weave {
 
@@ -39,8 +40,9 @@ namespace pclntab_detail {
 // Image is a copy of the file-backed bytes of every PT_LOAD (read, not mapped: a binary rebuilt
 // while weave runs must not turn into SIGBUS), plus, for PIEs, the RELATIVE dynamic relocations
 // (an external linker may leave a pointer's bytes 0 in the file and put the value in the
-// relocation's addend).
-struct Image {
+// relocation's addend): Reading::Whole. Its bytes stay valid as long as it lives, whatever is read
+// after them.
+struct Image : DescriptorSpace {
   std::string path;
   std::vector<LoadSegment> segments;
   std::vector<std::vector<uint8_t>> contents; // per segment, file_size bytes
@@ -89,6 +91,25 @@ struct Image {
         return it->second;
     }
     return value;
+  }
+
+  const uint8_t *bytes(uint64_t vaddr, uint64_t size) override { return at(vaddr, size); }
+  const uint8_t *span(uint64_t vaddr, uint64_t &size) override {
+    size = available(vaddr);
+    return size ? at(vaddr, size) : nullptr;
+  }
+  uint64_t room(uint64_t vaddr) override { return available(vaddr); }
+  std::optional<uint64_t> pointer(uint64_t vaddr) override { return std::as_const(*this).pointer(vaddr); }
+  bool mapped(uint64_t vaddr) override { return segment_of(vaddr) != nullptr; }
+  bool code_entry(uint64_t pc) override {
+    const LoadSegment *seg = segment_of(pc);
+    return seg && (seg->flags & PF_X);
+  }
+  uint64_t bytes_read() const {
+    uint64_t total = 0;
+    for (const auto &c : contents)
+      total += c.size();
+    return total;
   }
 };
 
@@ -171,7 +192,10 @@ struct ElfFacts {
   bool has_sections = false;
 };
 
-ElfFacts read_elf_facts(Image &img, const BinaryImage &binary, int fd) {
+// `img`: the whole image, which takes a PIE's RELATIVE relocations (read on demand, the file's
+// space finds them itself). The symbol table is walked for runtime.firstmoduledata only when it can
+// matter: reading the whole image, or without a .go.module section (Go 1.26+) to find it by.
+ElfFacts read_elf_facts(Image *img, const BinaryImage &binary, int fd) {
   ElfFacts facts;
   Elf *elf = elf_begin(fd, ELF_C_READ, nullptr);
   if (!elf)
@@ -186,23 +210,23 @@ ElfFacts read_elf_facts(Image &img, const BinaryImage &binary, int fd) {
   // Dynamic RELATIVE relocations of a 64-bit PIE, through PT_DYNAMIC (section headers optional).
   GElf_Ehdr ehdr;
   size_t phnum = 0;
-  if (binary.pie && img.ptr_size == 8 && gelf_getehdr(elf, &ehdr) &&
+  if (img && binary.pie && img->ptr_size == 8 && gelf_getehdr(elf, &ehdr) &&
       elf_getphdrnum(elf, &phnum) == 0) {
     unsigned relative_type = ehdr.e_machine == EM_AARCH64 ? 1027u : 8u; // R_*_RELATIVE
     for (size_t i = 0; i < phnum; ++i) {
       GElf_Phdr phdr;
       if (!gelf_getphdr(elf, static_cast<int>(i), &phdr) || phdr.p_type != PT_DYNAMIC)
         continue;
-      const uint8_t *dynamic = img.at(phdr.p_vaddr, phdr.p_filesz);
+      const uint8_t *dynamic = img->at(phdr.p_vaddr, phdr.p_filesz);
       if (!dynamic)
         break;
       const auto [rela, relasz, relaent] = read_dynamic_rela(dynamic, phdr.p_filesz);
       if (rela && relaent >= 24 && relasz / relaent < (1u << 26)) {
-        const uint8_t *table = img.at(rela, relasz);
+        const uint8_t *table = img->at(rela, relasz);
         for (uint64_t off = 0; table && off + 24 <= relasz; off += relaent)
           if ((le(table + off + 8, 8) & 0xffffffffu) == relative_type)
-            img.relative.emplace_back(le(table + off, 8), le(table + off + 16, 8));
-        std::sort(img.relative.begin(), img.relative.end());
+            img->relative.emplace_back(le(table + off, 8), le(table + off + 16, 8));
+        std::sort(img->relative.begin(), img->relative.end());
       }
       break;
     }
@@ -212,6 +236,8 @@ ElfFacts read_elf_facts(Image &img, const BinaryImage &binary, int fd) {
   if (elf_getshdrnum(elf, &shnum) != 0 || shnum == 0 || elf_getshdrstrndx(elf, &shstrndx) != 0)
     return facts;
   facts.has_sections = true;
+  Elf_Scn *symtab = nullptr;
+  GElf_Shdr symtab_header{};
   for (Elf_Scn *scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr))
@@ -229,14 +255,17 @@ ElfFacts read_elf_facts(Image &img, const BinaryImage &binary, int fd) {
     } else if (!std::strcmp(name, ".go.module")) {
       facts.go_module = shdr.sh_addr;
     } else if (shdr.sh_type == SHT_SYMTAB) {
-      for_each_symbol(elf, scn, shdr, [&](const char *sym_name, const GElf_Sym &sym) {
-        if (std::strcmp(sym_name, "runtime.firstmoduledata") != 0)
-          return true;
-        facts.firstmoduledata = sym.st_value;
-        return false;
-      });
+      symtab = scn;
+      symtab_header = shdr;
     }
   }
+  if (symtab && (img || !facts.go_module))
+    for_each_symbol(elf, symtab, symtab_header, [&](const char *sym_name, const GElf_Sym &sym) {
+      if (std::strcmp(sym_name, "runtime.firstmoduledata") != 0)
+        return true;
+      facts.firstmoduledata = sym.st_value;
+      return false;
+    });
   return facts;
 }
 
@@ -260,39 +289,71 @@ void Pclntab::corrupt(const std::string &what) const {
                   "the file may be truncated or modified; rebuild the binary or copy it again");
 }
 
+const uint8_t *Pclntab::at(uint64_t off, uint64_t size) const {
+  if (off > size_ || size_ - off < size)
+    corrupt(std::to_string(size) + " bytes at table offset " + hex(off) + " lie past the table's end (" +
+            hex(size_) + ")");
+  const uint8_t *p = space_->bytes(address_ + off, size);
+  if (!p)
+    corrupt(std::to_string(size) + " bytes at table offset " + hex(off) + " cannot be read from the file");
+  return p;
+}
+
+uint8_t Pclntab::u8(uint64_t off) const { return *at(off, 1); }
+
 uint32_t Pclntab::u32(uint64_t off) const {
   if (off > size_ || size_ - off < 4)
     corrupt("a 4-byte field at table offset " + hex(off) + " lies past the table's end (" +
             hex(size_) + ")");
-  return le32(table_ + off);
+  return le32(at(off, 4));
 }
 
 uint64_t Pclntab::word(uint64_t off) const {
   if (off > size_ || size_ - off < static_cast<uint64_t>(ptr_size_))
     corrupt("a pointer at table offset " + hex(off) + " lies past the table's end (" + hex(size_) +
             ")");
-  auto value = image_->pointer(address_ + off);
-  return value ? *value : le(table_ + off, ptr_size_);
+  auto value = space_->pointer(address_ + off);
+  if (!value)
+    corrupt("a pointer at table offset " + hex(off) + " cannot be read from the file");
+  return *value;
+}
+
+std::optional<std::string> Pclntab::c_string(uint64_t off) const {
+  std::string out;
+  while (off < size_) {
+    uint64_t n = 0;
+    const uint8_t *p = space_->span(address_ + off, n);
+    if (!p)
+      corrupt("table offset " + hex(off) + " cannot be read from the file");
+    n = std::min(n, size_ - off);
+    if (const void *nul = std::memchr(p, 0, n)) {
+      out.append(reinterpret_cast<const char *>(p), static_cast<const uint8_t *>(nul) - p);
+      return out;
+    }
+    out.append(reinterpret_cast<const char *>(p), n);
+    off += n;
+  }
+  return std::nullopt;
 }
 
 std::string Pclntab::record_name(uint32_t nameoff) const {
   uint64_t off = funcnametab_ + nameoff;
   if (off >= size_)
     damaged("an inline record's name offset " + hex(nameoff) + " lies past the table's end");
-  if (!std::memchr(table_ + off, 0, size_ - off))
+  auto name = c_string(off);
+  if (!name)
     damaged("the name at offset " + hex(nameoff) + " is not terminated");
-  return name_at(nameoff);
+  return std::move(*name);
 }
 
 std::string Pclntab::name_at(uint32_t nameoff) const {
   uint64_t off = funcnametab_ + nameoff;
   if (off >= size_)
     corrupt("name offset " + hex(nameoff) + " lies past the table's end");
-  const void *nul = std::memchr(table_ + off, 0, size_ - off);
-  if (!nul)
+  auto name = c_string(off);
+  if (!name)
     corrupt("the name at offset " + hex(nameoff) + " is not terminated");
-  return std::string(reinterpret_cast<const char *>(table_ + off),
-                     static_cast<const uint8_t *>(nul) - (table_ + off));
+  return std::move(*name);
 }
 
 int Pclntab::wrapper_func_id_for(GoVersion v) {
@@ -352,7 +413,7 @@ Pclntab::FuncRecord Pclntab::record(const PclnFunction &fn) const {
   r.pcln = u32(base + 20);
   r.npcdata = u32(base + 24);
   r.cu_offset = u32(base + 28);
-  r.nfuncdata = table_[base + fixed - 1];
+  r.nfuncdata = u8(base + fixed - 1);
   r.pcdata = base + fixed;
   r.funcdata = r.pcdata + 4ull * r.npcdata;
   if (magic_ == kMagic116 && ptr_size_ == 8 && ((address_ + r.funcdata) & 4))
@@ -383,12 +444,25 @@ void Pclntab::walk_pcvalue(uint32_t table, uint64_t entry, const PclnFunction &f
   (void)fn;
   if (p >= size_)
     damaged("its pc-value table at " + hex(table) + " lies past the table's end");
+  // The table's bytes a span at a time: [window, window + window_size) holds table offsets
+  // [window_at, window_at + window_size).
+  const uint8_t *window = nullptr;
+  uint64_t window_at = 0, window_size = 0;
+  auto byte_at = [&](uint64_t pos) -> uint8_t {
+    if (pos >= size_)
+      damaged("its pc-value table at " + hex(table) + " runs past the table's end");
+    if (pos < window_at || pos - window_at >= window_size) {
+      window = space_->span(address_ + pos, window_size);
+      if (!window)
+        damaged("its pc-value table at " + hex(table) + " cannot be read from the file");
+      window_at = pos;
+    }
+    return window[pos - window_at];
+  };
   auto varint = [&](uint64_t &pos) -> uint32_t {
     uint32_t value = 0;
     for (int shift = 0; shift < 35; shift += 7) {
-      if (pos >= size_)
-        damaged("its pc-value table at " + hex(table) + " runs past the table's end");
-      uint8_t byte = table_[pos++];
+      uint8_t byte = byte_at(pos++);
       value |= static_cast<uint32_t>(byte & 0x7f) << shift;
       if (!(byte & 0x80))
         return value;
@@ -398,9 +472,7 @@ void Pclntab::walk_pcvalue(uint32_t table, uint64_t entry, const PclnFunction &f
   uint64_t pc = entry;
   int32_t value = -1;
   while (true) {
-    if (p >= size_)
-      damaged("its pc-value table at " + hex(table) + " runs past the table's end");
-    if (table_[p] == 0 && pc != entry)
+    if (byte_at(p) == 0 && pc != entry)
       return; // the end of the table
     uint32_t uvdelta = varint(p);
     // Zig-zag decode; added as unsigned so that a damaged table cannot overflow an int32.
@@ -409,13 +481,14 @@ void Pclntab::walk_pcvalue(uint32_t table, uint64_t entry, const PclnFunction &f
     pc += static_cast<uint32_t>(pcdelta * static_cast<uint32_t>(quantum_));
     if (!each(value, pc)) // value holds for [previous pc, pc)
       return;
+    window_size = 0; // `each` may have read through the space, which may have moved its bytes
   }
 }
 
 std::map<std::string, std::vector<std::string>> Pclntab::inline_sites(std::vector<Problem> *problems) const {
   std::map<std::string, std::vector<std::string>> sites;
   const uint64_t record_size = magic_ == kMagic120 ? 16 : 20;
-  for (const PclnFunction &fn : functions_) {
+  for (const PclnFunction &fn : functions()) {
     FuncRecord r = record(fn);
     if (!r.has_tables || r.npcdata <= kPcdataInlTreeIndex)
       continue;
@@ -433,7 +506,7 @@ std::map<std::string, std::vector<std::string>> Pclntab::inline_sites(std::vecto
         return end < fn.end && indexes.size() <= 100000; // bounded on a damaged table
       });
       for (int32_t index : indexes) {
-        const uint8_t *rec = image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
+        const uint8_t *rec = space_->bytes(tree + static_cast<uint64_t>(index) * record_size, record_size);
         if (!rec)
           damaged("inline record " + std::to_string(index) + " at " +
                   hex(tree + static_cast<uint64_t>(index) * record_size) + " is outside the file");
@@ -458,7 +531,7 @@ Pclntab::inlined_copies(const std::function<bool(std::string_view)> &wanted,
                         std::vector<Problem> *problems) const {
   std::vector<InlinedCopy> copies;
   const uint64_t record_size = magic_ == kMagic120 ? 16 : 20;
-  for (const PclnFunction &fn : functions_) {
+  for (const PclnFunction &fn : functions()) {
     FuncRecord r = record(fn);
     if (!r.has_tables || r.npcdata <= kPcdataInlTreeIndex)
       continue;
@@ -513,14 +586,14 @@ Pclntab::copies_in(const PclnFunction &fn, const FuncRecord &r, uint64_t tree, u
       continue;
     if (records.size() > 100000)
       damaged("its inline tree has too many records");
-    const uint8_t *rec = image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
+    const uint8_t *rec = space_->bytes(tree + static_cast<uint64_t>(index) * record_size, record_size);
     if (!rec)
       damaged("inline record " + std::to_string(index) + " at " +
               hex(tree + static_cast<uint64_t>(index) * record_size) + " is outside the file");
     Record out;
     out.func_id = magic_ == kMagic120 ? rec[0] : rec[2];
-    out.name = record_name(le32(rec + (magic_ == kMagic120 ? 4 : 12)));
     int32_t parent_pc = static_cast<int32_t>(le32(rec + (magic_ == kMagic120 ? 8 : 16)));
+    out.name = record_name(le32(rec + (magic_ == kMagic120 ? 4 : 12))); // rec is read whole first
     if (parent_pc < 0 || static_cast<uint64_t>(parent_pc) >= fn.end - fn.entry)
       damaged("inline record " + std::to_string(index) + " (" + out.name + ") has parent PC offset " +
               std::to_string(parent_pc) + ", outside the function");
@@ -629,17 +702,16 @@ std::string Pclntab::file_name(const FuncRecord &r, int32_t fileno) const {
   uint64_t off = cutab_ + 4 * index;
   if (index > (size_ >> 2) || off + 4 > size_)
     return "?";
-  uint32_t fileoff = le32(table_ + off);
+  uint32_t fileoff = u32(off);
   if (fileoff == 0xffffffffu)
     return "?";
   uint64_t at = filetab_ + fileoff;
   if (at >= size_)
     corrupt("file name offset " + hex(fileoff) + " lies past the table's end");
-  const void *nul = std::memchr(table_ + at, 0, size_ - at);
-  if (!nul)
+  auto name = c_string(at);
+  if (!name)
     corrupt("the file name at offset " + hex(fileoff) + " is not terminated");
-  return std::string(reinterpret_cast<const char *>(table_ + at),
-                     static_cast<const uint8_t *>(nul) - (table_ + at));
+  return std::move(*name);
 }
 
 std::vector<Pclntab::Frame> Pclntab::symbolize(uint64_t pc, bool keep_wrappers) const {
@@ -684,7 +756,7 @@ std::vector<Pclntab::Frame> Pclntab::symbolize(uint64_t pc, bool keep_wrappers) 
           break;
         }
         const uint8_t *rec =
-            image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
+            space_->bytes(tree + static_cast<uint64_t>(index) * record_size, record_size);
         if (!rec)
           damaged("inline record " + std::to_string(index) + " is outside the file");
         // <=1.19: {parent i16, funcID u8, _, file i32, line i32, nameoff i32, parentPc i32}
@@ -706,7 +778,7 @@ std::vector<Pclntab::Frame> Pclntab::symbolize(uint64_t pc, bool keep_wrappers) 
         // recorded (Pclntab::InlinedCopy::call_site_known).
         if (index >= 0) {
           const uint8_t *next =
-              image_->at(tree + static_cast<uint64_t>(index) * record_size, record_size);
+              space_->bytes(tree + static_cast<uint64_t>(index) * record_size, record_size);
           if (next &&
               static_cast<int32_t>(le32(next + (magic_ == kMagic120 ? 8 : 16))) == parent_pc) {
             position_known = false;
@@ -741,7 +813,7 @@ std::vector<Pclntab::LineStart> Pclntab::line_starts(const std::function<bool(st
     int32_t value;
     uint64_t start, end;
   };
-  for (const PclnFunction &fn : functions_) {
+  for (const PclnFunction &fn : functions()) {
     FuncRecord r = record(fn);
     if (!r.has_tables || r.pcfile == 0 || r.pcln == 0)
       continue;
@@ -827,6 +899,26 @@ std::vector<Pclntab::LineStart> Pclntab::line_starts(const std::function<bool(st
 }
 
 const PclnFunction *Pclntab::at_pc(uint64_t pc) const {
+  if (!listed_) {
+    // The index's last entry at or below pc, by binary search in the file.
+    if (pc < text_start_)
+      return nullptr;
+    const uint64_t target = pc - text_start_;
+    if (index_entry(0) > target)
+      return nullptr;
+    uint64_t lo = 0, hi = nfunc_; // index_entry(lo) <= target; the answer is below hi
+    while (hi - lo > 1) {
+      uint64_t mid = lo + (hi - lo) / 2;
+      if (index_entry(mid) <= target)
+        lo = mid;
+      else
+        hi = mid;
+    }
+    auto cached = looked_up_.find(lo);
+    if (cached == looked_up_.end())
+      cached = looked_up_.emplace(lo, decode_function(lo)).first;
+    return pc < cached->second.end ? &cached->second : nullptr;
+  }
   auto it = std::upper_bound(functions_.begin(), functions_.end(), pc,
                              [](uint64_t value, const PclnFunction &f) { return value < f.entry; });
   if (it == functions_.begin())
@@ -836,6 +928,7 @@ const PclnFunction *Pclntab::at_pc(uint64_t pc) const {
 }
 
 std::vector<const PclnFunction *> Pclntab::find_all(std::string_view name) const {
+  functions(); // the name index
   auto range = std::equal_range(
       by_name_.begin(), by_name_.end(), name, [this](const auto &a, const auto &b) {
         auto key = [this](const auto &x) -> std::string_view {
@@ -889,25 +982,154 @@ struct RawEntry {
 
 } // namespace
 
-std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
-  auto img = std::make_shared<Image>();
-  img->path = binary.path;
-  img->segments = binary.segments;
-  img->ptr_size = binary.ptr_size;
+void Pclntab::list_functions() const {
+  const bool offsets32 = magic_ == kMagic118 || magic_ == kMagic120;
+  const uint64_t field = offsets32 ? 4 : static_cast<uint64_t>(ptr_size_);
+  std::vector<RawEntry> raw(static_cast<size_t>(nfunc_) + 1);
+  for (uint64_t i = 0; i <= nfunc_; ++i) {
+    raw[i].entry = offsets32 ? u32(functab_ + 2 * i * field) : word(functab_ + 2 * i * field);
+    if (i < nfunc_)
+      raw[i].funcoff = record_offset(i);
+    if (i > 0 && raw[i].entry < raw[i - 1].entry)
+      corrupt("the function index is not sorted by address (entry " + std::to_string(i) + ": " +
+              hex(raw[i].entry) + " < " + hex(raw[i - 1].entry) + ")");
+  }
+  std::vector<PclnFunction> list;
+  list.reserve(static_cast<size_t>(nfunc_));
+  for (uint64_t i = 0; i < nfunc_; ++i)
+    list.push_back(function_record(i, raw[i].entry, raw[i + 1].entry, raw[i].funcoff));
+  functions_ = std::move(list);
+  by_name_.resize(functions_.size());
+  for (uint32_t i = 0; i < by_name_.size(); ++i)
+    by_name_[i] = i;
+  std::stable_sort(by_name_.begin(), by_name_.end(),
+                   [&](uint32_t a, uint32_t b) { return functions_[a].name < functions_[b].name; });
+  listed_ = true;
+}
+
+uint64_t Pclntab::index_entry(uint64_t i) const {
+  const bool offsets32 = magic_ == kMagic118 || magic_ == kMagic120;
+  const uint64_t field = offsets32 ? 4 : static_cast<uint64_t>(ptr_size_);
+  return offsets32 ? u32(functab_ + 2 * i * field) : word(functab_ + 2 * i * field);
+}
+
+uint64_t Pclntab::record_offset(uint64_t i) const {
+  const bool offsets32 = magic_ == kMagic118 || magic_ == kMagic120;
+  const uint64_t field = offsets32 ? 4 : static_cast<uint64_t>(ptr_size_);
+  const uint64_t at = functab_ + 2 * i * field + field;
+  uint64_t funcoff = offsets32 ? u32(at) : word(at);
+  uint64_t f = (magic_ == kMagic12 ? 0 : pclntable_) + funcoff;
+  if (f >= size_ || f < header_end_)
+    corrupt("function " + std::to_string(i) + " has its record at " + hex(funcoff) + ", outside the table");
+  return f;
+}
+
+PclnFunction Pclntab::function_record(uint64_t i, uint64_t entry, uint64_t next, uint64_t f) const {
+  const bool offsets32 = magic_ == kMagic118 || magic_ == kMagic120;
+  const uint64_t field = offsets32 ? 4 : static_cast<uint64_t>(ptr_size_);
+  // Every layout starts with the entry (uintptr, or u32 offset in 1.18+) then nameoff, args.
+  uint64_t after_entry = f + field;
+  uint64_t record_entry = offsets32 ? u32(f) : word(f);
+  if (record_entry != entry)
+    corrupt("function " + std::to_string(i) + ": the index says entry " + hex(entry) + " but its record says " +
+            hex(record_entry));
+  PclnFunction fn;
+  uint32_t nameoff = u32(after_entry);
+  fn.name = name_at(nameoff);
+  fn.args = static_cast<int32_t>(u32(after_entry + 4));
+  fn.entry = entry + text_start_;
+  fn.end = next + text_start_;
+  fn.offset_in_table = static_cast<uint32_t>(f);
+  if (f > UINT32_MAX)
+    corrupt("the table is larger than 4 GiB");
+  if (magic_ != kMagic12) {
+    // funcID, flag: after entry + 8 u32 fields (1.16–1.19), + startLine too (1.20+).
+    uint64_t id_at = after_entry + (magic_ == kMagic120 ? 36 : 32);
+    if (id_at + 4 > size_)
+      corrupt("the record of " + fn.name + " runs past the table's end");
+    const uint8_t *id = at(id_at, 2);
+    fn.func_id = id[0];
+    fn.flag = id[1];
+  }
+  return fn;
+}
+
+PclnFunction Pclntab::decode_function(uint64_t i) const {
+  uint64_t entry = index_entry(i), next = index_entry(i + 1);
+  if (next < entry)
+    corrupt("the function index is not sorted by address (entry " + std::to_string(i + 1) + ": " + hex(next) +
+            " < " + hex(entry) + ")");
+  return function_record(i, entry, next, record_offset(i));
+}
+
+const std::vector<PclnFunction> &Pclntab::functions() const {
+  if (!listed_)
+    list_functions();
+  return functions_;
+}
+
+uint64_t Pclntab::bytes_read() const { return file_ ? file_->bytes_read() : image_->bytes_read(); }
+
+namespace {
+
+const LoadSegment *segment_in(const std::vector<LoadSegment> &segments, uint64_t vaddr) {
+  for (const LoadSegment &seg : segments)
+    if (vaddr >= seg.vaddr && vaddr - seg.vaddr < seg.mem_size)
+      return &seg;
+  return nullptr;
+}
+
+// Calls each(vaddr, bytes, count) over the file-backed bytes of `seg` from vaddr `from`, a span at a
+// time, until it returns false; `bytes` is valid only during the call.
+void for_each_span(DescriptorSpace &space, const LoadSegment &seg, uint64_t from,
+                   const std::function<bool(uint64_t, const uint8_t *, uint64_t)> &each) {
+  for (uint64_t at = from; at < seg.vaddr + seg.file_size;) {
+    uint64_t n = 0;
+    const uint8_t *p = space.span(at, n);
+    if (!p || n == 0)
+      return;
+    n = std::min(n, seg.vaddr + seg.file_size - at);
+    if (!each(at, p, n))
+      return;
+    at += n;
+  }
+}
+
+} // namespace
+
+std::optional<Pclntab> Pclntab::load(const BinaryImage &binary, Reading how) {
   if (elf_version(EV_CURRENT) == EV_NONE)
     throw std::logic_error(std::string("libelf initialisation failed: ") + elf_errmsg(-1));
-  int fd = open(binary.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    fail_unreadable(binary.path, std::strerror(errno));
+  std::shared_ptr<Image> img;
+  std::shared_ptr<DescriptorSpace> space;
+  FileDescriptorSpace *file = nullptr;
   ElfFacts facts;
-  try {
-    read_segments(*img, fd);
-    facts = read_elf_facts(*img, binary, fd);
-  } catch (...) {
+  if (how == Reading::Whole) {
+    img = std::make_shared<Image>();
+    img->path = binary.path;
+    img->segments = binary.segments;
+    img->ptr_size = binary.ptr_size;
+    int fd = open(binary.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      fail_unreadable(binary.path, std::strerror(errno));
+    try {
+      read_segments(*img, fd);
+      facts = read_elf_facts(img.get(), binary, fd);
+    } catch (...) {
+      close(fd);
+      throw;
+    }
     close(fd);
-    throw;
+    space = img;
+  } else {
+    std::string error;
+    std::unique_ptr<FileDescriptorSpace> opened = FileDescriptorSpace::open(binary.path, error);
+    if (!opened)
+      fail_unreadable(binary.path, error);
+    facts = read_elf_facts(nullptr, binary, opened->fd()); // the file the space reads
+    file = opened.get();
+    space = std::move(opened);
   }
-  close(fd);
 
   GoVersion version;
   if (binary.buildinfo)
@@ -918,22 +1140,26 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
   // below). Throws [bad-pclntab] on the first inconsistency.
   auto parse = [&](uint64_t address, uint64_t size, std::string found_by) {
     Pclntab t;
+    t.space_ = space;
     t.image_ = img;
+    t.file_ = file;
     t.path_ = binary.path;
     t.address_ = address;
     t.size_ = size;
     t.found_by_ = std::move(found_by);
-    t.table_ = img->at(address, size);
     t.ptr_size_ = binary.ptr_size;
-    if (!t.table_ || size < 8)
+    const uint8_t *at = size >= 8 && space->room(address) >= size ? space->bytes(address, 8) : nullptr;
+    if (!at)
       t.corrupt("the table is not inside the file-backed part of a segment");
-    t.magic_ = le32(t.table_);
-    if (!header_prefix(t.table_, binary.ptr_size))
-      t.corrupt("bad header " + hex(le(t.table_, 8)) +
+    uint8_t head[8];
+    std::memcpy(head, at, sizeof head);
+    t.magic_ = le32(head);
+    if (!header_prefix(head, binary.ptr_size))
+      t.corrupt("bad header " + hex(le(head, 8)) +
                 " (want a known magic, 0, 0, quantum 1|2|4, "
                 "pointer size " +
                 std::to_string(binary.ptr_size) + ")");
-    t.quantum_ = t.table_[6];
+    t.quantum_ = head[6];
     const uint64_t ps = static_cast<uint64_t>(binary.ptr_size);
     const bool old = t.magic_ == kMagic12;
     const bool offsets32 = t.magic_ == kMagic118 || t.magic_ == kMagic120;
@@ -976,49 +1202,15 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
     if (functab + (2 * t.nfunc_ + 1) * field > size)
       t.corrupt("the function index runs past the table's end");
 
-    std::vector<RawEntry> raw(static_cast<size_t>(t.nfunc_) + 1);
-    for (uint64_t i = 0; i <= t.nfunc_; ++i) {
-      uint64_t at = functab + 2 * i * field;
-      raw[i].entry = offsets32 ? t.u32(at) : t.word(at);
-      if (i < t.nfunc_) {
-        uint64_t funcoff = offsets32 ? t.u32(at + field) : t.word(at + field);
-        raw[i].funcoff = (old ? 0 : t.pclntable_) + funcoff;
-        if (raw[i].funcoff >= size || raw[i].funcoff < header_end)
-          t.corrupt("function " + std::to_string(i) + " has its record at " + hex(funcoff) +
-                    ", outside the table");
-      }
-      if (i > 0 && raw[i].entry < raw[i - 1].entry)
-        t.corrupt("the function index is not sorted by address (entry " + std::to_string(i) + ": " +
-                  hex(raw[i].entry) + " < " + hex(raw[i - 1].entry) + ")");
-    }
-
-    t.functions_.reserve(static_cast<size_t>(t.nfunc_));
-    for (uint64_t i = 0; i < t.nfunc_; ++i) {
-      uint64_t f = raw[i].funcoff;
-      // Every layout starts with the entry (uintptr, or u32 offset in 1.18+) then nameoff, args.
-      uint64_t after_entry = f + field;
-      uint64_t record_entry = offsets32 ? t.u32(f) : t.word(f);
-      if (record_entry != raw[i].entry)
-        t.corrupt("function " + std::to_string(i) + ": the index says entry " + hex(raw[i].entry) +
-                  " but its record says " + hex(record_entry));
-      PclnFunction fn;
-      uint32_t nameoff = t.u32(after_entry);
-      fn.name = t.name_at(nameoff);
-      fn.args = static_cast<int32_t>(t.u32(after_entry + 4));
-      fn.entry = raw[i].entry;
-      fn.end = raw[i + 1].entry;
-      fn.offset_in_table = static_cast<uint32_t>(f);
-      if (f > UINT32_MAX)
-        t.corrupt("the table is larger than 4 GiB");
-      if (!old) {
-        // funcID, flag: after entry + 8 u32 fields (1.16–1.19), + startLine too (1.20+).
-        uint64_t id_at = after_entry + (t.magic_ == kMagic120 ? 36 : 32);
-        if (id_at + 4 > size)
-          t.corrupt("the record of " + fn.name + " runs past the table's end");
-        fn.func_id = t.table_[id_at];
-        fn.flag = t.table_[id_at + 1];
-      }
-      t.functions_.push_back(std::move(fn));
+    t.functab_ = functab;
+    t.header_end_ = header_end;
+    if (how == Reading::Whole) {
+      t.list_functions();
+    } else {
+      // The rest is checked function by function as it is looked up; the first and the last now,
+      // so that a candidate found by scanning is a table.
+      t.decode_function(0);
+      t.decode_function(t.nfunc_ - 1);
     }
     return std::make_pair(std::move(t), header_text_start);
   };
@@ -1026,27 +1218,44 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
   // 1. Find the table: by section, else by scanning the segments for its header.
   std::optional<std::pair<Pclntab, uint64_t>> parsed;
   if (facts.pclntab_addr) {
-    uint64_t avail = img->available(facts.pclntab_addr);
+    uint64_t avail = space->room(facts.pclntab_addr);
     uint64_t size = std::min(facts.pclntab_size, avail);
     parsed = parse(facts.pclntab_addr, size, "section " + facts.pclntab_section);
   } else {
     std::string first_error;
     // Read-only segments first (the usual place), then writable ones (a PIE's relro), then code.
     for (int pass = 0; pass < 3 && !parsed; ++pass) {
-      for (const LoadSegment &seg : img->segments) {
+      for (const LoadSegment &seg : binary.segments) {
         bool exec = seg.flags & PF_X, write = seg.flags & PF_W;
         if ((pass == 0 && (exec || write)) || (pass == 1 && (exec || !write)) ||
             (pass == 2 && !exec))
           continue;
-        const uint8_t *base = img->contents[&seg - img->segments.data()].data();
-        for (uint64_t off = (4 - seg.vaddr % 4) % 4; off + 64 <= seg.file_size; off += 4) {
-          if (base[off] != 0xfa && base[off] != 0xfb && base[off] != 0xf0 && base[off] != 0xf1)
-            continue;
-          if (!header_prefix(base + off, binary.ptr_size))
+        // Candidates are collected a span at a time and tried after it (trying one reads the file).
+        std::vector<uint64_t> candidates;
+        uint64_t resume = seg.vaddr + (4 - seg.vaddr % 4) % 4;
+        while (!parsed && resume + 64 <= seg.vaddr + seg.file_size) {
+          candidates.clear();
+          for_each_span(*space, seg, resume, [&](uint64_t vaddr, const uint8_t *bytes, uint64_t n) {
+            for (uint64_t off = 0; off < n; off += 4) {
+              resume = vaddr + off + 4;
+              if (vaddr + off + 64 > seg.vaddr + seg.file_size)
+                return false;
+              uint8_t b = bytes[off];
+              if (b == 0xfa || b == 0xfb || b == 0xf0 || b == 0xf1) {
+                candidates.push_back(vaddr + off);
+                return false;
+              }
+            }
+            return true;
+          });
+          if (candidates.empty())
+            break;
+          const uint64_t candidate = candidates.front();
+          const uint8_t *head = space->bytes(candidate, 8);
+          if (!head || !header_prefix(head, binary.ptr_size))
             continue;
           try {
-            parsed = parse(seg.vaddr + off, seg.file_size - off, "segment scan");
-            break;
+            parsed = parse(candidate, seg.vaddr + seg.file_size - candidate, "segment scan");
           } catch (const UserError &error) {
             if (first_error.empty())
               first_error = error.what();
@@ -1083,13 +1292,13 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
   const bool offsets32 = t.magic_ == kMagic118 || t.magic_ == kMagic120;
   if (t.magic_ != kMagic12) {
     auto check = [&](uint64_t md) {
-      auto first = img->pointer(md), names = img->pointer(md + ps);
+      auto first = space->pointer(md), names = space->pointer(md + ps);
       if (!first || *first != t.address_ || !names || *names != t.address_ + t.funcnametab_)
         return false;
-      auto minpc = img->pointer(md + 20 * ps), text = img->pointer(md + 22 * ps);
+      auto minpc = space->pointer(md + 20 * ps), text = space->pointer(md + 22 * ps);
       if (!minpc || !text)
         return false;
-      uint64_t first_entry = t.functions_.front().entry;
+      uint64_t first_entry = t.index_entry(0);
       return offsets32 ? *minpc >= *text && *minpc - *text == first_entry : *minpc == first_entry;
     };
     std::vector<uint64_t> candidates;
@@ -1102,17 +1311,44 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
         t.moduledata_ = c;
         break;
       }
-    for (const LoadSegment &seg : img->segments) {
+    for (const LoadSegment &seg : binary.segments) {
       if (t.moduledata_ || (seg.flags & PF_X))
         continue;
-      const uint8_t *base = img->contents[&seg - img->segments.data()].data();
-      for (uint64_t off = (ps - seg.vaddr % ps) % ps; off + ps <= seg.file_size; off += ps)
-        if (le(base + off, binary.ptr_size) == t.address_ && check(seg.vaddr + off)) {
-          t.moduledata_ = seg.vaddr + off;
+      // Words equal to the table's address, a span at a time; each is checked after its span
+      // (checking reads the file).
+      uint64_t resume = seg.vaddr + (ps - seg.vaddr % ps) % ps;
+      while (!t.moduledata_ && resume + ps <= seg.vaddr + seg.file_size) {
+        std::optional<uint64_t> found;
+        for_each_span(*space, seg, resume, [&](uint64_t vaddr, const uint8_t *bytes, uint64_t n) {
+          for (uint64_t off = 0; off < n; off += ps) {
+            resume = vaddr + off + ps;
+            if (vaddr + off + ps > seg.vaddr + seg.file_size)
+              return false;
+            uint64_t word = 0;
+            if (off + ps <= n) {
+              word = le(bytes + off, binary.ptr_size);
+            } else { // a word across two spans: read once more, after this one
+              resume = vaddr + off;
+              found = vaddr + off;
+              return false;
+            }
+            if (word == t.address_) {
+              found = vaddr + off;
+              return false;
+            }
+          }
+          return true;
+        });
+        if (!found)
           break;
-        }
+        const uint8_t *w = space->bytes(*found, ps);
+        if (w && le(w, binary.ptr_size) == t.address_ && check(*found))
+          t.moduledata_ = *found;
+        resume = *found + ps;
+      }
     }
-    for (auto [where, addend] : img->relative)
+    static const std::vector<std::pair<uint64_t, uint64_t>> none;
+    for (auto [where, addend] : img ? img->relative : binary.pie ? file->relocations() : none)
       if (!t.moduledata_ && addend == t.address_ && check(where))
         t.moduledata_ = where;
   }
@@ -1126,15 +1362,15 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
       if (sym.name == "runtime.text")
         candidates.emplace_back(sym.address, "symbol runtime.text");
     if (t.moduledata_)
-      if (auto text = img->pointer(t.moduledata_ + 22 * ps))
+      if (auto text = space->pointer(t.moduledata_ + 22 * ps))
         candidates.emplace_back(*text, "moduledata.text");
     if (header_text_start)
       candidates.emplace_back(header_text_start, "pcHeader.textStart");
     if (facts.text_section)
       candidates.emplace_back(facts.text_section, "section .text");
-    uint64_t last = t.functions_.back().end;
+    const uint64_t first = t.index_entry(0), last = t.index_entry(t.nfunc_);
     for (auto &[base, from] : candidates) {
-      const LoadSegment *seg = img->segment_of(base + t.functions_.front().entry);
+      const LoadSegment *seg = segment_in(binary.segments, base + first);
       if (!seg || !(seg->flags & PF_X) || base + last > seg->vaddr + seg->mem_size ||
           base + last < base)
         continue;
@@ -1156,48 +1392,54 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
   t.wrapper_id_ = wrapper_func_id_for(version);
   if (t.magic_ == kMagic118 || t.magic_ == kMagic120 ||
       (t.magic_ == kMagic116 && version.minor >= 17)) {
-    for (const PclnFunction &fn : t.functions_)
-      if (fn.name == "runtime.systemstack_switch" && fn.func_id > 0) {
-        t.wrapper_id_ = fn.func_id + 1;
-        break;
+    if (t.listed_) {
+      for (const PclnFunction &fn : t.functions_)
+        if (fn.name == "runtime.systemstack_switch" && fn.func_id > 0) {
+          t.wrapper_id_ = fn.func_id + 1;
+          break;
+        }
+    } else {
+      // The same search without decoding every function: only those with a funcID are named.
+      const uint64_t field = offsets32 ? 4 : ps;
+      for (uint64_t i = 0; i < t.nfunc_; ++i) {
+        const uint64_t f = t.record_offset(i);
+        const uint8_t id = t.u8(f + field + (t.magic_ == kMagic120 ? 36 : 32));
+        if (id > 0 && t.name_at(t.u32(f + field)) == "runtime.systemstack_switch") {
+          t.wrapper_id_ = id + 1;
+          break;
+        }
       }
+    }
   }
-
-  // Name index (for find), now that names are final.
-  t.by_name_.resize(t.functions_.size());
-  for (uint32_t i = 0; i < t.by_name_.size(); ++i)
-    t.by_name_[i] = i;
-  std::stable_sort(t.by_name_.begin(), t.by_name_.end(), [&](uint32_t a, uint32_t b) {
-    return t.functions_[a].name < t.functions_[b].name;
-  });
 
   // 5. moduledata.gofunc (1.18+), the base of funcdata offsets: word 38 (1.18–1.19) or 40 (1.20+),
   // confirmed by decoding inline trees through it; failing that, any word of moduledata that does.
   if (offsets32 && t.moduledata_) {
-    std::vector<const PclnFunction *> with_tree;
-    for (const PclnFunction &fn : t.functions_) {
+    std::vector<PclnFunction> with_tree;
+    for (uint64_t i = 0; i < t.nfunc_ && with_tree.size() < 16; ++i) {
+      PclnFunction fn = t.listed_ ? t.functions_[i] : t.decode_function(i);
       FuncRecord r = t.record(fn);
       if (r.nfuncdata > kFuncdataInlTree && r.npcdata > kPcdataInlTreeIndex &&
           t.u32(r.funcdata + 4ull * kFuncdataInlTree) != 0xffffffffu)
-        with_tree.push_back(&fn);
-      if (with_tree.size() == 16)
-        break;
+        with_tree.push_back(std::move(fn));
     }
     const uint64_t record_size = t.magic_ == kMagic120 ? 16 : 20;
     auto plausible = [&](uint64_t gofunc) {
       if (gofunc == 0)
         return false;
-      for (const PclnFunction *fn : with_tree) {
-        FuncRecord r = t.record(*fn);
+      for (const PclnFunction &fn : with_tree) {
+        FuncRecord r = t.record(fn);
         uint64_t tree = gofunc + t.u32(r.funcdata + 4ull * kFuncdataInlTree);
-        const uint8_t *rec = img->at(tree, record_size);
-        if (!rec)
+        const uint8_t *at = space->bytes(tree, record_size);
+        if (!at)
           return false;
+        uint8_t rec[20];
+        std::memcpy(rec, at, record_size);
         uint32_t nameoff = le32(rec + (t.magic_ == kMagic120 ? 4 : 12));
         int32_t parent_pc = static_cast<int32_t>(le32(rec + (t.magic_ == kMagic120 ? 8 : 16)));
         uint64_t name = t.funcnametab_ + nameoff;
-        if (name >= t.size_ || t.table_[name] == 0 || (nameoff && t.table_[name - 1] != 0) ||
-            parent_pc < 0 || static_cast<uint64_t>(parent_pc) >= fn->end - fn->entry)
+        if (name >= t.size_ || t.u8(name) == 0 || (nameoff && t.u8(name - 1) != 0) ||
+            parent_pc < 0 || static_cast<uint64_t>(parent_pc) >= fn.end - fn.entry)
           return false;
         if (t.magic_ == kMagic120 && (rec[1] || rec[2] || rec[3]))
           return false;
@@ -1205,7 +1447,7 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
       return true;
     };
     uint64_t layout_index = t.magic_ == kMagic118 ? 38 : 40;
-    auto layout = img->pointer(t.moduledata_ + layout_index * ps);
+    auto layout = space->pointer(t.moduledata_ + layout_index * ps);
     if (with_tree.empty()) {
       t.gofunc_ = layout.value_or(0); // nothing inlined: nothing will read through it
     } else if (layout && plausible(*layout)) {
@@ -1214,7 +1456,7 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
       // Not where this version keeps it: any word of moduledata that decodes the inline trees.
       // (None: gofunc_ stays 0 and symbolize() reports the inline tree unreachable.)
       for (uint64_t k = 23; k < 64 && !t.gofunc_; ++k) {
-        auto value = img->pointer(t.moduledata_ + k * ps);
+        auto value = space->pointer(t.moduledata_ + k * ps);
         if (value && plausible(*value))
           t.gofunc_ = *value;
       }
@@ -1226,8 +1468,8 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
   // runtime.types symbol when there is one.
   if (t.moduledata_ && t.magic_ != kMagic12) {
     uint64_t index = t.magic_ == kMagic120 ? 37 : 35;
-    auto types = img->pointer(t.moduledata_ + index * ps), etypes = img->pointer(t.moduledata_ + (index + 1) * ps);
-    const LoadSegment *seg = types ? img->segment_of(*types) : nullptr;
+    auto types = space->pointer(t.moduledata_ + index * ps), etypes = space->pointer(t.moduledata_ + (index + 1) * ps);
+    const LoadSegment *seg = types ? segment_in(binary.segments, *types) : nullptr;
     if (types && etypes && seg && !(seg->flags & PF_X) && *types < *etypes &&
         *etypes <= seg->vaddr + seg->file_size && (!binary.types_base || *binary.types_base == *types)) {
       t.types_ = *types;
@@ -1239,21 +1481,22 @@ std::optional<Pclntab> Pclntab::load(const BinaryImage &binary) {
 
 namespace {
 
-// The loaded image seen as a DescriptorSpace: every segment in memory, the function table exact.
-class ImageSpace : public DescriptorSpace {
+// The table's space with the function table's exact answer to code_entry.
+class TableSpace : public DescriptorSpace {
 public:
-  ImageSpace(const Image &image, const Pclntab &pcln) : image_(image), pcln_(pcln) {}
-  const uint8_t *bytes(uint64_t vaddr, uint64_t size) override { return image_.at(vaddr, size); }
-  uint64_t room(uint64_t vaddr) override { return image_.available(vaddr); }
-  std::optional<uint64_t> pointer(uint64_t vaddr) override { return image_.pointer(vaddr); }
-  bool mapped(uint64_t vaddr) override { return image_.segment_of(vaddr) != nullptr; }
+  TableSpace(DescriptorSpace &space, const Pclntab &pcln) : space_(space), pcln_(pcln) {}
+  const uint8_t *bytes(uint64_t vaddr, uint64_t size) override { return space_.bytes(vaddr, size); }
+  const uint8_t *span(uint64_t vaddr, uint64_t &size) override { return space_.span(vaddr, size); }
+  uint64_t room(uint64_t vaddr) override { return space_.room(vaddr); }
+  std::optional<uint64_t> pointer(uint64_t vaddr) override { return space_.pointer(vaddr); }
+  bool mapped(uint64_t vaddr) override { return space_.mapped(vaddr); }
   bool code_entry(uint64_t pc) override {
     const PclnFunction *fn = pcln_.at_pc(pc);
     return fn && fn->entry == pc;
   }
 
 private:
-  const Image &image_;
+  DescriptorSpace &space_;
   const Pclntab &pcln_;
 };
 
@@ -1265,21 +1508,21 @@ DescriptorLayout Pclntab::descriptor_layout() const { return {types_, etypes_, p
 // apart, so without it no name is read.
 bool Pclntab::names_readable() const { return types_ && !(magic_ == kMagic116 && !version_known_); }
 
-const uint8_t *Pclntab::bytes_at(uint64_t vaddr, uint64_t size) const { return image_->at(vaddr, size); }
+const uint8_t *Pclntab::bytes_at(uint64_t vaddr, uint64_t size) const { return space_->bytes(vaddr, size); }
 
-std::optional<uint64_t> Pclntab::pointer_at(uint64_t vaddr) const { return image_->pointer(vaddr); }
+std::optional<uint64_t> Pclntab::pointer_at(uint64_t vaddr) const { return space_->pointer(vaddr); }
 
 std::optional<std::string> Pclntab::name_at_address(uint64_t at, uint8_t *flags) const {
   if (!names_readable())
     return std::nullopt;
-  ImageSpace space(*image_, *this);
+  TableSpace space(*space_, *this);
   return read_runtime_name(space, descriptor_layout(), at, flags);
 }
 
 std::optional<Pclntab::RuntimeType> Pclntab::type_at(uint64_t vaddr) const {
   if (!names_readable())
     return std::nullopt;
-  ImageSpace space(*image_, *this);
+  TableSpace space(*space_, *this);
   auto named = name_descriptor(space, descriptor_layout(), vaddr);
   if (!named)
     return std::nullopt;

@@ -32,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace weave {
@@ -51,15 +52,28 @@ namespace pclntab_detail {
 struct Image; // the file's bytes and its address mapping, shared by copies of a Pclntab
 }
 
-// Pclntab is a loaded .gopclntab. Cheap to copy (the file's bytes are shared).
+// Pclntab is a loaded .gopclntab. Cheap to copy (the file's bytes are shared). Not for use from
+// two threads at once (a table read on demand caches what it has read).
 class Pclntab {
 public:
+  // How the file's bytes are read. Whole: every PT_LOAD's file-backed bytes, at load, and every
+  // function listed and checked there (the generator: it walks whole tables, and a damaged one is
+  // refused before anything is planned). OnDemand: the file stays open and only what a lookup
+  // needs is read, in bounded cached blocks (FileDescriptorSpace): the header, the function index
+  // by binary search, one function's record, names and pc-value tables, the inline records it
+  // points into in rodata (the tracer: its memory must not grow with the binary). The answers are
+  // the same; a damaged record is found when it is looked up ([bad-pclntab] then), and functions(),
+  // find() and the whole-table walks list every function the first time they are called.
+  enum class Reading { Whole, OnDemand };
+
   // The table of `image` (found by section name, else by scanning the PT_LOADs for its header).
   // nullopt when the binary has none; UserError [bad-pclntab] when one is present but damaged.
-  static std::optional<Pclntab> load(const BinaryImage &image);
+  static std::optional<Pclntab> load(const BinaryImage &image, Reading how = Reading::Whole);
 
   uint32_t magic() const { return magic_; }
-  const std::vector<PclnFunction> &functions() const { return functions_; } // sorted by entry
+  const std::vector<PclnFunction> &functions() const; // sorted by entry
+  // Bytes read from the binary so far: for Whole every segment, for OnDemand the blocks read.
+  uint64_t bytes_read() const;
 
   // Exact name, as the table spells it: no ".abi0" suffix, and since Go 1.18 everything from the
   // first '[' to the last ']' written "[...]" (go1.19 cmd/link/internal/ld/pcln.go nameParts), so
@@ -209,6 +223,14 @@ private:
 
   struct FuncRecord; // a decoded _func
   FuncRecord record(const PclnFunction &fn) const;
+  // Function list: every function decoded and checked (Whole, or the first functions() OnDemand);
+  // one function i of the index (checked against its neighbour and its record); the index's entry
+  // i (0..nfunc, relative to textStart for 1.18+); the table offset of function i's _func.
+  void list_functions() const;
+  PclnFunction decode_function(uint64_t i) const;
+  PclnFunction function_record(uint64_t i, uint64_t entry, uint64_t next, uint64_t funcoff) const;
+  uint64_t index_entry(uint64_t i) const;
+  uint64_t record_offset(uint64_t i) const;
   std::optional<int32_t> pcvalue(uint32_t table, uint64_t entry, uint64_t pc,
                                  const PclnFunction &fn) const;
   uint64_t inline_tree(const FuncRecord &r) const;
@@ -218,8 +240,14 @@ private:
                     const std::function<bool(int32_t, uint64_t)> &each) const;
   std::string file_name(const FuncRecord &r, int32_t fileno) const;
   std::string name_at(uint32_t nameoff) const;
+  // Table reads by offset from the header, through space_: `size` bytes (valid until the next
+  // read), a byte, a u32, a pointer-sized word; a NUL-terminated string (nullopt when the table
+  // ends first). Past the table's end or unreadable: [bad-pclntab].
+  const uint8_t *at(uint64_t off, uint64_t size) const;
+  uint8_t u8(uint64_t off) const;
   uint32_t u32(uint64_t off) const;
   uint64_t word(uint64_t off) const;
+  std::optional<std::string> c_string(uint64_t off) const;
   [[noreturn]] void corrupt(const std::string &what) const;
   // One function's own tables do not check out: throws Damaged, which the public functions that read
   // per-function tables catch, leaving that function out.
@@ -233,8 +261,10 @@ private:
                                      uint64_t record_size,
                                      const std::function<bool(std::string_view)> &wanted) const;
 
-  std::shared_ptr<const pclntab_detail::Image> image_;
-  const uint8_t *table_ = nullptr; // the header, inside image_
+  std::shared_ptr<DescriptorSpace> space_;            // the binary's bytes: image_ or file_
+  std::shared_ptr<pclntab_detail::Image> image_;      // Whole
+  FileDescriptorSpace *file_ = nullptr;               // OnDemand (owned by space_)
+  uint64_t functab_ = 0, header_end_ = 0;             // table offsets: the index, the header's end
   uint64_t size_ = 0;
   uint64_t address_ = 0;
   uint32_t magic_ = 0;
@@ -253,8 +283,10 @@ private:
   bool names_readable() const;
   std::string found_by_;
   std::string path_;
-  std::vector<PclnFunction> functions_;
-  std::vector<uint32_t> by_name_; // indexes into functions_, sorted by name then entry
+  mutable bool listed_ = false; // functions_ and by_name_ hold every function
+  mutable std::vector<PclnFunction> functions_;
+  mutable std::vector<uint32_t> by_name_; // indexes into functions_, sorted by name then entry
+  mutable std::unordered_map<uint64_t, PclnFunction> looked_up_; // OnDemand: by index, as at_pc found them
 };
 
 } // namespace weave

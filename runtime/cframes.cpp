@@ -15,7 +15,17 @@ struct CFrames::Impl {
   int fd = -1;
   Elf *elf = nullptr;
   Dwarf_CFI *cfi = nullptr; // .eh_frame
+  // The DWARF, opened the first time a frame is named: libdw decompresses every debug section as it
+  // opens them (a Caddy's: 50 MB), and most tracers never name a C frame.
   Dwarf *dwarf = nullptr;
+  bool dwarf_opened = false;
+  Dwarf *debug() {
+    if (!dwarf_opened && elf) {
+      dwarf_opened = true;
+      dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
+    }
+    return dwarf;
+  }
   Arch arch = Arch::X86_64;
   const std::vector<ElfSymbol> *symbols = nullptr;
   int registers = 17; // DWARF register numbers a frame can restore
@@ -77,7 +87,6 @@ CFrames::CFrames(const std::string &path, Arch arch, const std::vector<ElfSymbol
     return;
   impl_->cfi = dwarf_getcfi_elf(impl_->elf);
   read_dynsym(impl_->elf, impl_->dynamic);
-  impl_->dwarf = dwarf_begin_elf(impl_->elf, DWARF_C_READ, nullptr);
 }
 
 CFrames::~CFrames() {
@@ -239,7 +248,7 @@ std::vector<Pclntab::Frame> CFrames::frames(uint64_t return_address) const {
   if (return_address == 0 || return_address - 1 < bias_)
     return out;
   uint64_t pc = return_address - 1 - bias_;
-  if (impl_->dwarf) {
+  if (impl_->debug()) {
     Dwarf_Die cu;
     if (dwarf_addrdie(impl_->dwarf, pc, &cu)) {
       Dwarf_Die *scopes = nullptr;

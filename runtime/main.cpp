@@ -19,6 +19,7 @@
 #include <fmt/core.h>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1140,8 +1141,12 @@ int run(int argc, char **argv) {
     }
     close(child.release_fd);
   } else {
-    say("tracing {} at {} in {} ({}); Ctrl-C to stop", count(manifest.probes.size(), "probe"),
-        count(points, "point"), binary,
+    // An entry and its return are two probes of one function: name both counts.
+    std::set<std::string> functions;
+    for (const auto &probe : manifest.probes)
+      functions.insert(probe.function);
+    say("tracing {} of {} at {} in {} ({}); Ctrl-C to stop", count(manifest.probes.size(), "probe"),
+        count(functions.size(), "function"), count(points, "point"), binary,
         mode == Mode::Pid ? "pid " + std::to_string(opt.pid) : "all processes");
   }
   std::unique_ptr<BinaryWatch> watch = mode == Mode::All ? watch_binary(loader, binary, manifest) : nullptr;

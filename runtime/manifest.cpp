@@ -152,8 +152,16 @@ struct Node {
   std::vector<Node> children;
 };
 
-// `lists` maps a node path to the index of its count field (-1: a fixed-length array).
-void emit(const Node &node, const std::string &node_path, const std::map<std::string, int> &lists,
+// A list's fields: its count (-1: a fixed-length array) and its Go value's len (-1: none), and
+// whether its elements are a map's pairs.
+struct ListFields {
+  int count = -1;
+  int len = -1;
+  bool map = false;
+};
+
+// `lists` maps a node path to its list's fields.
+void emit(const Node &node, const std::string &node_path, const std::map<std::string, ListFields> &lists,
           const std::set<std::string> &interfaces, std::vector<DisplayOp> &ops) {
   if (node.field >= 0) {
     ops.push_back({DisplayOp::Value, node.label, static_cast<uint32_t>(node.field)});
@@ -184,7 +192,10 @@ void emit(const Node &node, const std::string &node_path, const std::map<std::st
     return;
   }
   DisplayOp open{DisplayOp::OpenList, node.label, 0};
-  open.count_field = list->second;
+  open.count_field = list->second.count;
+  open.len_field = list->second.len;
+  open.sorted = list->second.map;
+  open.elements = static_cast<uint32_t>(node.children.size());
   ops.push_back(open);
   for (size_t e = 0; e < node.children.size(); ++e) {
     const Node &child = node.children[e];
@@ -209,16 +220,29 @@ std::vector<DisplayOp> build_display(const ManifestCapture &capture, const std::
   if (c_has_interfaces(capture) == false && visible.size() == 1 && capture.fields[visible[0]].name.empty() &&
       capture.lists.empty())
     return {{DisplayOp::Value, "", visible[0]}};
-  std::map<std::string, int> lists;
+  std::map<std::string, ListFields> lists;
   for (size_t l = 0; l < capture.lists.size(); ++l) {
     const ManifestList &list = capture.lists[l];
-    int count = -1;
-    for (size_t f = 0; f < capture.fields.size(); ++f)
+    ListFields fields;
+    fields.map = list.map;
+    // A slice's or map's len is the visible "len" beside its "items" (a slice's is its count too).
+    std::string len_name;
+    if (!list.count.empty()) {
+      size_t dot = list.path.rfind('.');
+      len_name = dot == std::string::npos ? "len" : list.path.substr(0, dot) + ".len";
+    }
+    for (size_t f = 0; f < capture.fields.size(); ++f) {
       if (!list.count.empty() && capture.fields[f].name == list.count)
-        count = static_cast<int>(f);
-    if (!list.count.empty() && count < 0)
+        fields.count = static_cast<int>(f);
+      if (!len_name.empty() && capture.fields[f].name == len_name && !capture.fields[f].hidden &&
+          capture.fields[f].kind == FieldKind::Int)
+        fields.len = static_cast<int>(f);
+    }
+    if (!list.count.empty() && fields.count < 0)
       fail(indexed(path, "lists", l) + ".count", "no field named \"" + list.count + "\"");
-    lists[list.path] = count;
+    if (list.map && fields.count < 0)
+      fail(indexed(path, "lists", l) + ".map", "a map's pairs need a count");
+    lists[list.path] = fields;
   }
   Node root;
   for (size_t i = 0; i < capture.fields.size(); ++i) {
@@ -351,12 +375,14 @@ void parse_contents(ManifestCapture &capture, const json &list, const std::strin
         if (!field.hidden)
           fail(tpath, "its fields must be hidden in the capture");
         field.name = *strip(field.name, indexed(path, "fields", f));
-        field.hidden = false;
+        // Shown, but for what only guides the reads inside the value: a map's count of pairs and
+        // their addresses ("#pairs", "#slot.0.key"), which the generator names with a '#'.
+        field.hidden = field.name.starts_with('#') || field.name.find(".#") != std::string::npos;
         value->fields.push_back(field);
       }
       for (const ManifestList &l : capture.lists)
         if (auto p = strip(l.path, ""))
-          value->lists.push_back({*p, l.count.empty() ? "" : strip(l.count, tpath + ".lists").value_or("")});
+          value->lists.push_back({*p, l.count.empty() ? "" : strip(l.count, tpath + ".lists").value_or(""), l.map});
       for (const std::string &iface : capture.interfaces)
         if (auto p = strip(iface, ""))
           value->interfaces.push_back(*p);
@@ -419,7 +445,8 @@ ManifestCapture parse_capture(const json &c, const std::string &path, uint32_t h
     const json &lists = array_at(c, path, "lists");
     for (size_t i = 0; i < lists.size(); ++i) {
       std::string lpath = indexed(path, "lists", i);
-      capture.lists.push_back({string_at(lists[i], lpath, "path"), optional_string(lists[i], lpath, "count")});
+      bool map = lists[i].contains("map") && lists[i]["map"].is_boolean() && lists[i]["map"].get<bool>();
+      capture.lists.push_back({string_at(lists[i], lpath, "path"), optional_string(lists[i], lpath, "count"), map});
     }
   }
   capture.display = build_display(capture, path);

@@ -61,8 +61,14 @@ struct DisplayOp {
   enum Kind { Open, Value, Close, OpenList, CloseList, Interface } kind;
   std::string label;  // the key within the enclosing struct ("" at the top and for list elements)
   uint32_t field = 0; // for Value: index into the capture's fields
-  // OpenList: the field holding how many elements the value has (-1: all of them are shown).
+  // OpenList: the field holding how many elements the value has (-1: all of them are shown), and
+  // the one holding how many the Go value has (a slice's or map's len; -1 for an array): when it
+  // is more than the elements shown, the list ends with "..." in text. `sorted`: a map's pairs,
+  // printed in the order of their keys (as Go's fmt prints a map), not the order they were found.
   int32_t count_field = -1;
+  int32_t len_field = -1;
+  uint32_t elements = 0; // OpenList: the elements it has room for
+  bool sorted = false;
   // The first op of element `element` of the enclosing list, and the op just past that element:
   // elements at or past the count are skipped (a slice of 3 in 8 slots shows 3).
   int32_t element = -1;
@@ -77,6 +83,7 @@ struct DisplayOp {
 struct ManifestList {
   std::string path;
   std::string count;
+  bool map = false; // its elements are a map's {key, value} pairs
 };
 
 struct ManifestCapture {

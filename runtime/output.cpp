@@ -211,7 +211,9 @@ void append_duration(std::string &out, uint64_t ns) {
 }
 
 // ListCounts tracks the lists being printed: how many elements each one really has, so that the
-// slots past a slice's length are skipped (their bytes were never read).
+// slots past a slice's length are skipped (their bytes were never read), and whether the Go value
+// has more than are shown (its len past the count or the room), which text marks with "...".
+// Two words a list on the stack: the count, then 1 when cut.
 class ListCounts {
 public:
   // The stack's storage belongs to the printer and is reused, so printing allocates nothing.
@@ -219,20 +221,31 @@ public:
   void open(const DisplayOp &op, const ManifestCapture &capture, const uint8_t *event) {
     if (op.kind != DisplayOp::OpenList) {
       stack_.push_back(UINT64_MAX);
+      stack_.push_back(0);
       return;
     }
     uint64_t count = UINT64_MAX;
     if (op.count_field >= 0)
       count = load_u64(event + capture.fields[static_cast<size_t>(op.count_field)].offset);
+    bool cut = false;
+    if (op.len_field >= 0) {
+      int64_t len = static_cast<int64_t>(load_u64(event + capture.fields[static_cast<size_t>(op.len_field)].offset));
+      cut = len > 0 && static_cast<uint64_t>(len) > std::min<uint64_t>(count, op.elements);
+    }
     stack_.push_back(count);
+    stack_.push_back(cut ? 1 : 0);
   }
   void close(const DisplayOp &) {
-    if (!stack_.empty())
-      stack_.pop_back();
+    if (stack_.size() >= 2)
+      stack_.resize(stack_.size() - 2);
   }
+  // Whether the innermost open list shows fewer elements than its value has.
+  bool cut() const { return stack_.size() >= 2 && stack_.back() != 0; }
+  // How many elements the innermost open list shows, of the `room` it has.
+  uint64_t shown(uint64_t room) const { return stack_.size() >= 2 ? std::min(stack_[stack_.size() - 2], room) : room; }
   // True when op starts an element past the enclosing list's count; `i` then jumps past it.
   bool skip(const DisplayOp &op, size_t &i) const {
-    if (op.element < 0 || stack_.empty() || static_cast<uint64_t>(op.element) < stack_.back())
+    if (op.element < 0 || stack_.size() < 2 || static_cast<uint64_t>(op.element) < stack_[stack_.size() - 2])
       return false;
     i = op.element_end - 1;
     return true;
@@ -419,14 +432,84 @@ void EventPrinter::append_capture(std::string &out, const ManifestCapture &captu
       return;
     }
   }
+  ListCounts counts(list_stack_);
+  append_ops(out, capture, pc, event, bias, json, 0, capture.display.size(), counts);
+}
+
+namespace {
+
+// The value fields of a map pair's key, in order: the element's ops start with the pair's Open,
+// then the key's (one Value, or a struct's Open ... Close).
+void key_fields(const std::vector<DisplayOp> &ops, size_t element, std::vector<uint32_t> &out) {
+  int depth = 0;
+  for (size_t k = element + 1; k < ops.size(); ++k) {
+    const DisplayOp &op = ops[k];
+    if (op.kind == DisplayOp::Value)
+      out.push_back(op.field);
+    else if (op.kind == DisplayOp::Open || op.kind == DisplayOp::OpenList)
+      ++depth;
+    else if (op.kind == DisplayOp::Close || op.kind == DisplayOp::CloseList)
+      --depth;
+    if (depth <= 0)
+      return;
+  }
+}
+
+// Go's fmt order of two keys' values of one field (internal/fmtsort): numbers by value (NaN
+// first), strings by their bytes, bools false first, pointers by address. A string cut by
+// string_max compares by the bytes copied, then by its full length.
+int compare_values(const ManifestField &a, const ManifestField &b, const uint8_t *event) {
+  auto order = [](auto x, auto y) { return x < y ? -1 : y < x ? 1 : 0; };
+  if (a.kind != b.kind)
+    return 0;
+  uint64_t x = load_u64(event + a.offset), y = load_u64(event + b.offset);
+  switch (a.kind) {
+  case FieldKind::Int:
+    return order(static_cast<int64_t>(x), static_cast<int64_t>(y));
+  case FieldKind::Float: {
+    double dx, dy;
+    if (a.size == 4) {
+      float fx, fy;
+      uint32_t lx = static_cast<uint32_t>(x), ly = static_cast<uint32_t>(y);
+      std::memcpy(&fx, &lx, 4);
+      std::memcpy(&fy, &ly, 4);
+      dx = fx;
+      dy = fy;
+    } else {
+      std::memcpy(&dx, &x, 8);
+      std::memcpy(&dy, &y, 8);
+    }
+    if (std::isnan(dx) || std::isnan(dy))
+      return std::isnan(dx) && std::isnan(dy) ? 0 : std::isnan(dx) ? -1 : 1;
+    return order(dx, dy);
+  }
+  case FieldKind::String: {
+    StringSlot sx = read_string(event, a), sy = read_string(event, b);
+    if (int c = sx.bytes.compare(sy.bytes)) // std::string_view compares as unsigned chars
+      return c < 0 ? -1 : 1;
+    return order(sx.length, sy.length);
+  }
+  case FieldKind::Empty:
+    return 0;
+  default: // uint, bool, pointer, func: unsigned
+    return order(x, y);
+  }
+}
+
+} // namespace
+
+void EventPrinter::append_ops(std::string &out, const ManifestCapture &capture, const PreparedCapture &pc,
+                              const uint8_t *event, uint64_t bias, bool json, size_t begin, size_t end,
+                              ListCounts &counts) {
   const std::vector<std::string> &labels = json ? pc.json_labels : pc.text_labels;
   bool first = true; // no separator before the first member of a struct
-  ListCounts counts(list_stack_);
-  for (size_t i = 0; i < capture.display.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     const DisplayOp &op = capture.display[i];
     if (counts.skip(op, i))
       continue;
     if (op.kind == DisplayOp::Close || op.kind == DisplayOp::CloseList) {
+      if (op.kind == DisplayOp::CloseList && counts.cut() && !json)
+        out += first ? "..." : ", ..."; // more than slice_max, or than the map walk reached
       out += op.kind == DisplayOp::Close ? '}' : ']';
       counts.close(op);
       first = false;
@@ -435,6 +518,53 @@ void EventPrinter::append_capture(std::string &out, const ManifestCapture &captu
     if (!first)
       out += json ? "," : ", ";
     out += labels[i];
+    if (op.kind == DisplayOp::OpenList && op.sorted) {
+      // A map's pairs in the order of their keys, as fmt prints a map: the walk finds them in
+      // memory order, which is the runtime's and says nothing.
+      out += '[';
+      counts.open(op, capture, event);
+      // Scratch kept per nesting level, reused from event to event: printing allocates nothing.
+      if (sort_depth_ >= sort_scratch_.size())
+        sort_scratch_.resize(sort_depth_ + 1);
+      SortScratch &sc = sort_scratch_[sort_depth_];
+      sc.starts.clear();
+      size_t close = i + 1;
+      while (close < capture.display.size() && capture.display[close].kind != DisplayOp::CloseList) {
+        sc.starts.push_back(static_cast<uint32_t>(close));
+        close = capture.display[close].element_end;
+      }
+      sc.starts.resize(static_cast<size_t>(counts.shown(sc.starts.size())));
+      sc.keys.clear();
+      sc.key_begin.clear();
+      sc.order.clear();
+      for (size_t e = 0; e < sc.starts.size(); ++e) {
+        sc.key_begin.push_back(static_cast<uint32_t>(sc.keys.size()));
+        key_fields(capture.display, sc.starts[e], sc.keys);
+        sc.order.push_back(static_cast<uint32_t>(e));
+      }
+      sc.key_begin.push_back(static_cast<uint32_t>(sc.keys.size()));
+      // Equal keys (strings alike in the bytes copied and their length) keep the order found:
+      // std::sort with that tie-break, as std::stable_sort would allocate its buffer.
+      std::sort(sc.order.begin(), sc.order.end(), [&](uint32_t a, uint32_t b) {
+        uint32_t fa = sc.key_begin[a], fb = sc.key_begin[b];
+        for (; fa < sc.key_begin[a + 1] && fb < sc.key_begin[b + 1]; ++fa, ++fb)
+          if (int c = compare_values(capture.fields[sc.keys[fa]], capture.fields[sc.keys[fb]], event))
+            return c < 0;
+        return a < b;
+      });
+      ++sort_depth_;
+      const size_t level = sort_depth_ - 1; // a nested list may grow sort_scratch_: index, not `sc`
+      for (size_t e = 0; e < sort_scratch_[level].order.size(); ++e) {
+        if (e)
+          out += json ? "," : ", ";
+        uint32_t at = sort_scratch_[level].starts[sort_scratch_[level].order[e]];
+        append_ops(out, capture, pc, event, bias, json, at, capture.display[at].element_end, counts);
+      }
+      --sort_depth_;
+      first = sort_scratch_[level].order.empty();
+      i = close - 1; // the list's CloseList next
+      continue;
+    }
     if (op.kind == DisplayOp::Open || op.kind == DisplayOp::OpenList) {
       out += op.kind == DisplayOp::Open ? '{' : '[';
       counts.open(op, capture, event);

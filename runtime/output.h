@@ -17,6 +17,8 @@
 
 namespace weave {
 
+class ListCounts; // output.cpp: the lists open while a capture prints
+
 enum class OutputFormat { Text, Json };
 
 class Symbolizer;
@@ -71,6 +73,14 @@ private:
   Symbolizer *symbolizer_ = nullptr;
   bool color_ = false;
   std::vector<uint64_t> list_stack_; // ListCounts' storage, reused for every event
+  // A map's pairs being put in key order (append_ops), one per nesting level, reused likewise:
+  // each pair's first display op, the fields of its key (pair e's at [key_begin[e], key_begin[e+1])),
+  // and the pairs' order.
+  struct SortScratch {
+    std::vector<uint32_t> starts, keys, key_begin, order;
+  };
+  std::vector<SortScratch> sort_scratch_;
+  size_t sort_depth_ = 0;
   // `bias`: the event's process loaded the binary that far from its link addresses (load_bias).
   void append_func(std::string &out, uint64_t bias, uint64_t pc, bool json);
   // JSON: ,"created_by":{"goid":G,"function":..,"file":..,"line":N} for an event on a goroutine
@@ -115,6 +125,10 @@ private:
   // Appends one capture's value (JSON: a string cut at its max_len is added to truncated_).
   void append_capture(std::string &out, const ManifestCapture &capture, const PreparedCapture &pc,
                       const uint8_t *event, uint64_t bias, bool json);
+  // The display ops [begin, end) of `capture` (append_capture's walk; a map's pairs recurse into
+  // it, one element at a time, in the order of their keys).
+  void append_ops(std::string &out, const ManifestCapture &capture, const PreparedCapture &pc, const uint8_t *event,
+                  uint64_t bias, bool json, size_t begin, size_t end, ListCounts &counts);
   std::vector<const std::string *> unavailable_; // JSON: captures an inlined copy cannot locate
   void format_text(const struct weave_event_header &h, const uint8_t *event, std::string &out);
   // call: the call id the JSON line carries (0: none, for a record that was not paired).

@@ -32,7 +32,9 @@ bool Symbolizer::load_functions() {
   loaded_ = true;
   try {
     image_ = load_binary(path_);
-    pcln_ = Pclntab::load(*image_);
+    // On demand: the tracer's memory must not grow with the binary (an 82 MB Caddy's segments
+    // read whole were 122 MB); a lookup reads the few blocks it needs.
+    pcln_ = Pclntab::load(*image_, Pclntab::Reading::OnDemand);
     if (!pcln_)
       error_ = path_ + " has no .gopclntab";
     else
@@ -53,13 +55,19 @@ const std::vector<Pclntab::Frame> &Symbolizer::frames(uint64_t bias, uint64_t re
   // runtime leaves such a "return address" where a goroutine switched stacks (the PC cgocallback
   // returns to is systemstack_switch's entry), and its traceback names the function there.
   uint64_t pc = return_address - bias;
-  const PclnFunction *at = pcln_->at_pc(pc);
-  if (!at || at->entry != pc)
-    pc -= 1;
   auto it = cache_.find(pc);
   if (it != cache_.end())
     return it->second;
-  return cache_.emplace(pc, pcln_->symbolize(pc)).first->second;
+  // A record found damaged as it is read names nothing: the PC is shown bare.
+  std::vector<Pclntab::Frame> frames;
+  try {
+    const PclnFunction *at = pcln_->at_pc(pc);
+    frames = pcln_->symbolize(!at || at->entry != pc ? pc - 1 : pc);
+  } catch (const UserError &e) {
+    if (error_.empty())
+      error_ = e.what();
+  }
+  return cache_.emplace(pc, std::move(frames)).first->second;
 }
 
 namespace {
@@ -108,6 +116,18 @@ UnwoundStack Symbolizer::unwind(uint64_t bias, const StackWindow &window, uint32
     none.end = UnwoundStack::End::Unknown;
     return none;
   }
+  try {
+    return unwind_pcln(bias, window, max_frames, pid);
+  } catch (const UserError &e) { // a record found damaged as it is read: the walk ends unknown
+    if (error_.empty())
+      error_ = e.what();
+    UnwoundStack none;
+    none.end = UnwoundStack::End::Unknown;
+    return none;
+  }
+}
+
+UnwoundStack Symbolizer::unwind_pcln(uint64_t bias, const StackWindow &window, uint32_t max_frames, uint32_t pid) {
   if (!c_)
     return unwind_go_stack(*pcln_, image_->arch, bias, window, max_frames, nullptr);
   ProcessUnwinder unwinder(c_.get(), bias, [this, pid](uint64_t pc) -> const CFrames * {
@@ -200,8 +220,14 @@ const std::vector<Pclntab::Frame> &Symbolizer::c_frames(uint64_t bias, uint64_t 
 std::string Symbolizer::function_at(uint64_t bias, uint64_t pc) {
   if (pc == 0 || !load_functions())
     return {};
-  const PclnFunction *fn = pcln_->at_pc(pc - bias);
-  return fn ? fn->name : std::string();
+  try {
+    const PclnFunction *fn = pcln_->at_pc(pc - bias);
+    return fn ? fn->name : std::string();
+  } catch (const UserError &e) {
+    if (error_.empty())
+      error_ = e.what();
+    return {};
+  }
 }
 
 } // namespace weave

@@ -66,6 +66,7 @@ public:
   const std::string &module() const { return module_; }
 
 private:
+  UnwoundStack unwind_pcln(uint64_t bias, const StackWindow &window, uint32_t max_frames, uint32_t pid);
   std::string path_;
   std::string module_;
   bool loaded_ = false;

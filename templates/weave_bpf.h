@@ -603,6 +603,37 @@ static __always_inline void weave_release(void *held_map, struct weave_call_key 
 	}
 }
 
+/* weave_hold_record: weave_hold (counted) for a value built in a ring-buffer reservation, the entry
+ * record of min_duration and when_return. Linux 6.1's verifier takes no ring-buffer memory as a map
+ * value ("R3 type=alloc_mem expected=fp, pkt, pkt_meta, map_key, map_value"), so the slot is made
+ * from `blank`, an array value of the same size that nothing writes, and the record is copied into
+ * it. Only the entry of this call writes this slot: its return comes later, on the same goroutine. */
+static __always_inline void weave_hold_record(void *held_map, const void *blank, const void *value, __u32 size,
+					      __u64 g, __u32 ptr_size, __u64 sp, __u64 goid, __u32 probe)
+{
+	struct weave_call_key key;
+	if (!blank || weave_make_call_key(&key, g, ptr_size, sp, goid, probe)) {
+		weave_count(&weave_evicted, probe);
+		return;
+	}
+	long err = bpf_map_update_elem(held_map, &key, blank, BPF_NOEXIST);
+	if (!err) {
+		weave_count(&weave_held, probe);
+	} else {
+		weave_count(&weave_evicted, probe);
+		if (err != -WEAVE_EEXIST) /* full */
+			return;
+		/* the call held at this key never returned: this one replaces it */
+		if (bpf_map_update_elem(held_map, &key, blank, BPF_ANY))
+			return;
+	}
+	void *slot = bpf_map_lookup_elem(held_map, &key);
+	if (!slot || bpf_probe_read_kernel(slot, size, value)) { /* not kept after all */
+		weave_release(held_map, &key, probe, 1);
+		weave_count(&weave_evicted, probe);
+	}
+}
+
 /* ---- Map contents ---------------------------------------------------------------------------
  * A map capture shows its first pairs: a walk over the map's buckets or groups finds the slots
  * that hold one, in the order they lie in memory (Go's own iteration order is random), and stores

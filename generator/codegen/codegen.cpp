@@ -1276,7 +1276,8 @@ std::string render_manifest(const Plan &plan) {
       if (!c.lists.empty()) {
         json lists = json::array();
         for (const auto &l : c.lists)
-          lists.push_back({{"path", l.path}, {"count", l.count}});
+          lists.push_back(l.map ? json{{"path", l.path}, {"count", l.count}, {"map", true}}
+                                : json{{"path", l.path}, {"count", l.count}});
         capture["lists"] = lists;
       }
       captures.push_back(capture);

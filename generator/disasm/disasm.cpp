@@ -307,4 +307,39 @@ Writes i386_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t st
   return x86_writes(code, vaddr, start, end, false);
 }
 
+
+Jumps arm64_jumps(const std::vector<uint8_t> &code, uint64_t vaddr) {
+  Jumps out;
+  // imm (bits wide) * 4, sign-extended, from the branch's own address.
+  auto target = [](uint64_t at, uint32_t imm, int bits) {
+    int64_t words = static_cast<int64_t>(imm);
+    if (imm & (1u << (bits - 1)))
+      words -= int64_t(1) << bits;
+    return at + static_cast<uint64_t>(words * 4);
+  };
+  for (size_t offset = 0; offset + 4 <= code.size(); offset += 4) {
+    const uint64_t at = vaddr + offset;
+    uint32_t w = static_cast<uint32_t>(code[offset]) | static_cast<uint32_t>(code[offset + 1]) << 8 |
+                 static_cast<uint32_t>(code[offset + 2]) << 16 | static_cast<uint32_t>(code[offset + 3]) << 24;
+    if ((w & 0xfc000000) == 0x14000000) // B imm26
+      out.jumps.push_back({at, target(at, w & 0x3ffffff, 26)});
+    else if ((w & 0xfc000000) == 0x94000000) // BL imm26
+      out.calls.push_back({at, target(at, w & 0x3ffffff, 26)});
+    else if ((w & 0xff000000) == 0x54000000) // B.cond (and BC.cond) imm19
+      out.jumps.push_back({at, target(at, (w >> 5) & 0x7ffff, 19)});
+    else if ((w & 0x7e000000) == 0x34000000) // CBZ, CBNZ imm19
+      out.jumps.push_back({at, target(at, (w >> 5) & 0x7ffff, 19)});
+    else if ((w & 0x7e000000) == 0x36000000) // TBZ, TBNZ imm14
+      out.jumps.push_back({at, target(at, (w >> 5) & 0x3fff, 14)});
+    else if ((w & 0xfe000000) == 0xd6000000) { // branch to a register
+      uint32_t opc = (w >> 21) & 0xf;
+      if (opc != 1 && opc != 9 && opc != 2 && opc != 10) // not BLR(AA/AB) or RET(AA/AB)
+        out.computed = true;
+    }
+  }
+  if (code.size() % 4)
+    out.error = fmt::format("{} bytes at {:#x} are not whole 4-byte arm64 instructions", code.size(), vaddr);
+  return out;
+}
+
 } // namespace weave

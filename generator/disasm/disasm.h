@@ -46,7 +46,7 @@ Writes x86_64_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t 
 // The same for 386 code (32-bit mode), registers by the i386 DWARF numbers (0-7; SP is 4).
 Writes i386_writes(const std::vector<uint8_t> &code, uint64_t vaddr, uint64_t start, uint64_t end);
 
-// Every jump of an x86 function body (JMP and the conditional jumps, not CALL, which returns):
+// Every jump of an x86 (or arm64, below) function body (JMP and the conditional jumps, not CALL, which returns):
 // (where it is, where it goes). `computed` when one jumps through a register or memory (a jump
 // table), whose targets are unknown; `error` when the bytes could not be decoded.
 struct Jumps {
@@ -57,5 +57,10 @@ struct Jumps {
 };
 Jumps x86_64_jumps(const std::vector<uint8_t> &code, uint64_t vaddr);
 Jumps i386_jumps(const std::vector<uint8_t> &code, uint64_t vaddr);
+// arm64: every 4-byte word decoded as an instruction (fixed width, so none is skipped; a literal-pool
+// word that happens to look like a branch only adds a jump). B, B.cond, CBZ/CBNZ and TBZ/TBNZ are
+// jumps, BL a call; a branch through a register other than a call or a return (BR, BRAA, ...) sets
+// `computed`. BLR calls and RET are neither, as on x86.
+Jumps arm64_jumps(const std::vector<uint8_t> &code, uint64_t vaddr);
 
 } // namespace weave

@@ -197,7 +197,19 @@ std::string list_functions(const BinaryImage &image, DebugInfo *debug_ptr, const
     std::string wanted = pattern;
     for (char c : {'*', '?', '['})
       wanted.erase(std::remove(wanted.begin(), wanted.end(), c), wanted.end());
-    std::string hint = did_you_mean(wanted, debug_ptr ? debug_ptr->function_names() : all_names);
+    const std::vector<std::string> &names = debug_ptr ? debug_ptr->function_names() : all_names;
+    // A pattern without its import path ("server.(*client).*") matches with "*/" before it.
+    std::string hint;
+    if (!pattern.empty() && pattern.front() != '*')
+      for (const std::string &name : names)
+        if (fnmatch(("*/" + pattern).c_str(), name.c_str(), 0) == 0) {
+          hint = fmt::format("did you mean '*/{}'? It matches {}: a Go function is named with its "
+                             "package's whole import path",
+                             pattern, name);
+          break;
+        }
+    if (hint.empty())
+      hint = did_you_mean_go_name(wanted, names);
     throw UserError("no-match", fmt::format("no function in {} matches {}", image.path, pattern), SourceLoc{},
                     hint.empty() ? "patterns are shell globs over Go symbol names, e.g. 'main.*' or "
                                    "'*.(*Server).*'"

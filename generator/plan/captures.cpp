@@ -485,7 +485,7 @@ public:
         capture.fields.push_back(slot);
       }
     std::string items = join_name(field_name, "items");
-    capture.lists.push_back({items, count.name});
+    capture.lists.push_back({items, count.name, true});
     for (int i = 0; i < slice_max_; ++i) {
       size_t first = capture.fields.size();
       for (int part = 0; part < 2; ++part) {
@@ -666,9 +666,10 @@ public:
     std::vector<AssertedType> candidates =
         contents(iface.empty_interface ? "interface {}" : iface.name, kMaxContentsTypes);
     Place data_word = member(place, word, word);
-    bool was_off = contents_off_;
+    // A map the candidate is, or holds in a field, is walked like a captured one (emit_map_pairs):
+    // its walk runs only when the type word is the candidate's descriptor, so it never walks a
+    // guess. One that does not fit the capture's fields any more keeps its len, as in a struct.
     in_contents_ = true;
-    contents_off_ = true; // a map inside shows its len: no walk behind a guess of a type
     CapturePlan::Contents contents_plan{field_name, type_field, data_field, {}};
     size_t numbered = 0;
     for (const CapturePlan::Contents &k : capture.contents)
@@ -714,7 +715,6 @@ public:
     }
     capture.contents.push_back(std::move(contents_plan));
     in_contents_ = false;
-    contents_off_ = was_off;
   }
 
   static std::string offset_text(const Place &place) {

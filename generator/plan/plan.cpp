@@ -189,18 +189,25 @@ void plan_spawn(Plan &plan, GoVersion version, bool has_dwarf, const std::functi
   // exactly one CALL of each, in that order, with no jump into or out of the code between them;
   // otherwise the entry and the RETs above. (The debugger's injected calls make
   // goroutines through newproc1 elsewhere: those read as made before the tracer attached.)
+  // arm64 likewise, with BL for CALL: the kernel simulates BL (and RET, and every branch) and
+  // single-steps the rest out of line, newproc1's first instruction (`MOVD 16(R28), R16`) among
+  // them; a BL only sets LR, so a stack argument (ABI0, before Go 1.18) is where the callee's entry
+  // finds it, and Go 1.19 and 1.20 pass both values in registers anyway.
+  const bool arm64 = image.arch == Arch::Arm64;
   auto cheap = [&]() -> std::optional<std::string> {
-    if ((image.arch != Arch::X86_64 && image.arch != Arch::I386) || !pcln)
-      return "not x86 code";
+    if ((image.arch != Arch::X86_64 && image.arch != Arch::I386 && !arm64) || !pcln)
+      return "not x86 or arm64 code";
     const PclnFunction *closure = pcln->find("runtime.newproc.func1"), *runqput = pcln->find("runtime.runqput");
     if (!closure || !runqput)
       return "no runtime.newproc.func1 or runtime.runqput";
     // A value in a register is there at the CALL as at the callee's entry; one in the argument area
     // (ABI0: 386, and amd64 before Go 1.17) is a word nearer SP, where the CALL has not yet pushed
-    // the return address.
+    // the return address. (arm64's BL pushes nothing: the same place.)
     auto at_call = [&](const ValueRead &r) -> std::optional<ValueRead> {
       if (r.saved >= 0 || r.base_field >= 0 || r.base_reg.empty())
         return std::nullopt;
+      if (arm64)
+        return r;
       if (r.base_reg != plan.sp_register)
         return r.loads.empty() ? std::optional<ValueRead>(r) : std::nullopt;
       if (r.loads.size() != 1 || r.loads[0].offset < plan.target.ptr_size)
@@ -246,7 +253,9 @@ void plan_spawn(Plan &plan, GoVersion version, bool has_dwarf, const std::functi
     if (!child_at_call)
       return "runqput's gp is neither in a register nor in the argument area";
     std::vector<uint8_t> bytes = read_bytes(image, closure->entry, closure->end - closure->entry);
-    Jumps code = image.arch == Arch::X86_64 ? x86_64_jumps(bytes, closure->entry) : i386_jumps(bytes, closure->entry);
+    Jumps code = image.arch == Arch::X86_64 ? x86_64_jumps(bytes, closure->entry)
+                 : arm64                     ? arm64_jumps(bytes, closure->entry)
+                                             : i386_jumps(bytes, closure->entry);
     if (!code.error.empty())
       return code.error;
     std::vector<uint64_t> to_newproc1, to_runqput;
@@ -257,7 +266,7 @@ void plan_spawn(Plan &plan, GoVersion version, bool has_dwarf, const std::functi
         to_runqput.push_back(at);
     }
     if (to_newproc1.size() != 1 || to_runqput.size() != 1 || to_runqput[0] <= to_newproc1[0])
-      return "runtime.newproc.func1 is not one CALL of newproc1 and then one of runqput";
+      return fmt::format("runtime.newproc.func1 is not one {0} of newproc1 and then one of runqput", arm64 ? "BL" : "CALL");
     if (code.computed)
       return "runtime.newproc.func1 jumps through a register";
     for (const auto &[at, target] : code.jumps)
@@ -274,10 +283,14 @@ void plan_spawn(Plan &plan, GoVersion version, bool has_dwarf, const std::functi
       a.note = note;
       return a;
     };
-    auto at_newproc1 = point("entry", to_newproc1[0], "CALL runtime.newproc1 in runtime.newproc.func1 (emulated by the "
-                                                  "kernel: no single-step)");
-    auto at_put = point("return", to_runqput[0], "CALL runtime.runqput(pp, newg, true) in runtime.newproc.func1 "
-                                                 "(emulated by the kernel: no single-step)");
+    auto at_newproc1 = point("entry", to_newproc1[0],
+                             arm64 ? "BL runtime.newproc1 in runtime.newproc.func1 (simulated by the kernel: no single-step)"
+                                   : "CALL runtime.newproc1 in runtime.newproc.func1 (emulated by the kernel: no single-step)");
+    auto at_put = point("return", to_runqput[0],
+                        arm64 ? "BL runtime.runqput(pp, newg, true) in runtime.newproc.func1 (simulated by the kernel: "
+                                "no single-step)"
+                              : "CALL runtime.runqput(pp, newg, true) in runtime.newproc.func1 (emulated by the kernel: "
+                                "no single-step)");
     if (!at_newproc1 || !at_put)
       return "a call site is outside the file's mapped code";
     spawn.entry = {*at_newproc1};
@@ -781,10 +794,18 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
           std::string all;
           for (const std::string &n : names)
             all += (all.empty() ? "" : ", ") + n;
+          std::string hint = "when_return reads results and parameters: " + (all.empty() ? "(none)" : all);
+          // "err != nil" is what people write for a function whose error result has no name.
+          std::vector<std::string> unnamed_errors;
+          for (const NamedValue &v : results)
+            if (v.name.rfind("~r", 0) == 0 && types.at(v.type).name == "error")
+              unnamed_errors.push_back(v.name);
+          if (parsed.root == "err" && unnamed_errors.size() == 1)
+            hint = fmt::format("did you mean {}? The function's error result has no name, so it is {} ({})",
+                               unnamed_errors[0], unnamed_errors[0], hint);
           throw UserError("unknown-parameter",
                           fmt::format("{} has no parameter or result {} (in when_return)", fn->name, parsed.root),
-                          advance(at, parsed.root_column),
-                          "when_return reads results and parameters: " + (all.empty() ? "(none)" : all));
+                          advance(at, parsed.root_column), hint);
         }
         (is_result ? return_captures : entry_captures).push_back({value.text, at, value.nil_compared});
       }

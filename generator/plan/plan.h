@@ -114,9 +114,11 @@ struct EventField {
 
 // ListPlan: the struct at `path` inside a capture is a list of elements (a slice or an array);
 // `count` names the field that holds its length ("" for an array: every element is shown).
+// `map`: the elements are a map's {key, value} pairs, which the tracer prints sorted by key.
 struct ListPlan {
   std::string path;
   std::string count;
+  bool map = false;
 };
 
 struct CapturePlan {

@@ -305,7 +305,7 @@ ProbeSignature resolve_signature(const ProbeSpec &probe, const SignatureSources 
                                 inlined.substr(inlined.find(" into ") + 6)),
                     probe.loc, kInlinedHint);
   } else {
-    std::string hint = did_you_mean(probe.function, probeable_function_names(debug, pcln));
+    std::string hint = did_you_mean_go_name(probe.function, probeable_function_names(debug, pcln));
     throw UserError("unknown-function",
                     fmt::format("no function {} in {}", probe.function, image.path),
                     probe.loc,

@@ -12,6 +12,7 @@
 #include "harness.h"
 #include "same_stack.h"
 #include "when_expect.h"
+#include "when_return_expect.h"
 
 #include <doctest/doctest.h>
 
@@ -55,11 +56,17 @@ struct Job {
   std::string fixture;                   // host path of the arm64 Go program it runs
   std::vector<std::string> fixture_args; // after `-truth /out/NAME.truth`
   std::vector<std::string> tracer_args = {}; // after `-v --format json`
+  bool json = true;                          // false: no `--format json` (--graph's text)
+  // When set, the job's shell commands instead of the run above: they run ./tracer-NAME and
+  // ./fixture-NAME and write /out/NAME.out, .err, .truth and .rc themselves.
+  std::string script = {};
 };
 
 struct JobResult {
   int status = -1;
   std::string out, err, truth;
+  std::string fixture_rc; // a scripted job's /out/NAME.frc: the fixture's own exit status
+  std::map<std::string, std::string> files; // every /out/NAME.X a scripted job left, by X
   double seconds = 0; // inside the VM, from /proc/uptime
 };
 
@@ -83,15 +90,17 @@ VmRun run_in_vm(const std::string &dir, const std::vector<Job> &jobs,
     boot.files.emplace_back("w/tracer-" + job.name, job.tracer);
     boot.files.emplace_back("w/fixture-" + job.name, job.fixture);
     // A job that hangs is killed after 60 s and reported by its exit status; the others still run.
-    std::string cmd = "timeout -s KILL 60 ./tracer-" + job.name + " -v --format json";
+    std::string cmd = "timeout -s KILL 60 ./tracer-" + job.name + (job.json ? " -v --format json" : " -v");
     for (const auto &arg : job.tracer_args)
       cmd += " " + quote(arg);
     cmd += " -- ./fixture-" + job.name + " -truth /out/" + job.name + ".truth";
     for (const auto &arg : job.fixture_args)
       cmd += " " + quote(arg);
-    boot.script += "t0=$(cut -d' ' -f1 /proc/uptime)\n" + cmd + " > /out/" + job.name + ".out 2> /out/" +
-                   job.name + ".err\necho $? > /out/" + job.name + ".rc\n" +
-                   "t1=$(cut -d' ' -f1 /proc/uptime)\n" + "echo \"$t0 $t1\" > /out/" + job.name + ".time\n";
+    std::string run = job.script.empty() ? cmd + " > /out/" + job.name + ".out 2> /out/" + job.name +
+                                               ".err\necho $? > /out/" + job.name + ".rc\n"
+                                         : job.script;
+    boot.script += "t0=$(cut -d' ' -f1 /proc/uptime)\n" + run + "t1=$(cut -d' ' -f1 /proc/uptime)\n" +
+                   "echo \"$t0 $t1\" > /out/" + job.name + ".time\n";
   }
   arm64vm::Result result = arm64vm::boot(boot);
   VmRun run;
@@ -108,6 +117,10 @@ VmRun run_in_vm(const std::string &dir, const std::vector<Job> &jobs,
     r.out = result.out[job.name + ".out"];
     r.err = result.out[job.name + ".err"];
     r.truth = result.out[job.name + ".truth"];
+    for (const auto &[file, contents] : result.out)
+      if (file.rfind(job.name + ".", 0) == 0)
+        r.files[file.substr(job.name.size() + 1)] = contents;
+    r.fixture_rc = r.files["frc"];
     std::istringstream t(result.out[job.name + ".time"]);
     double t0 = 0, t1 = 0;
     t >> t0 >> t1;
@@ -813,4 +826,282 @@ TEST_CASE("arm64 in qemu (cgo): a callback from C, stack_mode: window: Go, C and
   MESSAGE("BPF ns/run in the VM (TCG), " << calls << " callbacks: args only " << none << ", stack: 32 fp " << fp
                                          << ", window (8 KiB of each stack) " << window);
   CHECK(window > 0);
+}
+
+namespace {
+
+// Goroutine ancestry on arm64 (tests/e2e/spawn, as test_calls.cpp traces it on amd64 and 386): the
+// program records each goroutine it starts (its id from runtime.Stack's header, the goroutine that
+// ran the go statement, known by construction, and the statement's line) and the calls on it.
+const char *kSpawnSpec = "probes:\n"
+                         "  - function: main.Work\n"
+                         "    capture: [req, k, depth]\n"
+                         "    return: true\n"
+                         "  - function: main.Handle\n"
+                         "    capture: [req]\n"
+                         "    return: true\n";
+// Stripped: the parameters declared, runtime.g's layout from weave's table, and runtime.newproc1's
+// and runqput's signatures from the release's source (Go 1.19 and 1.20).
+const char *kSpawnSpecStripped = "probes:\n"
+                                 "  - function: main.Work\n"
+                                 "    params: [{name: req, type: int}, {name: k, type: int}, {name: depth, type: int}]\n"
+                                 "    results: [{name: r, type: int}]\n"
+                                 "    capture: [req]\n"
+                                 "    return: true\n"
+                                 "  - function: main.Handle\n"
+                                 "    params: [{name: req, type: int}, {name: spawn, type: int}]\n"
+                                 "    results: [{name: r, type: int}]\n"
+                                 "    capture: [req]\n"
+                                 "    return: true\n";
+
+struct SpawnTruth {
+  std::map<uint64_t, json> spawns;        // each goroutine the program started -> its record
+  std::map<uint64_t, std::string> runs;   // what it runs: main.Handle (started by main) or main.Work
+};
+
+SpawnTruth spawn_truth(const std::string &truth) {
+  SpawnTruth t;
+  for (const json &r : e2e::json_lines(truth)) {
+    if (r["kind"] == "spawn")
+      t.spawns[r["goid"].get<uint64_t>()] = r;
+    else if (r["kind"] == "call")
+      t.runs[r["goid"].get<uint64_t>()] = r["function"];
+  }
+  return t;
+}
+
+// Where weave put its probe on goroutine creation (probes.json): on arm64, Go 1.19 and 1.20, at
+// runtime.newproc.func1's BL of newproc1 and its BL of runqput, which the kernel simulates (no
+// single-step), found here independently in the Go toolchain's own disassembly of the binary.
+void check_spawn_points(const std::string &out_dir, const std::string &binary, const std::string &go) {
+  json probes = json::parse(e2e::read_file(out_dir + "/probes.json"));
+  std::string v = e2e::matrix_version();
+  if (!v.empty() && std::stoi(v.substr(v.find('.') + 1)) >= 21) { // g.parentGoid: no probe of weave's own
+    CHECK_FALSE(probes["ancestry"].contains("spawn"));
+    return;
+  }
+  const json &spawn = probes["ancestry"]["spawn"];
+  INFO(spawn.dump());
+  CHECK(spawn["signature"].get<std::string>().find("; at runtime.newproc.func1's calls of it and of runtime.runqput") !=
+        std::string::npos);
+  auto dis = e2e::run({go, "tool", "objdump", "-s", "^runtime.newproc.func1$", binary});
+  INFO(dis.out << dis.err);
+  REQUIRE(dis.status == 0);
+  // "  proc.go:4098	0x4d974		94000013	CALL runtime.newproc1(SB)": Go's name for BL is CALL.
+  std::regex call(R"(\s(0x[0-9a-f]+)\s+[0-9a-f]{8}\s+CALL (runtime\.newproc1|runtime\.runqput)\(SB\))");
+  std::map<std::string, std::vector<std::string>> calls;
+  std::istringstream in(dis.out);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, call))
+      calls[m[2]].push_back(m[1]);
+  }
+  REQUIRE(calls["runtime.newproc1"].size() == 1);
+  REQUIRE(calls["runtime.runqput"].size() == 1);
+  REQUIRE(spawn["attach"]["entry"].size() == 1);
+  REQUIRE(spawn["attach"]["return"].size() == 1);
+  CHECK(spawn["attach"]["entry"][0]["vaddr"] == calls["runtime.newproc1"][0]);
+  CHECK(spawn["attach"]["return"][0]["vaddr"] == calls["runtime.runqput"][0]);
+}
+
+// Every event of a run with `requests` requests of `spawn` pieces of work: created_by is the
+// goroutine the program saw run the go statement, and that statement's function, file and line.
+void check_spawn_created_by(const JobResult &r, size_t requests, size_t spawn) {
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  SpawnTruth t = spawn_truth(r.truth);
+  REQUIRE(t.spawns.size() == requests + requests * spawn);
+  size_t checked = 0;
+  std::set<uint64_t> goroutines;
+  for (const json &e : e2e::json_lines(r.out)) {
+    INFO(e.dump());
+    uint64_t goid = e["goid"];
+    REQUIRE(t.spawns.count(goid) == 1); // every traced call runs on a goroutine the program started
+    const json &spawned = t.spawns[goid];
+    REQUIRE(e.contains("created_by"));
+    const json &by = e["created_by"];
+    REQUIRE(by.contains("goid"));
+    CHECK(by["goid"] == spawned["parent"]);
+    CHECK_FALSE(by.contains("goid_unknown"));
+    CHECK(by["line"] == spawned["line"]);
+    CHECK(by["function"] == (t.runs[goid] == "main.Work" ? "main.Handle" : "main.main"));
+    std::string file = by["file"];
+    REQUIRE(file.size() >= 7);
+    CHECK(file.substr(file.size() - 7) == "main.go");
+    goroutines.insert(goid);
+    ++checked;
+  }
+  CHECK(checked == 2 * (requests * spawn * 3 + requests)); // every entry and return
+  CHECK(goroutines.size() == t.spawns.size());
+  MESSAGE(checked << " events' created_by equal to the program's own record of " << goroutines.size()
+                  << " goroutines");
+}
+
+// The early job: goroutines made before the tracer attached (by --pid) have no parent it could have
+// seen (before Go 1.21), and say so; those made after have theirs.
+void check_spawn_early(const JobResult &r, size_t early, size_t requests, size_t spawn) {
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.fixture_rc == "0\n");
+  std::string v = e2e::matrix_version();
+  const bool recorded = !v.empty() && std::stoi(v.substr(v.find('.') + 1)) >= 21; // g.parentGoid
+  SpawnTruth t = spawn_truth(r.truth);
+  REQUIRE(t.spawns.size() == early + requests + requests * spawn);
+  size_t made_early = 0, later = 0;
+  for (const json &e : e2e::json_lines(r.out)) {
+    INFO(e.dump());
+    uint64_t goid = e["goid"];
+    REQUIRE(t.spawns.count(goid) == 1);
+    const json &spawned = t.spawns[goid];
+    REQUIRE(e.contains("created_by"));
+    const json &by = e["created_by"];
+    CHECK(by["line"] == spawned["line"]);
+    if (spawned["req"] == 0 && !recorded) {
+      CHECK(by["function"] == "main.main");
+      CHECK_FALSE(by.contains("goid")); // never a guess
+      CHECK(by["goid_unknown"] == "made before the tracer attached (its creation was not seen)");
+      ++made_early;
+    } else {
+      REQUIRE(by.contains("goid"));
+      CHECK(by["goid"] == spawned["parent"]);
+      (spawned["req"] == 0 ? made_early : later) += 1;
+    }
+  }
+  CHECK(made_early == 2 * 3 * early); // Work(0, k, 2) nests three calls: entries and returns
+  CHECK(later == 2 * (requests * spawn * 3 + requests));
+}
+
+// --graph: each goroutine's tree is headed by its maker and the go statement, and a piece of work's
+// tree sits inside the main.Handle call that spawned it.
+void check_spawn_graph(const JobResult &r, size_t requests, size_t spawn) {
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  INFO(r.out);
+  SpawnTruth t = spawn_truth(r.truth);
+  REQUIRE(t.spawns.size() == requests + requests * spawn);
+  std::regex header(R"(^( *)goroutine (\d+) \(pid \d+\), created by (goroutine (\d+)|an unknown goroutine) in (\S+) at (\S+):(\d+):$)");
+  std::regex handle_open(R"(^ +[0-9.]+( *)main\.Handle\(req=(\d+)\) \{  #\d+$)");
+  std::set<uint64_t> headed;
+  int open_req = 0; // the main.Handle call whose tree the lines are in, 0 outside one
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    INFO(line);
+    std::smatch m;
+    if (std::regex_match(line, m, handle_open)) {
+      open_req = std::stoi(m[2]);
+      continue;
+    }
+    if (line.rfind("goroutine ", 0) == 0)
+      open_req = 0; // a tree of its own begins
+    if (!std::regex_match(line, m, header))
+      continue;
+    uint64_t goid = std::stoull(m[2]);
+    REQUIRE(t.spawns.count(goid) == 1);
+    const json &spawned = t.spawns[goid];
+    REQUIRE(m[4].matched);
+    CHECK(std::stoull(m[4]) == spawned["parent"].get<uint64_t>());
+    CHECK(std::stoi(m[7]) == spawned["line"].get<int>());
+    if (t.runs[goid] == "main.Work") {
+      CHECK(m[5] == "main.Handle");
+      CHECK(m[1].length() > 0);
+      CHECK(open_req == spawned["req"].get<int>());
+    } else {
+      CHECK(m[5] == "main.main");
+      CHECK(m[1].length() == 0); // main.main is not traced: a tree of its own
+    }
+    CHECK(headed.insert(goid).second);
+  }
+  CHECK(headed.size() == t.spawns.size());
+}
+
+} // namespace
+
+// Before Go 1.21 (no g.parentGoid) the parent comes from weave's own probe on goroutine creation;
+// on arm64 it sits on runtime.newproc.func1's two BLs. The pinned Go 1.19 build, or the version
+// matrix's go1.20.14 row's; and stripped. One boot.
+TEST_CASE("arm64 in qemu (spawn): every event's created_by is the goroutine the program saw make it, one made "
+          "before the tracer attached says so, and --graph nests it") {
+  require_vm();
+  std::string version = e2e::matrix_version().empty() ? "1.19" : e2e::matrix_version();
+  std::string dir = e2e::temp_dir("arm64-spawn-go" + version);
+  const std::string go = e2e::matrix_version().empty() ? WEAVE_GO : e2e::fixture("go");
+  std::string fixture = e2e::fixture("spawn_arm64"), stripped = e2e::fixture("spawn_arm64_stripped");
+  MESSAGE("Go " << version << ": " << fixture << ", " << stripped);
+  std::ofstream(dir + "/spawn.yaml") << kSpawnSpec;
+  std::ofstream(dir + "/spawn-stripped.yaml") << kSpawnSpecStripped;
+  std::string tracer = build_tracer(dir + "/spawn", dir + "/spawn.yaml", fixture);
+  std::string tracer_stripped = build_tracer(dir + "/spawn-stripped", dir + "/spawn-stripped.yaml", stripped);
+  {
+    INFO("the creation probe's points, with DWARF");
+    check_spawn_points(dir + "/spawn", fixture, go);
+  }
+  {
+    // Go's objdump needs the symbols; -s -w drops them and DWARF but moves no code.
+    INFO("the creation probe's points, stripped");
+    check_spawn_points(dir + "/spawn-stripped", fixture, go);
+  }
+  constexpr size_t kRequests = 5, kSpawn = 3, kEarly = 3, kEarlyRequests = 2, kEarlySpawn = 2;
+  std::vector<std::string> args = {"-requests", std::to_string(kRequests), "-spawn", std::to_string(kSpawn)};
+  // The early job: the fixture starts its early goroutines and says "ready", the tracer attaches
+  // by --pid and says "weave: tracing", and SIGUSR1 lets the fixture go on. (The shell opens
+  // /dev/null for a job it starts in the background; the initramfs has no /dev of its own.)
+  std::string early =
+      "[ -e /dev/null ] || { mkdir -p /dev; mount -t devtmpfs devtmpfs /dev || mknod -m 666 /dev/null c 1 3; }\n"
+      "./fixture-early -truth /out/early.truth -early " + std::to_string(kEarly) + " -requests " +
+      std::to_string(kEarlyRequests) + " -spawn " + std::to_string(kEarlySpawn) +
+      " 2> /out/early.fixture-err &\n"
+      "f=$!\n"
+      "n=0; while ! grep -qs ready /out/early.fixture-err && [ $n -lt 120 ]; do sleep 1; n=$((n+1)); done\n"
+      "timeout -s KILL 60 ./tracer-early -v --format json --no-summary --pid $f > /out/early.out 2> /out/early.err &\n"
+      "t=$!\n"
+      "n=0; while ! grep -qs 'weave: tracing' /out/early.err && [ $n -lt 120 ]; do sleep 1; n=$((n+1)); done\n"
+      "kill -USR1 $f\n"
+      "wait $f; echo $? > /out/early.frc\n"
+      "wait $t; echo $? > /out/early.rc\n";
+  std::vector<Job> jobs = {
+      {"spawn", tracer, fixture, args, {"--no-summary"}},
+      {"spawn-stripped", tracer_stripped, stripped, args, {"--no-summary"}},
+      {"early", tracer, fixture, {}, {}, true, early},
+      {"graph", tracer, fixture, {"-requests", "3", "-spawn", "2"}, {"--graph", "--no-summary"}, false}};
+  VmRun vm = run_in_vm(dir, jobs);
+  {
+    INFO("job spawn");
+    check_spawn_created_by(vm.jobs["spawn"], kRequests, kSpawn);
+  }
+  {
+    INFO("job spawn-stripped");
+    check_spawn_created_by(vm.jobs["spawn-stripped"], kRequests, kSpawn);
+  }
+  {
+    INFO("job early");
+    check_spawn_early(vm.jobs["early"], kEarly, kEarlyRequests, kEarlySpawn);
+  }
+  {
+    INFO("job graph");
+    check_spawn_graph(vm.jobs["graph"], 3, 2);
+  }
+}
+
+// when_return on arm64 (tests/e2e/failing, as test_when_return.cpp traces it on amd64 and 386): the
+// entry held in BPF until the return decides, the error's type word compared with nil from R1,
+// results from registers; exactly the failing calls come out, each with its entry values, none of
+// the nil guard's nil calls, && and || decided past faults, and --stats counting the rest.
+TEST_CASE("arm64 in qemu (failing): when_return emits exactly the failing calls with their entry values, nil "
+          "guards, && and || decide past faults") {
+  require_vm();
+  std::string dir = e2e::temp_dir("arm64-when-return");
+  std::string fixture = e2e::fixture("failing_arm64");
+  std::ofstream(dir + "/spec.yaml") << when_return_expect::kSpec;
+  std::string tracer = build_tracer(dir + "/out", dir + "/spec.yaml", fixture);
+  // The fixture prints its own record of every call on stdout; the events go to a file.
+  Job job{"failing", tracer, fixture};
+  job.script = "timeout -s KILL 60 ./tracer-failing -v --stats --format json -o /out/failing.events -- "
+               "./fixture-failing -rounds 3 > /out/failing.truth 2> /out/failing.err\n"
+               "echo $? > /out/failing.rc\n";
+  VmRun vm = run_in_vm(dir, {job});
+  const JobResult &r = vm.jobs["failing"];
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  REQUIRE(r.files.count("events"));
+  when_return_expect::check(r.truth, r.files.at("events"), r.err);
 }

@@ -5,15 +5,18 @@
 // a nil one as <nil>, and a when: condition over an asserted value holds only for that type. On
 // amd64 (registers), 386 (the stack, itab._type at +4) and a PIE (descriptors moved by the load
 // bias, which the BPF program adds from its attach point's address).
+#include "contents_maps.h"
 #include "harness.h"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 using nlohmann::json;
 
@@ -541,6 +544,196 @@ TEST_CASE("weave trace --contents --when-return: contents: true, and ~r0 != nil 
     compare_contents(e["results"]["~r0"], expected_contents(truth.at(k)));
   }
   CHECK(returns == 5); // every call but k = 3's, whose error is nil (k = 5's is a nil *QuotaError: not nil)
+}
+
+// contents: true with maps and slices: behind an any (named by contents_types: an unnamed map or
+// slice type is never converted to a non-empty interface, so no itab names it) and as fields of a
+// struct shown by value and behind a pointer. The fixture prints each value's %#v, which sorts a
+// map's keys; the tracer prints a map's pairs sorted by key too, so each value it shows, turned into
+// Go's syntax here, must be the program's %#v exactly. A value with more pairs or elements than
+// slice_max (4) is cut: then every pair it shows must be one the program had, with its value, as
+// many as the bound allows, in key order, and a slice's elements must be its first ones.
+namespace {
+
+const std::string kMapsSpec = contents_maps::spec(false);
+using contents_maps::cut;
+using contents_maps::go_syntax;
+using contents_maps::kMapsSliceMax;
+using contents_maps::map_types;
+using contents_maps::without_nil;
+using ojson = contents_maps::ojson;
+
+// A value the tracer shows cut, against all the program had (`all`: [key %#v, value %#v] pairs of
+// a map, element %#v of a slice): as many as the bound allows, each the program's, a map's pairs
+// in the order of their keys.
+void check_cut(const std::string &type, const ojson &v, const json &all) {
+  REQUIRE(all.is_array());
+  CHECK(v["len"].get<size_t>() == all.size());
+  CHECK(v["items"].size() == std::min(all.size(), kMapsSliceMax));
+  int cuts = 0;
+  if (type.starts_with("[]")) {
+    for (size_t i = 0; i < v["items"].size(); ++i)
+      CHECK(go_syntax(type.substr(2), v["items"][i], cuts) == all[i].get<std::string>());
+    return;
+  }
+  auto [key, value] = map_types(type);
+  std::map<std::string, std::string> pairs;
+  for (const json &p : all)
+    pairs[p[0].get<std::string>()] = p[1].get<std::string>();
+  std::set<std::string> shown;
+  for (size_t i = 0; i < v["items"].size(); ++i) {
+    std::string k = go_syntax(key, v["items"][i]["key"], cuts);
+    CAPTURE(k);
+    REQUIRE(pairs.count(k));
+    CHECK(go_syntax(value, v["items"][i]["value"], cuts) == pairs[k]);
+    CHECK(shown.insert(k).second); // each pair once
+    if (i > 0) // in key order, as fmt sorts them
+      CHECK(v["items"][i - 1]["key"] < v["items"][i]["key"]);
+  }
+}
+
+// A copy of the tracer's value with the first element or pair of its first non-empty map or slice
+// changed, as a tracer that read one element wrong would show it.
+bool mutate(ojson &v) {
+  if (v.is_object() && v.contains("items") && !v["items"].empty()) {
+    ojson &item = v["items"][0];
+    ojson &leaf = item.is_object() && item.contains("value") ? item["value"] : item;
+    if (leaf.is_number())
+      leaf = leaf.get<int64_t>() + 1;
+    else if (leaf.is_string())
+      leaf = leaf.get<std::string>() + "!";
+    else if (leaf.is_object() && leaf.contains("X"))
+      leaf["X"] = leaf["X"].get<int64_t>() + 1;
+    else
+      return false;
+    return true;
+  }
+  if (v.is_object())
+    for (auto &[name, member] : v.items())
+      if (mutate(member))
+        return true;
+  return false;
+}
+
+struct MapsRun {
+  std::vector<json> truth;
+  std::string events;
+};
+
+MapsRun run_maps(const std::string &fixture, const std::string &format, int rounds) {
+  std::string dir = e2e::temp_dir(fixture + "-contents-maps-" + format);
+  std::ofstream(dir + "/spec.yaml") << kMapsSpec;
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(fixture), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  auto traced = e2e::run({dir + "/out/tracer", "--format", format, "-o", dir + "/events", "--", e2e::fixture(fixture),
+                          "-maps", "-rounds", std::to_string(rounds)},
+                         120000);
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  return {e2e::json_lines(traced.out), e2e::read_file(dir + "/events")};
+}
+
+void check_contents_maps(const std::string &fixture) {
+  e2e::require_bpf();
+  MapsRun run = run_maps(fixture, "json", 3);
+  REQUIRE(run.truth.size() == 3 * 10 * 2);
+  std::map<std::pair<std::string, int>, json> by_call;
+  for (const json &t : run.truth)
+    by_call[{t["fn"].get<std::string>(), t["k"].get<int>()}] = t;
+  int whole = 0, cut_values = 0, mutations = 0, events = 0;
+  std::set<std::string> types;
+  std::istringstream lines(run.events);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty())
+      continue;
+    ojson e = ojson::parse(line);
+    INFO(line);
+    CHECK(!e.contains("faults"));
+    ++events;
+    std::string fn = e["function"].get<std::string>() == "main.Stash" ? "Stash" : "Shelve";
+    const json &t = by_call.at({fn, e["args"]["k"].get<int>()});
+    INFO("the program's own %#v: " << t["gov"].get<std::string>());
+    const ojson &v = e["args"]["v"];
+    REQUIRE(v.is_object());
+    std::string type = t["type"].get<std::string>();
+    types.insert(type);
+    CHECK(v["type"] == type);
+    REQUIRE(v.contains("value"));
+    int cuts = 0;
+    std::string shown = go_syntax(type, v["value"], cuts);
+    if (cuts == 0) {
+      ++whole;
+      CHECK(shown == without_nil(t["gov"].get<std::string>()));
+      // The comparison fails on a wrong element: the same value with one element changed.
+      ojson wrong = v["value"];
+      if (mutate(wrong)) {
+        ++mutations;
+        CHECK(go_syntax(type, wrong, cuts) != without_nil(t["gov"].get<std::string>()));
+      }
+      continue;
+    }
+    ++cut_values;
+    const ojson &value = v["value"];
+    if (fn == "Stash") {
+      check_cut(type, value, t["all"]);
+      continue;
+    }
+    // Inventory: its Name whole, each of Tags and Counts whole or cut.
+    CHECK(value["Name"].get<std::string>() == t["fields"]["Name"].get<std::string>());
+    for (const char *field : {"Tags", "Counts"}) {
+      CAPTURE(field);
+      std::string field_type = field == std::string("Tags") ? "map[string]int" : "[]int";
+      if (cut(value[field]))
+        check_cut(field_type, value[field], t["all"][field]);
+      else
+        CHECK(value[field]["items"].size() == (t["all"][field].is_null() ? 0 : t["all"][field].size()));
+    }
+  }
+  CHECK(events == 3 * 10 * 2);
+  CHECK(whole >= 30);
+  CHECK(cut_values >= 12);
+  CHECK(mutations >= 20);
+  CHECK(types == std::set<std::string>{"map[string]string", "[]int", "[]string", "map[int]main.Point",
+                                       "main.Inventory", "*main.Inventory"});
+}
+
+} // namespace
+
+TEST_CASE("contents with maps and slices: each value is the program's own %#v, pairs sorted by key, cut ones a subset") {
+  check_contents_maps("assert");
+}
+
+TEST_CASE("contents with maps and slices on 386: the same values, read from the stack with 4-byte words") {
+  check_contents_maps("assert_386");
+}
+
+TEST_CASE("contents with maps and slices in text: pairs in key order, and ... where the bound cut a value") {
+  e2e::require_bpf();
+  MapsRun run = run_maps("assert", "text", 1);
+  INFO(run.events);
+  // k = 1..10 once each, fixed by construction (tests/e2e/assert: stashed, shelved).
+  for (const std::string &want : {
+           std::string("v=map[string]string{len=3, items=[{key=\"a\", value=\"x\"}, {key=\"b\", value=\"v10\"}, "
+                       "{key=\"c\", value=\"70\"}]})"),
+           std::string("v=map[string]string{len=0, items=[]})"),
+           std::string("v=[]int{len=3, cap=3, items=[4, -4, 12]})"),
+           std::string("v=[]int{len=9, cap=9, items=[500, 501, 502, 503, ...]})"),
+           std::string("v=[]string{len=3, cap=3, items=[\"s6\", \"\", \"z\"]})"),
+           std::string("v=[]int{len=0, cap=0, items=[]})"),
+           std::string("v=map[int]main.Point{len=3, items=[{key=-8, value={X=2, Y=-8}}, {key=0, value={X=0, Y=0}}, "
+                       "{key=8, value={X=8, Y=1}}]})"),
+           std::string("v=main.Inventory{Name=\"inv3\", Tags={len=2, items=[{key=\"blue\", value=-3}, {key=\"red\", "
+                       "value=3}]}, Counts={len=2, cap=2, items=[3, 4]}})"),
+           std::string("v=*main.Inventory{Name=\"inv8\", Tags={len=0, items=[]}, Counts={len=2, cap=2, items=[8, 9]}})"),
+       }) {
+    CAPTURE(want);
+    CHECK(run.events.find(want) != std::string::npos);
+  }
+  // The 11 pairs of k = 1's map: 4 shown, sorted, then the marker.
+  size_t at = run.events.find("k=1, v=map[string]string{len=11, items=[{key=\"key");
+  REQUIRE(at != std::string::npos);
+  CHECK(run.events.find("}, ...]})", at) < run.events.find('\n', at));
 }
 
 namespace {

@@ -297,6 +297,23 @@ TEST_CASE("weave funcs lists parameters, types and computed locations") {
   CHECK(none.status == 1);
   CHECK(none.err.find("error[no-match]") != std::string::npos);
   CHECK(none.err.find("did you mean main.Ints") != std::string::npos);
+  // A glob without its import path: the hint gives the pattern that matches, and one function it matches.
+  auto short_glob = e2e::run({e2e::weave(), "funcs", e2e::fixture("fixture"), "base64.(*Encoding).Enc*"});
+  CHECK(short_glob.status == 1);
+  CHECK(short_glob.err.find("did you mean '*/base64.(*Encoding).Enc*'? It matches encoding/base64.(*Encoding).Encode") !=
+        std::string::npos);
+}
+
+TEST_CASE("a function named without its import path, or with a typo besides, is refused with its whole name") {
+  const std::string fixture = e2e::fixture("fixture");
+  expect_error("short-path", "probes:\n  - function: base64.(*Encoding).Encode\n", fixture, "unknown-function",
+               {"spec.yaml:2:15", "did you mean encoding/base64.(*Encoding).Encode?",
+                "named with its package's whole import path"});
+  expect_error("short-path-typo", "probes:\n  - function: base64.(*Encoding).Encod\n", fixture, "unknown-function",
+               {"did you mean encoding/base64.(*Encoding).Encode?"});
+  // A name nothing resembles keeps the hint to list the functions.
+  expect_error("nothing-near", "probes:\n  - function: zzz.Qqqqqqqqq\n", fixture, "unknown-function",
+               {"list the functions with: weave funcs"});
 }
 
 TEST_CASE("a build-info version that .gopclntab contradicts is refused, naming both") {

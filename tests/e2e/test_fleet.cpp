@@ -8,6 +8,7 @@
 // - the collector killed mid-run: the program's output does not change, the tracer exits 0 in
 //   bounded time, and sent + dropped == the paired calls, sent == what the collector printed.
 // Each case skips (exit 77) with the reason when its server cannot be had.
+#include "contents_maps.h"
 #include "harness.h"
 #include "http.h"
 
@@ -699,4 +700,81 @@ TEST_CASE("--otlp: a goroutine's root span links to the span of the call that sp
     ++linked;
   }
   CHECK(linked == size_t(kRequests * kSpawn));
+}
+
+// contents: true in the other sinks: the maps and slices of tests/e2e/assert's -maps calls behind an
+// any, as OTLP span attributes in a real collector (a key-value list, which its debug exporter
+// prints as the JSON of a map) and as Perfetto slice args; each, turned into Go's %#v syntax, must
+// be the program's own %#v (a value the bound cuts: the tracer's own JSON line of it, which
+// test_assert.cpp checks against the program).
+TEST_CASE("--otlp and --perfetto with contents: maps and slices behind an any are the program's own values") {
+  e2e::require_bpf();
+  std::string collector_path = collector_binary();
+  std::string dir = e2e::temp_dir("fleet_otlp_contents");
+  std::filesystem::copy_file(e2e::fixture("assert"), dir + "/assert", std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(dir + "/spec.yaml") << contents_maps::spec(true);
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", dir + "/assert", "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  int port = e2e::free_port();
+  e2e::Background collector = start_collector(collector_path, dir, port);
+  auto traced = e2e::run({dir + "/out/tracer", "--format", "json", "-o", dir + "/events.jsonl", "--perfetto",
+                          dir + "/trace.json", "--otlp", "http://" + e2e::loopback() + ":" + std::to_string(port),
+                          "--otlp-timeout", "60", "--", dir + "/assert", "-maps", "-rounds", "1"},
+                         300000);
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  std::map<std::pair<std::string, int>, json> truth;
+  for (const json &t : e2e::json_lines(traced.out))
+    truth[{"main." + t["fn"].get<std::string>(), t["k"].get<int>()}] = t;
+  REQUIRE(truth.size() == 20);
+  std::map<std::pair<std::string, int>, json> lines; // the tracer's JSON lines: entries' v
+  for (const json &e : e2e::json_lines(e2e::read_file(dir + "/events.jsonl")))
+    if (e["kind"] == "entry")
+      lines[{e["function"].get<std::string>(), e["args"]["k"].get<int>()}] = e["args"]["v"];
+  REQUIRE(lines.size() == 20);
+
+  // A value as the sink has it (`v`: {"type": T, "value": ...}) against the program's %#v.
+  int whole = 0;
+  auto check_value = [&](const std::string &function, int k, const json &v) {
+    CAPTURE(function);
+    CAPTURE(k);
+    const json &t = truth.at({function, k});
+    INFO("the program's own %#v: " << t["gov"].get<std::string>());
+    REQUIRE(v.is_object());
+    CHECK(v["type"] == t["type"]);
+    int cuts = 0;
+    std::string shown = contents_maps::go_syntax(t["type"].get<std::string>(), v["value"], cuts);
+    if (cuts) {
+      CHECK(v == lines.at({function, k}));
+    } else {
+      ++whole;
+      CHECK(shown == contents_maps::without_nil(t["gov"].get<std::string>()));
+    }
+  };
+
+  std::vector<Span> spans = wait_for_spans(collector, 20);
+  REQUIRE(spans.size() == 20);
+  for (const Span &s : spans) {
+    INFO(s.name);
+    const std::string &k = s.attributes.at("weave.arg.k"); // Int(7)
+    const std::string &v = s.attributes.at("weave.arg.v"); // Map({...})
+    REQUIRE(k.rfind("Int(", 0) == 0);
+    REQUIRE(v.rfind("Map(", 0) == 0);
+    check_value(s.name, std::stoi(k.substr(4)), json::parse(v.substr(4, v.size() - 5)));
+  }
+  CHECK(whole >= 10);
+
+  // Perfetto: each call's slice carries its args as the JSON lines have them.
+  whole = 0;
+  int slices = 0;
+  json trace = json::parse(e2e::read_file(dir + "/trace.json"));
+  for (const json &ev : trace["traceEvents"]) {
+    if (!ev.contains("args") || !ev["args"].contains("args") || !ev["args"]["args"].contains("v"))
+      continue;
+    ++slices;
+    check_value(ev["name"].get<std::string>(), ev["args"]["args"]["k"].get<int>(), ev["args"]["args"]["v"]);
+  }
+  CHECK(slices >= 20);
+  CHECK(whole >= 10);
 }

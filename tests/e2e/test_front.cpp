@@ -222,7 +222,7 @@ TEST_CASE("weave trace --pid N FUNC: the process's own binary, --binary and --at
                                          "--attach", "perf", "--binary", "/proc/" + std::to_string(pid) + "/exe",
                                          "--stats=1"}),
                           dir);
-  REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing 2 probes"), trace.read_err()); // entry and return
+  REQUIRE_MESSAGE(trace.wait_for_err("weave: tracing 2 probes of 1 function"), trace.read_err()); // entry and return
   kill(pid, SIGUSR1);
   CHECK(target.wait() == 0);
   CHECK(trace.wait() == 0);
@@ -320,28 +320,31 @@ TEST_CASE("weave trace --when-return goes into the spec, and the generator's ans
   auto r = e2e::run(weave_in(dir, {"trace", "--format", "json", e2e::fixture("fixture"), "main.Divmod", "--when-return",
                                    "r == 5", "--", "-rounds", "3", "-truth", dir + "/truth.jsonl"}));
   INFO(r.err);
-  if (r.status == 0) {
-    // A generator that takes when_return: the spec weave printed carries it, and only the calls
-    // whose remainder the program itself recorded as 5 are shown, entry and return.
-    CHECK(contains(r.err, "    when_return: 'r == 5'\n"));
-    std::vector<json> events = e2e::json_lines(r.out);
-    std::vector<json> entries = of(events, "main.Divmod", "entry"), returns = of(events, "main.Divmod", "return");
-    std::vector<json> want;
-    for (const json &t : truth_of(dir + "/truth.jsonl", "main.Divmod:return"))
-      if (t["args"]["r"] == 5)
-        want.push_back(t);
-    REQUIRE(want.size() == 1);
-    REQUIRE(returns.size() == want.size());
-    REQUIRE(entries.size() == want.size());
-    CHECK(returns[0]["results"] == want[0]["args"]);
-  } else {
-    // One that does not yet: its error, located at --when-return's argument, and nothing cached.
-    CHECK(r.status == 1);
-    CHECK(contains(r.err, "when_return"));
-    std::string line = "weave trace --format json " + e2e::fixture("fixture") + " main.Divmod --when-return 'r == 5' -- -rounds 3 -truth " + dir + "/truth.jsonl";
-    CHECK(contains(r.err, "command line:1:" + std::to_string(line.find("r == 5") + 1) + ": error["));
-    CHECK(saved_specs(dir) == 0);
-  }
+  REQUIRE(r.status == 0);
+  // The spec weave printed carries it, and only the calls whose remainder the program itself
+  // recorded as 5 are shown, entry and return.
+  CHECK(contains(r.err, "    when_return: 'r == 5'\n"));
+  std::vector<json> events = e2e::json_lines(r.out);
+  std::vector<json> entries = of(events, "main.Divmod", "entry"), returns = of(events, "main.Divmod", "return");
+  std::vector<json> want;
+  for (const json &t : truth_of(dir + "/truth.jsonl", "main.Divmod:return"))
+    if (t["args"]["r"] == 5)
+      want.push_back(t);
+  REQUIRE(want.size() == 1);
+  REQUIRE(returns.size() == want.size());
+  REQUIRE(entries.size() == want.size());
+  CHECK(returns[0]["results"] == want[0]["args"]);
+
+  // A name the function does not have: the generator's error points at it in --when-return's
+  // argument, and nothing is cached. `err` for an unnamed error result is told its name, ~r0.
+  std::string bad_dir = e2e::temp_dir("front-when-return-err");
+  auto bad = e2e::run(weave_in(bad_dir, {"trace", e2e::fixture("assert"), "main.Fail", "--when-return", "err != nil"}));
+  INFO(bad.err);
+  CHECK(bad.status == 1);
+  std::string line = "weave trace " + e2e::fixture("assert") + " main.Fail --when-return 'err != nil'";
+  CHECK(contains(bad.err, "command line:1:" + std::to_string(line.find("err != nil") + 1) + ": error[unknown-parameter]"));
+  CHECK(contains(bad.err, "did you mean ~r0? The function's error result has no name"));
+  CHECK(saved_specs(bad_dir) == 0);
 }
 
 TEST_CASE("weave trace on a stripped binary times the calls, saying so, instead of refusing") {

@@ -11,6 +11,7 @@
 #   cgo_stripped                                                               tests/e2e/cgo
 #   zerosize zerosize_386 maps maps_386 failing failing_386                     tests/e2e/*
 #   spawn spawn_386 spawn_stripped spawn_386_stripped                          tests/e2e/spawn
+#   spawn_arm64 spawn_arm64_stripped (traced in qemu)                           tests/e2e/spawn
 #   inlined inlined_stripped inlined_386 inlined_pie                           tests/e2e/inline
 #   generics generics_stripped generics_pie generics_386 generics_debug         tests/e2e/generics
 #   dyntypes dyntypes_stripped dyntypes_pie                                    tests/e2e/dyntypes
@@ -20,7 +21,7 @@
 #   fixture_arm64 fixture_arm64_stripped (traced in qemu)                       tests/e2e/fixture
 #   newgo newgo_386 newgo_pgo                                                   tests/matrix/newgo
 #   compile_amd64 compile_arm64 (only with --compile)                           cmd/compile
-# (with --spawn-only, the four spawn fixtures alone),
+# (with --spawn-only, the six spawn fixtures alone),
 # and OUTDIR/go, a link to the toolchain's go command, OUTDIR/objdump (cmd/objdump), OUTDIR/GOROOT.
 set -euo pipefail
 version=$1
@@ -82,6 +83,8 @@ if ((spawn_only)); then
   build spawn_386 "$src/tests/e2e/spawn" GOARCH=386 --
   build spawn_stripped "$src/tests/e2e/spawn" -- -ldflags='-s -w'
   build spawn_386_stripped "$src/tests/e2e/spawn" GOARCH=386 -- -ldflags='-s -w'
+  build spawn_arm64 "$src/tests/e2e/spawn" GOARCH=arm64 --
+  build spawn_arm64_stripped "$src/tests/e2e/spawn" GOARCH=arm64 -- -ldflags='-s -w'
   echo "go$version: spawn fixtures in $out"
   exit 0
 fi
@@ -111,6 +114,8 @@ build spawn "$src/tests/e2e/spawn" --
 build spawn_386 "$src/tests/e2e/spawn" GOARCH=386 --
 build spawn_stripped "$src/tests/e2e/spawn" -- -ldflags='-s -w'
 build spawn_386_stripped "$src/tests/e2e/spawn" GOARCH=386 -- -ldflags='-s -w'
+build spawn_arm64 "$src/tests/e2e/spawn" GOARCH=arm64 --
+build spawn_arm64_stripped "$src/tests/e2e/spawn" GOARCH=arm64 -- -ldflags='-s -w'
 build failing "$src/tests/e2e/failing" --
 build failing_386 "$src/tests/e2e/failing" GOARCH=386 --
 generics=$src/tests/e2e/generics

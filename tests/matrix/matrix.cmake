@@ -29,8 +29,8 @@ add_custom_target(matrix DEPENDS weave weave-tracer ${WEAVE_MATRIX_TESTS} test_a
 list(APPEND WEAVE_MATRIX_TESTS e2e_test_assert e2e_test_direct_iface)
 add_dependencies(matrix e2e_test_assert e2e_test_direct_iface)
 
-# A toolchain before Go 1.21 (no g.parentGoid) for goroutine ancestry alone: test_calls on the spawn
-# fixtures it builds, whose parents come from weave's probe on runtime.newproc1.
+# A toolchain before Go 1.21 (no g.parentGoid) for goroutine ancestry alone: test_calls (and
+# test_arm64_vm's spawn case, in qemu) on the spawn fixtures it builds, whose parents come from weave's probe on runtime.newproc1.
 set(WEAVE_MATRIX_ANCESTRY_TOOLCHAIN 1.20.14 CACHE STRING "A Go before 1.21 whose spawn fixtures test_calls traces")
 if(WEAVE_MATRIX_ANCESTRY_TOOLCHAIN)
   set(version ${WEAVE_MATRIX_ANCESTRY_TOOLCHAIN})
@@ -41,6 +41,11 @@ if(WEAVE_MATRIX_ANCESTRY_TOOLCHAIN)
     FIXTURES_SETUP matrix_go${version} SKIP_RETURN_CODE 77 TIMEOUT 1200 RESOURCE_LOCK weave_matrix_build)
   add_test(NAME "matrix go${version}: e2e_test_calls" COMMAND e2e_test_calls)
   set_tests_properties("matrix go${version}: e2e_test_calls" PROPERTIES
+    ENVIRONMENT "WEAVE_MATRIX_FIXTURES=${dir};GOTOOLCHAIN=local"
+    FIXTURES_REQUIRED matrix_go${version} SKIP_RETURN_CODE 77 TIMEOUT 600)
+  # And on arm64 in qemu, where the creation probe sits on runtime.newproc.func1's BLs.
+  add_test(NAME "matrix go${version}: e2e_test_arm64_vm" COMMAND e2e_test_arm64_vm "--test-case=*(spawn)*")
+  set_tests_properties("matrix go${version}: e2e_test_arm64_vm" PROPERTIES
     ENVIRONMENT "WEAVE_MATRIX_FIXTURES=${dir};GOTOOLCHAIN=local"
     FIXTURES_REQUIRED matrix_go${version} SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()

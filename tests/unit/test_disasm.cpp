@@ -236,3 +236,47 @@ TEST_CASE("what moved code writes: registers by DWARF number, SP-relative slots,
   // A range outside the code: everything may be written.
   CHECK(x86_64_writes(code, 0x1000, 0x2000, 0x2004).unknown_stack);
 }
+
+TEST_CASE("arm64: jumps and calls of runtime.newproc.func1 (Go 1.19) as go tool objdump shows them") {
+  // The closure's words from Go 1.19's arm64 build of tests/e2e/spawn, at 0x4d950; what Go's
+  // disassembler says of each branch in the comments.
+  const uint32_t words[] = {
+      0xf9400b90, 0xeb3063ff, 0x540002c9, // MOVD 16(R28), R16; CMP R16, RSP; BLS 22(PC)
+      0xf81d0ffe, 0xf81f83fd, 0xd10023fd, 0xf9400b41, 0xf9400f42, 0xf9400740,
+      0x94000013,                         // CALL runtime.newproc1(SB) at 0x4d9c0
+      0xf9401b83, 0xf9406863, 0xaa0003e1, 0xb24003e2, 0xaa0303e0,
+      0x9400115d,                         // CALL runtime.runqput(SB) at 0x51f00
+      0x90000b7b, 0x911fb77b, 0x39400363,
+      0x36000043,                         // TBZ $0, R3, 2(PC)
+      0x97ffefd8,                         // CALL runtime.wakep(SB) at 0x49900
+      0xa97ffbfd, 0x9100c3ff, 0xd65f03c0, // LDP; ADD; RET
+      0xaa1e03e3, 0x94008183,             // MOVD R30, R3; CALL runtime.morestack.abi0(SB) at 0x6dfc0
+      0x17ffffe6,                         // JMP runtime.newproc.func1(SB)
+      0x00000000};
+  std::vector<uint8_t> code;
+  for (uint32_t w : words)
+    for (int b = 0; b < 4; ++b)
+      code.push_back(static_cast<uint8_t>(w >> (8 * b)));
+  Jumps j = arm64_jumps(code, 0x4d950);
+  CHECK(j.error.empty());
+  CHECK_FALSE(j.computed);
+  using Pairs = std::vector<std::pair<uint64_t, uint64_t>>;
+  CHECK(j.calls == Pairs{{0x4d974, 0x4d9c0}, {0x4d98c, 0x51f00}, {0x4d9a0, 0x49900}, {0x4d9b4, 0x6dfc0}});
+  CHECK(j.jumps == Pairs{{0x4d958, 0x4d9b0}, {0x4d99c, 0x4d9a4}, {0x4d9b8, 0x4d950}});
+  // CBZ/CBNZ forward and back; BLR is a call through a register and RET a return: neither is a
+  // jump. BR is a jump whose target is unknown.
+  auto one = [](uint32_t w) {
+    std::vector<uint8_t> c;
+    for (int b = 0; b < 4; ++b)
+      c.push_back(static_cast<uint8_t>(w >> (8 * b)));
+    return arm64_jumps(c, 0x1000);
+  };
+  CHECK(one(0xb4000040).jumps == Pairs{{0x1000, 0x1008}}); // cbz x0, +8
+  CHECK(one(0x35ffffe1).jumps == Pairs{{0x1000, 0xffc}});  // cbnz w1, -4
+  CHECK(one(0xb7f80041).jumps == Pairs{{0x1000, 0x1008}}); // tbnz x1, #63, +8
+  Jumps blr = one(0xd63f0060), ret = one(0xd65f03c0), br = one(0xd61f0060);
+  CHECK((blr.jumps.empty() && blr.calls.empty() && !blr.computed));
+  CHECK((ret.jumps.empty() && !ret.computed));
+  CHECK(br.computed);
+  CHECK_FALSE(arm64_jumps({0x00, 0x00}, 0x1000).error.empty()); // not whole instructions
+}

@@ -974,3 +974,93 @@ TEST_CASE("inline records whose parent PC lies inside themselves: Go 1.21+ packa
   const auto &into = sites["initinline/kv.Key.Int"];
   CHECK(std::find(into.begin(), into.end(), "initinline/sem.init") != into.end());
 }
+
+TEST_CASE("read on demand: every function, frame and SP delta as the whole load gives, from a small part of the file") {
+  // The tracer reads the table on demand (Pclntab::Reading::OnDemand): each lookup reads the few
+  // blocks it needs. Its answers must be the whole load's, and what it reads must stay a small part
+  // of the file. Lookups go through at_pc only (the tracer's path); functions() would list all.
+  for (const std::string &path : {kFixture, kStripped, kFixtureArm64, kFixture386, kInline, kInlinePie}) {
+    CAPTURE(path);
+    BinaryImage image = load_binary(path);
+    auto whole = Pclntab::load(image);
+    auto lazy = Pclntab::load(image, Pclntab::Reading::OnDemand);
+    REQUIRE(whole.has_value());
+    REQUIRE(lazy.has_value());
+    CHECK(lazy->address() == whole->address());
+    CHECK(lazy->text_start() == whole->text_start());
+    CHECK(lazy->moduledata() == whole->moduledata());
+    CHECK(lazy->gofunc() == whole->gofunc());
+    CHECK(lazy->wrapper_func_id() == whole->wrapper_func_id());
+    CHECK(lazy->types_start() == whole->types_start());
+    const uint64_t file_size = fs::file_size(path);
+    const uint64_t at_load = lazy->bytes_read();
+    size_t frames = 0, inlined = 0;
+    for (const PclnFunction &fn : whole->functions()) {
+      for (uint64_t pc : {fn.entry, fn.entry + (fn.end - fn.entry) / 2, fn.end - 1}) {
+        const PclnFunction *found = lazy->at_pc(pc);
+        REQUIRE(found != nullptr);
+        CHECK(found->name == fn.name);
+        CHECK(found->entry == fn.entry);
+        CHECK(found->end == fn.end);
+        CHECK(found->args == fn.args);
+        CHECK(found->func_id == fn.func_id);
+        CHECK(found->flag == fn.flag);
+        CHECK(lazy->sp_delta(*found, pc) == whole->sp_delta(fn, pc));
+        auto a = lazy->symbolize(pc, true), b = whole->symbolize(pc, true);
+        REQUIRE(frames_text(a) == frames_text(b));
+        frames += a.size();
+        inlined += a.size() - 1;
+      }
+    }
+    CHECK(lazy->at_pc(whole->functions().front().entry - 1) == nullptr);
+    CHECK(lazy->at_pc(whole->functions().back().end) == nullptr);
+    MESSAGE(path << ": " << frames << " frames (" << inlined << " inlined) equal; read " << at_load
+                 << " bytes to load, " << lazy->bytes_read() << " after every lookup, of " << file_size
+                 << " (the whole load: " << whole->bytes_read() << ")");
+    CHECK(inlined > 20);
+    // Loading reads the header, the index, the records the wrapper id needs (and without a
+    // moduledata symbol, the data segment it is found in); every lookup of every function, the
+    // table's parts they use. Both well under the file, which the whole load reads most of.
+    CHECK(at_load < file_size / 2);
+    CHECK(lazy->bytes_read() < file_size / 2);
+    CHECK(whole->bytes_read() > file_size / 2);
+  }
+}
+
+TEST_CASE("read on demand: one lookup reads a few blocks, and a truncated file is an error, not a crash") {
+  const std::string path = kFixture;
+  BinaryImage image = load_binary(path);
+  auto whole = Pclntab::load(image);
+  REQUIRE(whole.has_value());
+  const PclnFunction *target = whole->find("main.main");
+  REQUIRE(target != nullptr);
+  auto lazy = Pclntab::load(image, Pclntab::Reading::OnDemand);
+  REQUIRE(lazy.has_value());
+  const uint64_t before = lazy->bytes_read();
+  auto frames = lazy->symbolize(target->entry + 1);
+  REQUIRE(!frames.empty());
+  CHECK(frames.back().function == "main.main");
+  // The binary search over the index, the record, its name, pcfile, pcln, the file name: blocks.
+  CHECK(lazy->bytes_read() - before <= 40 * 4096);
+
+  // The same table, the file cut short after it was opened: lookups past the cut fail cleanly.
+  TempDir tmp;
+  std::string copy = tmp.file("cut");
+  std::vector<uint8_t> bytes = read_file(path);
+  write_file(copy, bytes);
+  BinaryImage copied = load_binary(copy);
+  auto opened = Pclntab::load(copied, Pclntab::Reading::OnDemand);
+  REQUIRE(opened.has_value());
+  REQUIRE(truncate(copy.c_str(), static_cast<off_t>(table_file_offset(copy, *opened) + 64)) == 0);
+  size_t failed = 0;
+  for (size_t i = 0; i < whole->functions().size(); i += 7) {
+    try {
+      (void)opened->symbolize(whole->functions()[i].entry + 1);
+    } catch (const UserError &error) {
+      CHECK(error.id == "bad-pclntab");
+      CHECK_MESSAGE(std::string(error.what()).find("cannot be read from the file") != std::string::npos, error.what());
+      ++failed;
+    }
+  }
+  CHECK(failed > 0);
+}

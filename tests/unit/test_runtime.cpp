@@ -930,3 +930,64 @@ TEST_CASE("output: strings in a probe's string area, read in one span or each in
   larger["probes"][0]["captures"][1]["fields"][0]["max_len"] = 32;
   CHECK(parse_error(larger).find("exceeds its probe's string area") != std::string::npos);
 }
+
+TEST_CASE("output: a map's pairs print sorted by key, and a list cut by its bound ends with ...") {
+  json j = check_return_manifest();
+  json &probe = j["probes"][0];
+  probe["event_size"] = 184;
+  auto int_field = [](const std::string &name, int offset, bool hidden = false) {
+    return json{{"name", name}, {"kind", "int"}, {"go_type", "int"}, {"size", 8}, {"offset", offset}, {"hidden", hidden}};
+  };
+  json fields = {int_field("len", 72), int_field("#pairs", 80, true)};
+  for (int i = 0; i < 3; ++i)
+    for (const char *part : {"key", "value"})
+      fields.push_back({{"name", "#slot." + std::to_string(i) + "." + part}, {"kind", "pointer"}, {"go_type", "uintptr"},
+                        {"size", 8}, {"offset", 88 + 8 * (2 * i + (part[0] == 'v'))}, {"hidden", true}});
+  for (int i = 0; i < 3; ++i) {
+    fields.push_back(int_field("items." + std::to_string(i) + ".key", 136 + 16 * i));
+    fields.push_back(int_field("items." + std::to_string(i) + ".value", 144 + 16 * i));
+  }
+  probe["captures"] = {{{"expr", "m"},
+                        {"type", "map[int]int"},
+                        {"fault_bit", 0},
+                        {"fields", fields},
+                        {"lists", {{{"path", "items"}, {"count", "#pairs"}, {"map", true}}}}}};
+  Manifest m = parse_ok(j);
+  EventPrinter text(m, OutputFormat::Text, kStart), json_printer(m, OutputFormat::Json, kStart);
+  Event e(184);
+  e.header() = {kStart + 2'000'000, 1, 0, 0, 10, 11, 0, WEAVE_EVENT_RETURN};
+  e.u64(64, 1500);
+  // Found in memory order 30, -2, 7; the map has 5 pairs.
+  e.u64(72, 5).u64(80, 3);
+  e.u64(136, 30).u64(144, 300).u64(152, static_cast<uint64_t>(-2)).u64(160, static_cast<uint64_t>(-20));
+  e.u64(168, 7).u64(176, 70);
+  auto line = [&](EventPrinter &p) {
+    std::string out;
+    REQUIRE(p.format(e.bytes.data(), e.bytes.size(), out));
+    return out;
+  };
+  CHECK(line(text).find("m={len=5, items=[{key=-2, value=-20}, {key=7, value=70}, {key=30, value=300}, ...]}") !=
+        std::string::npos);
+  CHECK(json::parse(line(json_printer))["results"]["m"] ==
+        json{{"len", 5}, {"items", {{{"key", -2}, {"value", -20}}, {{"key", 7}, {"value", 70}}, {{"key", 30}, {"value", 300}}}}});
+  // Two found of two: all there is, no marker; the third slot's bytes are never shown.
+  e.u64(72, 2).u64(80, 2);
+  CHECK(line(text).find("m={len=2, items=[{key=-2, value=-20}, {key=30, value=300}]}") != std::string::npos);
+  // Fewer found than the map has (the walk's bound): the marker too.
+  e.u64(72, 3);
+  CHECK(line(text).find("m={len=3, items=[{key=-2, value=-20}, {key=30, value=300}, ...]}") != std::string::npos);
+  e.u64(72, 0).u64(80, 0);
+  CHECK(line(text).find("m={len=0, items=[]}") != std::string::npos);
+  // Sorting reuses the printer's storage: no allocation once it has printed one map.
+  e.u64(72, 5).u64(80, 3);
+  std::string out;
+  out.reserve(4096);
+  REQUIRE(text.format(e.bytes.data(), e.bytes.size(), out));
+  out.clear();
+  g_allocations = 0;
+  g_count_allocations = true;
+  bool ok = text.format(e.bytes.data(), e.bytes.size(), out);
+  g_count_allocations = false;
+  CHECK(ok);
+  CHECK(g_allocations == 0);
+}

@@ -208,6 +208,124 @@ func runContents(out *json.Encoder, rounds int) {
 	}
 }
 
+// Inventory holds a map and a slice as fields, for contents shown one level into a struct (by
+// value, and behind a pointer).
+type Inventory struct {
+	Name   string
+	Tags   map[string]int
+	Counts []int
+}
+
+//go:noinline
+func Stash(v any, k int) int { return k }
+
+//go:noinline
+func Shelve(v any, k int) int { return k }
+
+// stashed is what Stash gets, call by call: maps and slices behind an any, short enough to be
+// shown whole with slice_max: 4, and longer ones that the bound cuts; empty and nil ones.
+func stashed(k int) any {
+	switch k % 10 {
+	case 0:
+		return map[string]string{"b": fmt.Sprint("v", k), "a": "x", "c": fmt.Sprint(k * 7)}
+	case 1:
+		m := map[string]string{}
+		for i := 0; i < 11; i++ {
+			m[fmt.Sprint("key", i)] = fmt.Sprint(k + i)
+		}
+		return m
+	case 2:
+		return map[string]string{}
+	case 3:
+		return map[string]string(nil)
+	case 4:
+		return []int{k, -k, 3 * k}
+	case 5:
+		xs := make([]int, 9)
+		for i := range xs {
+			xs[i] = k*100 + i
+		}
+		return xs
+	case 6:
+		return []string{fmt.Sprint("s", k), "", "z"}
+	case 7:
+		return []int(nil)
+	case 8:
+		return map[int]Point{k: {X: k, Y: 1}, -k: {X: 2, Y: -k}, 0: {}}
+	}
+	m := map[int]Point{}
+	for i := 0; i < 6; i++ {
+		m[i*k] = Point{X: i, Y: k}
+	}
+	return m
+}
+
+// shelved is what Shelve gets: a struct with a map and a slice field, by value and by pointer.
+func shelved(k int) any {
+	inv := Inventory{Name: fmt.Sprint("inv", k), Counts: []int{k, k + 1}}
+	if k%3 != 2 {
+		inv.Tags = map[string]int{"red": k, "blue": -k}
+	}
+	if k%3 == 1 {
+		for i := 0; i < 5; i++ {
+			inv.Tags[fmt.Sprint("t", i)] = i
+		}
+		inv.Counts = append(inv.Counts, 7, 8, 9)
+	}
+	if k%2 == 0 {
+		return &inv
+	}
+	return inv
+}
+
+// runMaps makes the calls of the maps and slices contents test: each value's %#v (Go's own, its
+// map keys sorted), its type's full name, and its pairs or elements as JSON (for a value the
+// tracer shows cut: every pair it shows must be among them).
+func runMaps(out *json.Encoder, rounds, only int) {
+	k := 0
+	for r := 0; r < rounds; r++ {
+		for i := 0; i < 10; i++ {
+			k++
+			v := stashed(k)
+			if only >= 0 { // one kind of value every call (README's cost figures)
+				v = stashed(k - k%10 + only)
+			}
+			Stash(v, k)
+			rec := contents(v)
+			rec["fn"], rec["k"] = "Stash", k
+			rec["all"] = reflectAll(reflect.ValueOf(v))
+			out.Encode(rec)
+			w := shelved(k)
+			Shelve(w, k)
+			rec = contents(w)
+			rec["fn"], rec["k"] = "Shelve", k
+			rv := reflect.ValueOf(w)
+			if rv.Kind() == reflect.Pointer {
+				rv = rv.Elem()
+			}
+			rec["all"] = map[string]any{"Tags": reflectAll(rv.Field(1)), "Counts": reflectAll(rv.Field(2))}
+			out.Encode(rec)
+		}
+	}
+}
+
+// reflectAll is a map's pairs as [key, value] lists, or a slice's elements: each key and value by
+// its own %#v.
+func reflectAll(v reflect.Value) any {
+	var all []any
+	switch v.Kind() {
+	case reflect.Map:
+		for _, key := range v.MapKeys() {
+			all = append(all, []string{fmt.Sprintf("%#v", key.Interface()), fmt.Sprintf("%#v", v.MapIndex(key).Interface())})
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			all = append(all, fmt.Sprintf("%#v", v.Index(i).Interface()))
+		}
+	}
+	return all
+}
+
 func record(out *json.Encoder, fn string, k int, v any) {
 	rec := map[string]any{"fn": fn, "k": k, "type": fmt.Sprintf("%T", v), "nil": v == nil}
 	switch x := v.(type) {
@@ -229,8 +347,14 @@ func main() {
 	rounds := flag.Int("rounds", 2, "rounds over the cases")
 	dir := flag.String("dir", os.TempDir(), "where the files Open looks for are (not)")
 	withContents := flag.Bool("contents", false, "make the calls of contents: true instead")
+	withMaps := flag.Bool("maps", false, "make the calls of contents: true with maps and slices instead")
+	only := flag.Int("case", -1, "with -maps: Stash gets the value of this case (0-9) every call")
 	flag.Parse()
 	out := json.NewEncoder(os.Stdout)
+	if *withMaps {
+		runMaps(out, *rounds, *only)
+		return
+	}
 	if *withContents {
 		runContents(out, *rounds)
 		return
