@@ -55,7 +55,6 @@ constexpr uint32_t kMapMaxVisits = 16;
 constexpr uint64_t kMapMaxInlineSize = 128;
 
 // Resolver turns one probe's capture expressions into event fields.
-
 class Resolver {
 public:
   Resolver(TypeTable &types, const ArchRegisters &regs, int ptr_size, int string_max, int slice_max,
@@ -840,9 +839,6 @@ std::optional<std::string> path_to_field(const TypeTable &types, TypeId struct_t
   return std::nullopt;
 }
 
-// Whether an interface holding a value of this type keeps the value itself in its data word
-// (pointer-shaped types: cmd/compile's types.IsDirectIface) rather than a pointer to a copy.
-
 uint32_t layout_fields(CapturePlan &capture, uint32_t offset) {
   for (EventField &field : capture.fields) {
     field.offset = offset;
@@ -1108,6 +1104,8 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
 
 } // namespace
 
+// The layout's rule, cmd/compile's types.IsDirectIface before Go 1.26 (pointer-shaped types): the
+// descriptor's KindDirectIface, where it is known, decides (AssertedType::direct_iface).
 bool direct_iface(const TypeTable &types, TypeId id, int depth) {
   const GoType &t = types.at(id);
   switch (t.kind) {
