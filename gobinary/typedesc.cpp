@@ -62,6 +62,9 @@ std::optional<TypeDescriptor> TypeDescriptors::decode(uint64_t vaddr, std::strin
   d.align = h[2 * ps + 5];
   d.field_align = h[2 * ps + 6];
   const GoVersion v = pcln_.go_version();
+  // KindDirectIface (1 << 5) moved from the kind byte to the tflag in Go 1.26 (internal/abi/type.go).
+  const bool tflag_direct = v.major > 1 || (v.major == 1 && v.minor >= 26);
+  d.direct_iface = ((tflag_direct ? tflag : h[2 * ps + 7]) & 0x20) != 0;
   const bool old = v.major == 1 && v.minor <= 18;       // structfield.offsetAnon
   const bool old_maps = v.major == 1 && v.minor <= 23;  // maptype with buckets, not groups
   if (uint32_t ptr_to_this = le32(h + 4 * ps + 12); ptr_to_this)
@@ -271,12 +274,20 @@ void TypeDescriptors::walk() {
   const uint8_t *links = pcln_.bytes_at(typelinks, 4 * ntypelinks);
   for (uint64_t i = 0; i < ntypelinks; ++i)
     push(types + le32(links + 4 * i));
-  // itab: inter *interfacetype, _type *_type, hash, fun...
-  for (uint64_t i = 0; i < nitab; ++i)
-    if (auto itab = pcln_.pointer_at(itablinks + i * ps))
-      for (uint64_t w : {uint64_t{0}, ps})
-        if (auto t = pcln_.pointer_at(*itab + w))
-          push(*t);
+  // itab (go1.16-1.20 runtime.itab, go1.21+ internal/abi.ITab): inter *interfacetype, _type
+  // *_type, hash, fun...
+  std::vector<std::pair<std::optional<uint64_t>, std::optional<uint64_t>>> itab_words;
+  for (uint64_t i = 0; i < nitab; ++i) {
+    std::optional<uint64_t> inter, concrete;
+    if (auto itab = pcln_.pointer_at(itablinks + i * ps)) {
+      inter = pcln_.pointer_at(*itab);
+      concrete = pcln_.pointer_at(*itab + ps);
+    }
+    for (const auto &t : {inter, concrete})
+      if (t)
+        push(*t);
+    itab_words.emplace_back(inter, concrete);
+  }
   while (!queue.empty()) {
     uint64_t a = queue.front();
     queue.pop_front();
@@ -291,6 +302,13 @@ void TypeDescriptors::walk() {
     list.push_back(address);
   }
   census_.decoded = decoded_.size();
+  for (const auto &[inter, concrete] : itab_words) {
+    const TypeDescriptor *i = inter ? at(*inter) : nullptr, *c = concrete ? at(*concrete) : nullptr;
+    if (i && c && i->kind == GoKind::Interface && i->interface_methods > 0 && c->kind != GoKind::Interface)
+      itabs_.emplace_back(*inter, *concrete);
+    else
+      ++itabs_left_out_;
+  }
   for (const auto &[address, why] : failed_)
     census_.failed.emplace_back(address, why);
 }
@@ -346,6 +364,16 @@ bool TypeDescriptors::ambiguous(const std::string &name) {
 const TypeDescriptors::Census &TypeDescriptors::census() {
   walk();
   return census_;
+}
+
+const std::vector<std::pair<uint64_t, uint64_t>> &TypeDescriptors::itabs() {
+  walk();
+  return itabs_;
+}
+
+size_t TypeDescriptors::itabs_left_out() {
+  walk();
+  return itabs_left_out_;
 }
 
 const std::map<uint64_t, TypeDescriptor> &TypeDescriptors::all() {

@@ -75,6 +75,9 @@ struct TypeDescriptor {
   bool named = false; // a defined type (tflag named): "net/url.URL", "int", "error"
   uint64_t size = 0;
   uint8_t align = 1, field_align = 1;
+  // Stored in an interface's data word itself, not behind it: the kind byte's KindDirectIface bit
+  // up to Go 1.25, the tflag's TFlagDirectIface bit (the same 1 << 5) since 1.26.
+  bool direct_iface = false;
   uint64_t elem = 0;  // Pointer, Slice, Array, Chan: the element; Map: the value
   uint64_t key = 0;   // Map
   uint64_t len = 0;   // Array
@@ -117,6 +120,12 @@ public:
     std::vector<std::pair<uint64_t, std::string>> failed; // reached but not decodable: address, why
   };
   const Census &census();
+  // Every itab of moduledata.itablinks, the linker's list of the itabs it laid out (the program's
+  // conversions of a concrete type to a non-empty interface): (interface type, concrete type)
+  // descriptor addresses, in the list's order; an itab whose two words are not both descriptors
+  // that decode is left out (counted in itabs_left_out()).
+  const std::vector<std::pair<uint64_t, uint64_t>> &itabs();
+  size_t itabs_left_out();
   // Every decoded descriptor, by address.
   const std::map<uint64_t, TypeDescriptor> &all();
   // Every name of a decoded descriptor (for suggestions), sorted.
@@ -134,6 +143,8 @@ private:
   bool walked_ = false, scanned_ = false;
   Census census_;
   std::map<std::string, std::vector<uint64_t>> by_name_;
+  std::vector<std::pair<uint64_t, uint64_t>> itabs_;
+  size_t itabs_left_out_ = 0;
 };
 
 } // namespace weave

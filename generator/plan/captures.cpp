@@ -55,8 +55,6 @@ constexpr uint32_t kMapMaxVisits = 16;
 constexpr uint64_t kMapMaxInlineSize = 128;
 
 // Resolver turns one probe's capture expressions into event fields.
-bool direct_iface(const TypeTable &types, TypeId id, int depth = 0);
-
 class Resolver {
 public:
   Resolver(TypeTable &types, const ArchRegisters &regs, int ptr_size, int string_max, int slice_max,
@@ -683,7 +681,7 @@ public:
       TypeId read = c.type;
       bool pointer = false;
       Place at;
-      if (!direct_iface(types_, c.type)) {
+      if (!c.direct_iface.value_or(direct_iface(types_, c.type))) {
         at = deref(data_word, asserted, "*" + t.name, loc); // the data word points to a copy
       } else if (t.kind == TypeKind::Pointer && t.elem != kNoType && types_.at(t.elem).size > 0) {
         at = deref(data_word, asserted, t.name, loc); // *T: T, one level down
@@ -695,6 +693,10 @@ public:
       try {
         emit(at, read, prefix, asserted, loc, capture, 1);
       } catch (const UserError &) {
+        // A candidate refused inside a slice or array (too many fields) left its walk's state
+        // behind: restore it, or every interface after it, in this capture and the next ones of
+        // the event, would be taken for one inside a list and shown without contents.
+        in_list_ = false;
         capture.fields.resize(fields0);
         capture.lists.resize(lists0);
         capture.interfaces.resize(ifaces0);
@@ -837,26 +839,6 @@ std::optional<std::string> path_to_field(const TypeTable &types, TypeId struct_t
   return std::nullopt;
 }
 
-// Whether an interface holding a value of this type keeps the value itself in its data word
-// (pointer-shaped types: cmd/compile's types.IsDirectIface) rather than a pointer to a copy.
-bool direct_iface(const TypeTable &types, TypeId id, int depth) {
-  const GoType &t = types.at(id);
-  switch (t.kind) {
-  case TypeKind::Pointer:
-  case TypeKind::UnsafePointer:
-  case TypeKind::Map:
-  case TypeKind::Chan:
-  case TypeKind::Func:
-    return true;
-  case TypeKind::Array:
-    return depth < 8 && t.count == 1 && t.elem != kNoType && direct_iface(types, t.elem, depth + 1);
-  case TypeKind::Struct:
-    return depth < 8 && t.fields.size() == 1 && direct_iface(types, t.fields[0].type, depth + 1);
-  default:
-    return false;
-  }
-}
-
 uint32_t layout_fields(CapturePlan &capture, uint32_t offset) {
   for (EventField &field : capture.fields) {
     field.offset = offset;
@@ -975,7 +957,7 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
       // The value: the data word itself for a pointer-shaped type, else what it points to.
       Place data_word = resolver.member(place, word, word);
       path = fmt::format("{}.({})", path, target->name);
-      if (direct_iface(types, target->type))
+      if (target->direct_iface.value_or(direct_iface(types, target->type)))
         place = data_word;
       else
         place = resolver.deref(data_word, path, "*" + types.at(target->type).name, step_loc);
@@ -1121,6 +1103,26 @@ CapturePlan resolve_capture(const CaptureSpec &cs, const std::vector<NamedValue>
 }
 
 } // namespace
+
+// The layout's rule, cmd/compile's types.IsDirectIface before Go 1.26 (pointer-shaped types): the
+// descriptor's KindDirectIface, where it is known, decides (AssertedType::direct_iface).
+bool direct_iface(const TypeTable &types, TypeId id, int depth) {
+  const GoType &t = types.at(id);
+  switch (t.kind) {
+  case TypeKind::Pointer:
+  case TypeKind::UnsafePointer:
+  case TypeKind::Map:
+  case TypeKind::Chan:
+  case TypeKind::Func:
+    return true;
+  case TypeKind::Array:
+    return depth < 8 && t.count == 1 && t.elem != kNoType && direct_iface(types, t.elem, depth + 1);
+  case TypeKind::Struct:
+    return depth < 8 && t.fields.size() == 1 && direct_iface(types, t.fields[0].type, depth + 1);
+  default:
+    return false;
+  }
+}
 
 EventPlan make_event(const std::string &kind, int probe_id, const std::vector<CaptureSpec> &explicit_captures,
                      const std::vector<CaptureSpec> &implicit_captures, const std::vector<NamedValue> &values,

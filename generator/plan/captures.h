@@ -29,6 +29,11 @@ struct AssertedType {
   TypeId type = kNoType;
   std::string name; // the binary's spelling: "*io/fs.PathError"
   uint64_t descriptor = 0;
+  // Whether a T is stored in an interface's data word itself, as its descriptor says (the kind
+  // byte's KindDirectIface up to Go 1.25, the tflag's TFlagDirectIface since 1.26): the layout
+  // alone does not tell a pointer to a not-in-heap type (stored behind the word) or, from 1.26, a
+  // one-pointer struct with zero-size fields (in the word). nullopt: by direct_iface() below.
+  std::optional<bool> direct_iface;
 };
 // Looks `written` up; nullopt with `why` (the end of an [unknown-type] message, with a hint) when
 // the binary has no such type or no descriptor for it.
@@ -37,8 +42,13 @@ using AssertedTypeResolver = std::function<std::optional<AssertedType>(const std
 // The types an interface value may be read as by its contents (spec "contents: true"): for the
 // interface type `iface` (its name: "error", "main.Shape", "interface {}"), the concrete types the
 // binary converts to it, with their layouts and descriptors, in the order they are tried; at most
-// `max` of them. Empty without DWARF or a symbol table: the value keeps its type name alone.
+// `max` of them: from the itab symbols and DWARF, or without them (stripped) from
+// moduledata.itablinks and the runtime type descriptors.
 using ContentsCandidates = std::function<std::vector<AssertedType>(const std::string &iface, size_t max)>;
+
+// Whether a value of the type is stored in an interface's data word itself (a pointer, map, chan,
+// func, or a struct or array of one such), rather than behind it.
+bool direct_iface(const TypeTable &types, TypeId id, int depth = 0);
 
 // What every capture of a plan is resolved with.
 struct CaptureContext {
@@ -48,7 +58,7 @@ struct CaptureContext {
   int string_max = 64;
   int slice_max = 8;
   RuntimeLayout runtime;
-  AssertedTypeResolver asserted_type; // null without DWARF: assertions are refused
+  AssertedTypeResolver asserted_type; // null without DWARF and type descriptors: assertions are refused
   // Set per probe by "contents: true": interface values are read as their dynamic types.
   ContentsCandidates contents;
 };

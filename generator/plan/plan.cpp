@@ -493,6 +493,34 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
   // Type assertions (x.(T)) find T's layout and its runtime type descriptor in DWARF: the type's
   // DW_AT_go_runtime_type, an offset from runtime.types (moduledata.types).
   std::optional<std::map<std::string, uint64_t>> descriptor_of; // built on the first assertion
+  std::optional<TypeDescriptors> direct_flags;                  // each asserted type's KindDirectIface
+  // Near names of a type the binary does not have: those with the same last element ("PathError"
+  // for *os.PathError, an alias of *io/fs.PathError, which the binary knows by that name alone),
+  // else the closest spellings.
+  auto near_names = [](const std::string &written, const std::vector<std::string> &all) {
+    std::string stars = written.substr(0, written.find_first_not_of('*'));
+    std::string tail = written.substr(std::min(written.size(), written.find_last_of("./") + 1));
+    std::vector<std::string> same_tail;
+    for (const std::string &name : all)
+      if (name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0 &&
+          std::string_view("./").find(name[name.size() - tail.size() - 1]) != std::string_view::npos &&
+          name.compare(0, stars.size(), stars) == 0 && name.find_first_not_of('*') == stars.size())
+        same_tail.push_back(name);
+    std::sort(same_tail.begin(), same_tail.end());
+    if (same_tail.size() > 5)
+      same_tail.resize(5);
+    if (same_tail.empty())
+      return did_you_mean(written, all);
+    std::string hint = "did you mean " + same_tail[0];
+    for (size_t i = 1; i < same_tail.size(); ++i)
+      hint += (i + 1 == same_tail.size() ? " or " : ", ") + same_tail[i];
+    return hint + "?";
+  };
+  auto no_such_type = [](const std::string &written, const std::string &hint) {
+    return fmt::format("the binary has no type {} ({}name it as the binary does, by its full package path: "
+                       "*io/fs.PathError, *net/http.response, main.Point)",
+                       written, hint.empty() ? "" : hint + " ");
+  };
   if (debug)
     captures.asserted_type = [&](const std::string &written, std::string &why) -> std::optional<AssertedType> {
       std::optional<uint64_t> base = pcln && pcln->types_start() ? std::optional<uint64_t>(pcln->types_start())
@@ -504,32 +532,20 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
       }
       std::optional<TypeId> found = debug->find_type(written);
       auto it = descriptor_of->find(written);
-      if (found && it != descriptor_of->end() && base)
-        return AssertedType{*found, written, *base + it->second};
-      // Near names: those with the same last element ("PathError" for *os.PathError, an alias of
-      // *io/fs.PathError, which the binary knows by that name alone), else the closest spellings.
-      std::string stars = written.substr(0, written.find_first_not_of('*'));
-      std::string tail = written.substr(std::min(written.size(), written.find_last_of("./") + 1));
-      std::vector<std::string> same_tail, all;
-      for (const auto &[name, address] : *descriptor_of) {
+      if (found && it != descriptor_of->end() && base) {
+        AssertedType t{*found, written, *base + it->second};
+        if (pcln && pcln->types_start()) {
+          if (!direct_flags)
+            direct_flags.emplace(*pcln);
+          if (const TypeDescriptor *d = direct_flags->at(t.descriptor))
+            t.direct_iface = d->direct_iface;
+        }
+        return t;
+      }
+      std::vector<std::string> all;
+      for (const auto &[name, address] : *descriptor_of)
         all.push_back(name);
-        if (name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0 &&
-            std::string_view("./").find(name[name.size() - tail.size() - 1]) != std::string_view::npos &&
-            name.compare(0, stars.size(), stars) == 0 && name.find_first_not_of('*') == stars.size())
-          same_tail.push_back(name);
-      }
-      std::sort(same_tail.begin(), same_tail.end());
-      if (same_tail.size() > 5)
-        same_tail.resize(5);
-      std::string hint;
-      if (!same_tail.empty()) {
-        hint = "did you mean " + same_tail[0];
-        for (size_t i = 1; i < same_tail.size(); ++i)
-          hint += (i + 1 == same_tail.size() ? " or " : ", ") + same_tail[i];
-        hint += "?";
-      } else {
-        hint = did_you_mean(written, all);
-      }
+      std::string hint = near_names(written, all);
       if (found && !base)
         why = fmt::format("the binary has no runtime.types symbol to place {}'s type descriptor", written);
       else if (found)
@@ -537,24 +553,84 @@ Plan make_plan(const Spec &spec, const BinaryImage &image, DebugInfo *debug, con
                           "(it is never converted to an interface){}",
                           written, hint.empty() ? "" : "; " + hint);
       else
-        why = fmt::format("the binary has no type {} ({}name it as the binary does, by its full package path: "
-                          "*io/fs.PathError, *net/http.response, main.Point)",
-                          written, hint.empty() ? "" : hint + " ");
+        why = no_such_type(written, hint);
       return std::nullopt;
+    };
+  // Without DWARF (stripped), the type and its layout are its runtime type descriptor's, read with
+  // certainty or not at all: a descriptor that does not decode, a part of the value that would be
+  // read through one (a field, a pointer's element, an array's or slice's element, nested as far
+  // as a capture reads) refuses the type by name. Where an interface keeps the value (in its data
+  // word or behind it) is the descriptor's KindDirectIface, with DWARF as well.
+  else if (descriptors)
+    captures.asserted_type = [&](const std::string &written, std::string &why) -> std::optional<AssertedType> {
+      TypeDescriptors &table = descriptors->descriptors();
+      std::string not_found;
+      std::optional<TypeId> id = descriptors->find(written, types, not_found);
+      const TypeDescriptor *d = id ? table.find(written) : nullptr;
+      if (!id || !d) {
+        if (!table.census().located || table.ambiguous(written))
+          why = not_found;
+        else
+          why = no_such_type(written, near_names(written, table.names()));
+        return std::nullopt;
+      }
+      std::function<std::optional<std::string>(TypeId, int)> unread = [&](TypeId t,
+                                                                          int depth) -> std::optional<std::string> {
+        const GoType &g = types.at(t);
+        if (g.kind == TypeKind::Unsupported)
+          return g.name;
+        if (depth > 6)
+          return std::nullopt; // deeper than a capture reads
+        switch (g.kind) {
+        case TypeKind::Struct:
+          for (const GoField &f : g.fields)
+            if (auto bad = unread(f.type, depth + 1))
+              return bad;
+          return std::nullopt;
+        case TypeKind::Array:
+        case TypeKind::Slice:
+          return g.elem == kNoType ? std::optional<std::string>(g.name) : unread(g.elem, depth + 1);
+        case TypeKind::Pointer:
+          if (depth > 0)
+            return std::nullopt; // a pointer inside shows its address
+          return g.elem == kNoType ? std::optional<std::string>(g.name) : unread(g.elem, depth + 1);
+        default:
+          return std::nullopt;
+        }
+      };
+      if (auto bad = unread(*id, 0)) {
+        why = fmt::format("the type descriptor of {} cannot be read with certainty ({}): {}", written, *bad,
+                          table.failure(d->address).empty() ? "a part of it does not decode"
+                                                            : table.failure(d->address));
+        return std::nullopt;
+      }
+      AssertedType t{*id, written, d->address};
+      t.direct_iface = d->direct_iface;
+      return t;
     };
   // "contents: true": an interface's candidate dynamic types are the concrete types the binary
   // converts to it, as its itab symbols name them (for an empty interface, every such type):
   // the probe's contents_types first, then package main's, then the others' outside internal/
   // and runtime packages, then the rest, by name within each. Basic kinds (ints, strings, ...)
-  // are left out: the tracer already shows those by their descriptor's kind. Without DWARF there
-  // are no layouts, and interfaces keep their type names alone.
+  // are left out: the tracer already shows those by their descriptor's kind. Stripped (no DWARF,
+  // no .symtab), the itabs are moduledata.itablinks' (the list the linker writes of the same
+  // itabs, for the runtime's itab table), named by their descriptors, and the layouts are the
+  // descriptors' (asserted_type above).
   std::optional<std::vector<std::pair<std::string, std::string>>> itabs; // read on first use
   auto contents_for = [&](const std::vector<std::string> &first) -> ContentsCandidates {
     if (!captures.asserted_type)
       return {}; // no layouts: interfaces print as without contents
     return [&, first](const std::string &iface, size_t max) {
-      if (!itabs)
+      if (!itabs && debug) {
         itabs = itab_symbols(dwarf_path(image));
+      } else if (!itabs) {
+        itabs.emplace();
+        TypeDescriptors &table = descriptors->descriptors();
+        for (const auto &[inter, concrete] : table.itabs())
+          itabs->emplace_back(table.at(concrete)->name, table.at(inter)->name);
+        std::sort(itabs->begin(), itabs->end());
+        itabs->erase(std::unique(itabs->begin(), itabs->end()), itabs->end());
+      }
       bool empty = iface == "interface {}" || iface == "any";
       auto rank = [](const std::string &name) {
         std::string bare = name.substr(std::min(name.size(), name.find_first_not_of('*')));

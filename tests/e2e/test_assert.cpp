@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -34,8 +35,30 @@ const char *kSpec = "probes:\n"
                     "    capture: [k, 'v.(main.Point)', 'v.(*main.Box).H']\n"
                     "    when: 'v.(*main.Box).Label == \"keep\" || v.(main.Point).Y != 6'\n";
 
-std::string build(const std::string &dir, const std::string &fixture) {
-  std::ofstream(dir + "/spec.yaml") << kSpec;
+// kSpec for a stripped binary: the signatures declared (main.Shape by name, laid out from its
+// descriptor), each asserted type's layout and descriptor from the runtime type descriptors.
+const char *kStrippedSpec =
+    "probes:\n"
+    "  - function: main.Open\n"
+    "    params: [{name: name, type: string}, {name: k, type: int}]\n"
+    "    results: [{name: n, type: int}, {name: err, type: error}]\n"
+    "    capture: [k]\n"
+    "    return: true\n"
+    "    capture_at_return: ['err.(*io/fs.PathError).Path', 'err.(*io/fs.PathError).Op',\n"
+    "                        '*err.(*main.QuotaError)']\n"
+    "  - function: main.Measure\n"
+    "    params: [{name: s, type: main.Shape}, {name: k, type: int}]\n"
+    "    results: [{name: ~r0, type: int}]\n"
+    "    capture: [k, 's.(main.Point).X', 's.(main.Point).Y', 's.(*main.Box).Label', 's.(*main.Box).W',\n"
+    "              's.(main.Circle)']\n"
+    "  - function: main.Keep\n"
+    "    params: [{name: v, type: 'interface {}'}, {name: k, type: int}]\n"
+    "    results: [{name: ~r0, type: int}]\n"
+    "    capture: [k, 'v.(main.Point)', 'v.(*main.Box).H']\n"
+    "    when: 'v.(*main.Box).Label == \"keep\" || v.(main.Point).Y != 6'\n";
+
+std::string build(const std::string &dir, const std::string &fixture, const char *spec = kSpec) {
+  std::ofstream(dir + "/spec.yaml") << spec;
   auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(fixture), "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
@@ -63,10 +86,10 @@ json expected(const json &truth, const std::string &type, const json &want) {
   return json{{"not", type}, {"type", actual}};
 }
 
-void check_assertions(const std::string &fixture) {
+void check_assertions(const std::string &fixture, const char *spec = kSpec) {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir(fixture + "-assert");
-  std::string tracer = build(dir, fixture);
+  std::string tracer = build(dir, fixture, spec);
   auto traced = e2e::run({tracer, "--format", "json", "-o", dir + "/events.jsonl", "--", e2e::fixture(fixture),
                           "-rounds", "3", "-dir", "/nonexistent-weave"},
                          120000);
@@ -154,6 +177,17 @@ TEST_CASE("type assertions on 386: the itab's _type at +4, every value on the st
 
 TEST_CASE("type assertions in a PIE: the descriptor's address moved by the load bias") {
   check_assertions("assert_pie");
+}
+
+TEST_CASE("type assertions stripped: the asserted type's layout and descriptor from the runtime type descriptors") {
+  for (const char *fixture : {"assert_stripped", "assert_386_stripped", "assert_pie_stripped", "assert_newer_stripped"}) {
+    CAPTURE(fixture);
+    if (!std::filesystem::exists(e2e::fixture(fixture))) {
+      MESSAGE("skipped: no " << std::string(fixture) << " (WEAVE_GO_NEWER is not installed, or a matrix row)");
+      continue;
+    }
+    check_assertions(fixture, kStrippedSpec);
+  }
 }
 
 TEST_CASE("type assertions in text: the value, or the marker naming the actual type") {
@@ -313,10 +347,28 @@ void compare_contents(const json &got, const json &want) {
   }
 }
 
-void check_contents(const std::string &fixture) {
+// The same probes for a stripped binary (no DWARF, no .symtab): the signatures declared, the
+// candidate types from moduledata.itablinks, their layouts from the runtime's type descriptors.
+const char *kContentsStrippedSpec = "probes:\n"
+                                    "  - function: main.Fail\n"
+                                    "    params: [{name: k, type: int}]\n"
+                                    "    results: [{name: ~r0, type: error}]\n"
+                                    "    capture: [k]\n"
+                                    "    return: true\n"
+                                    "    contents: true\n"
+                                    "  - function: main.Hold\n"
+                                    "    params: [{name: v, type: 'interface {}'}, {name: k, type: int}]\n"
+                                    "    results: [{name: ~r0, type: int}]\n"
+                                    "    capture: [k, v]\n"
+                                    "    contents: true\n"
+                                    "    contents_types: [main.Listed]\n";
+
+// Traces the fixture's contents calls and compares every value with the program's record; returns
+// the tracer's events.
+std::vector<json> check_contents(const std::string &fixture, const char *spec = kContentsSpec) {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir(fixture + "-contents");
-  std::ofstream(dir + "/spec.yaml") << kContentsSpec;
+  std::ofstream(dir + "/spec.yaml") << spec;
   auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture(fixture), "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
@@ -356,6 +408,7 @@ void check_contents(const std::string &fixture) {
   CHECK(holds == 3 * 6);
   CHECK(seen == std::set<std::string>{"nil", "*main.QuotaError", "*fmt.wrapError", "*io/fs.PathError", "main.Plain",
                                       "main.Point", "string", "*main.Box", "main.Listed", "main.Lonely"});
+  return e2e::json_lines(e2e::read_file(dir + "/events.jsonl"));
 }
 
 } // namespace
@@ -435,6 +488,32 @@ TEST_CASE("contents_types: a type the binary does not have is refused where it i
   CHECK(r.err.find("spec.yaml:5:21: error[unknown-type]: contents_types: the binary has no type main.Lonly (") !=
         std::string::npos);
   CHECK(r.err.find("name it as the binary does, by its full package path") != std::string::npos);
+}
+
+TEST_CASE("stripped: a type the binary has no descriptor of is refused where it is written, with the names near") {
+  std::string dir = e2e::temp_dir("contents-refused-stripped");
+  struct Case {
+    std::string lines, message, hint;
+  };
+  for (const Case &c : {
+           Case{"    capture: ['v.(*os.PathError).Path']\n",
+                "spec.yaml:5:19: error[unknown-type]: v.(*os.PathError): the binary has no type *os.PathError",
+                "did you mean *io/fs.PathError?"},
+           Case{"    capture: [v]\n    contents: true\n    contents_types: [main.Lonly]\n",
+                "spec.yaml:7:21: error[unknown-type]: contents_types: the binary has no type main.Lonly (",
+                "name it as the binary does, by its full package path"},
+       }) {
+    CAPTURE(c.lines);
+    std::ofstream(dir + "/spec.yaml") << "probes:\n  - function: main.Hold\n"
+                                         "    params: [{name: v, type: 'interface {}'}, {name: k, type: int}]\n"
+                                         "    results: [{name: ~r0, type: int}]\n" +
+                                             c.lines;
+    auto r = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("assert_stripped"), "-o", dir + "/out"});
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK(r.err.find(c.hint) != std::string::npos);
+  }
 }
 
 TEST_CASE("weave trace --contents --when-return: contents: true, and ~r0 != nil still compares the type word") {
@@ -655,4 +734,58 @@ TEST_CASE("contents with maps and slices in text: pairs in key order, and ... wh
   size_t at = run.events.find("k=1, v=map[string]string{len=11, items=[{key=\"key");
   REQUIRE(at != std::string::npos);
   CHECK(run.events.find("}, ...]})", at) < run.events.find('\n', at));
+}
+
+namespace {
+
+// An event's values with the addresses the two runs may place differently (a pointer shown by its
+// address, an interface's data word) made one: every other value, each type name and each field
+// included, must be the same.
+json without_addresses(const json &v) {
+  if (v.is_string() && v.get<std::string>().starts_with("0x"))
+    return "0x";
+  if (v.is_string()) { // "*main.QuotaError(0x...)" in text-like values
+    std::string s = v.get<std::string>();
+    for (size_t at = s.find("(0x"); at != std::string::npos; at = s.find("(0x", at + 1))
+      s.erase(at + 3, s.find_first_not_of("0123456789abcdef", at + 3) - (at + 3));
+    return s;
+  }
+  json out = v;
+  if (v.is_object() || v.is_array())
+    for (auto it = out.begin(); it != out.end(); ++it)
+      *it = without_addresses(*it);
+  return out;
+}
+
+// The stripped build's contents as the DWARF build's: the same events in the same order, value for
+// value (the fixture's calls are one goroutine's, fixed by construction).
+void check_stripped_equals_dwarf(const std::vector<json> &stripped, const std::vector<json> &dwarf) {
+  REQUIRE(stripped.size() == dwarf.size());
+  for (size_t i = 0; i < stripped.size(); ++i) {
+    INFO("stripped: " << stripped[i].dump());
+    INFO("DWARF:    " << dwarf[i].dump());
+    CHECK(stripped[i]["function"] == dwarf[i]["function"]);
+    CHECK(stripped[i]["kind"] == dwarf[i]["kind"]);
+    for (const char *part : {"args", "results"})
+      CHECK(without_addresses(stripped[i].value(part, json())) == without_addresses(dwarf[i].value(part, json())));
+  }
+}
+
+} // namespace
+
+TEST_CASE("contents stripped: candidates from moduledata.itablinks, layouts from the type descriptors, as with DWARF") {
+  struct Pair {
+    const char *stripped, *dwarf;
+  };
+  for (const Pair &p : {Pair{"assert_stripped", "assert"}, Pair{"assert_386_stripped", "assert_386"},
+                        Pair{"assert_pie_stripped", "assert_pie"}, Pair{"assert_newer_stripped", "assert_newer"}}) {
+    CAPTURE(p.stripped);
+    if (!std::filesystem::exists(e2e::fixture(p.stripped))) {
+      MESSAGE("skipped: no " << std::string(p.stripped) << " (WEAVE_GO_NEWER is not installed, or a matrix row)");
+      continue;
+    }
+    std::vector<json> stripped = check_contents(p.stripped, kContentsStrippedSpec);
+    std::vector<json> dwarf = check_contents(p.dwarf);
+    check_stripped_equals_dwarf(stripped, dwarf);
+  }
 }

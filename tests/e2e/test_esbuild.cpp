@@ -351,6 +351,68 @@ TEST_CASE("esbuild, Go 1.16 to 1.26: a failed ReadFile's error results are named
   }
 }
 
+TEST_CASE("esbuild, Go 1.17 to 1.26, stripped: contents shows the *io/fs.PathError ReadFile returns, field by field") {
+  // The same failing read, with contents: true. These binaries have no DWARF and no .symtab: the
+  // candidate types come from moduledata.itablinks and their layouts from the type descriptors.
+  // ReadFile's originalError is the *fs.PathError os.ReadFile returned: the read of the path
+  // ReadFile was given (bad.js resolved: opening /proc/self/mem works; reading it at offset 0 is EIO).
+  e2e::require_bpf();
+  for (const Release &r : kReleases) {
+    if (std::string(r.abi) == "ABI0")
+      continue; // Go 1.16's ReadFile returns the syscall.Errno alone: no struct behind it
+    std::string binary = fetch(r, "e2e-esbuild-contents");
+    const std::string release_name = r.spec;
+    CAPTURE(release_name);
+    std::string dir = e2e::temp_dir("esbuild-contents-" + safe_name(r.spec));
+    std::string spec = e2e::read_file(e2e::source("tests/e2e/esbuild/" + std::string(r.probe_spec)));
+    size_t at = spec.find("    return: true\n");
+    REQUIRE(at != std::string::npos);
+    // Named first: an error's candidates are many here (crypto/tls's, encoding/asn1's, fmt's, ...)
+    // and a capture's fields hold the first few by name, not always io/fs's.
+    spec.insert(at + 17, "    contents: true\n    contents_types: ['*io/fs.PathError']\n");
+    std::ofstream(dir + "/spec.yaml") << spec;
+    auto built = weave_build(dir + "/spec.yaml", binary, dir + "/out");
+    INFO(built.err);
+    REQUIRE(built.status == 0);
+    fs::create_directories(dir + "/project");
+    std::ofstream(dir + "/project/entry.js") << "import x from './bad.js'; console.log(x)\n";
+    fs::create_symlink("/proc/self/mem", dir + "/project/bad.js");
+    auto traced = run_in(dir + "/project", {dir + "/out/tracer", "--format", "json", "--", binary, "entry.js",
+                                            "--bundle", "--outfile=out.js"});
+    INFO(traced.err);
+    CHECK(traced.status == 1);
+    std::map<uint64_t, std::string> path_of; // call id -> the path its entry was given
+    size_t failed = 0;
+    for (const json &e : e2e::json_lines(traced.out)) {
+      if (e["function"] != kReadFile)
+        continue;
+      CAPTURE(e.dump());
+      REQUIRE(e.contains("call"));
+      if (e["kind"] == "entry") {
+        path_of[e["call"].get<uint64_t>()] = e["args"]["path"].get<std::string>();
+        continue;
+      }
+      const json &res = e["results"];
+      if (res["err"].is_null())
+        continue;
+      ++failed;
+      REQUIRE(path_of.count(e["call"].get<uint64_t>()));
+      const std::string &path = path_of[e["call"].get<uint64_t>()];
+      CHECK(res["err"] == json{{"type", "syscall.Errno"}, {"value", 5}});
+      const json &original = res["originalError"];
+      REQUIRE(original.is_object());
+      CHECK(original["type"] == "*io/fs.PathError");
+      REQUIRE(original.contains("value"));
+      const json &v = original["value"];
+      CHECK(v.size() == 3);
+      CHECK(v["Op"] == "read");
+      CHECK(v["Path"] == path);
+      CHECK(v["Err"]["type"] == "syscall.Errno");
+    }
+    CHECK(failed == 1);
+  }
+}
+
 TEST_CASE("esbuild 0.11.23 (Go 1.16): one entry per call of a function with a frame over 4 KB") {
   // bundler.parseFile's 9.5 KB frame has Go 1.16's big-frame prologue (StackPreempt compare, JEQ,
   // then the frame-size compare, JLS). It runs on fresh goroutines, whose stacks must grow first:

@@ -15,7 +15,8 @@
 #   inlined inlined_stripped inlined_386 inlined_pie                           tests/e2e/inline
 #   generics generics_stripped generics_pie generics_386 generics_debug         tests/e2e/generics
 #   dyntypes dyntypes_stripped dyntypes_pie                                    tests/e2e/dyntypes
-#   assert assert_386 assert_pie                                               tests/e2e/assert
+#   assert assert_386 assert_pie assert_stripped assert_386_stripped            tests/e2e/assert
+#   direct direct_stripped                                                     tests/e2e/direct
 #   initinline                                                                 tests/e2e/initinline
 #   fixture_arm64 fixture_arm64_stripped (traced in qemu)                       tests/e2e/fixture
 #   newgo newgo_386 newgo_pgo                                                   tests/matrix/newgo
@@ -130,6 +131,10 @@ build dyntypes_pie "$dyntypes" -- -buildmode=pie
 build assert "$src/tests/e2e/assert" --
 build assert_386 "$src/tests/e2e/assert" GOARCH=386 --
 build assert_pie "$src/tests/e2e/assert" -- -buildmode=pie
+build assert_stripped "$src/tests/e2e/assert" -- -ldflags='-s -w'
+build assert_386_stripped "$src/tests/e2e/assert" GOARCH=386 -- -ldflags='-s -w'
+build direct "$src/tests/e2e/direct" --
+build direct_stripped "$src/tests/e2e/direct" -- -ldflags='-s -w'
 newgo=$src/tests/matrix/newgo
 build newgo "$newgo" --
 build newgo_386 "$newgo" GOARCH=386 --

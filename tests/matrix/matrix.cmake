@@ -26,8 +26,8 @@ set(WEAVE_MATRIX_TESTS e2e_test_trace e2e_test_types e2e_test_returns e2e_test_l
     e2e_test_maps e2e_test_initinline e2e_test_when_return e2e_test_calls)
 add_custom_target(matrix DEPENDS weave weave-tracer ${WEAVE_MATRIX_TESTS} test_abi_crosscheck e2e_test_arm64_vm)
 # Type assertions (x.(T)): DW_AT_go_runtime_type, the itab's layout and the descriptors' placement per toolchain.
-list(APPEND WEAVE_MATRIX_TESTS e2e_test_assert)
-add_dependencies(matrix e2e_test_assert)
+list(APPEND WEAVE_MATRIX_TESTS e2e_test_assert e2e_test_direct_iface)
+add_dependencies(matrix e2e_test_assert e2e_test_direct_iface)
 
 # A toolchain before Go 1.21 (no g.parentGoid) for goroutine ancestry alone: test_calls (and
 # test_arm64_vm's spawn case, in qemu) on the spawn fixtures it builds, whose parents come from weave's probe on runtime.newproc1.

@@ -9,11 +9,14 @@
 #include "gobinary/typedesc.h"
 #include "debuginfo/debuginfo.h"
 #include "debuginfo/descriptor_types.h"
+#include "debuginfo/dictionaries.h"
+#include "plan/captures.h"
 
 #include <doctest/doctest.h>
 
 #include "test_support.h"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <map>
@@ -299,4 +302,89 @@ TEST_CASE("a name with no descriptor is refused with the reason and a near miss"
   REQUIRE(request);
   CHECK(table.at(*request).kind == TypeKind::Pointer);
   CHECK(table.at(table.at(*request).elem).name == "net/http.Request");
+}
+
+// contents: true on a stripped binary takes an interface's candidate types from
+// moduledata.itablinks instead of the go:itab.T,I symbols: the two must be the same list, in every
+// layout of the itab and of moduledata (Go 1.19 amd64 and 386, the newer Go).
+TEST_CASE("moduledata.itablinks lists the itabs the .symtab names go:itab.T,I, stripped too") {
+  struct Pair {
+    std::string dwarf, stripped;
+  };
+  std::vector<Pair> pairs = {{"/typedesc", "/typedesc_stripped"},
+                             {"/typedesc_386", "/typedesc_386_stripped"},
+                             {"/assert", "/assert_stripped"},
+                             {"/assert_386", "/assert_386_stripped"}};
+  for (const char *newer : {"/typedesc_newer", "/assert_newer"})
+    if (std::filesystem::exists(kFixtures + newer))
+      pairs.push_back({newer, std::string(newer) + "_stripped"});
+  for (const Pair &p : pairs) {
+    CAPTURE(p.stripped);
+    std::vector<std::pair<std::string, std::string>> symbols;
+    for (auto [concrete, iface] : itab_symbols(kFixtures + p.dwarf))
+      symbols.emplace_back(runtime_spelling(concrete), runtime_spelling(iface));
+    std::sort(symbols.begin(), symbols.end());
+    REQUIRE(symbols.size() > 20);
+    BinaryImage image = load_binary(kFixtures + p.stripped);
+    auto pcln = Pclntab::load(image);
+    REQUIRE(pcln);
+    TypeDescriptors descriptors(*pcln);
+    CHECK(itab_symbols(kFixtures + p.stripped).empty()); // no .symtab
+    std::vector<std::pair<std::string, std::string>> links;
+    for (auto [inter, concrete] : descriptors.itabs())
+      links.emplace_back(descriptors.at(concrete)->name, descriptors.at(inter)->name);
+    std::sort(links.begin(), links.end());
+    CHECK(descriptors.itabs_left_out() == 0);
+    CHECK(links == symbols);
+    MESSAGE(p.stripped << ": " << links.size() << " itabs, the same as the symbols'");
+  }
+}
+
+// Where an interface keeps a value (its data word, or behind it) is the descriptor's
+// KindDirectIface (the tflag's since Go 1.26), which contents and x.(T) follow. It agrees with the
+// layout's pointer-shape rule but for two kinds of type, which it alone tells: pointers to
+// not-in-heap types (the runtime's own: behind the word) and, from Go 1.26 (Size == PtrBytes ==
+// PtrSize), a one-pointer struct with zero-size fields (sync/atomic.Pointer[T]: in the word).
+TEST_CASE("every decoded descriptor's KindDirectIface: the layout's rule, or one of the two it does not tell") {
+  std::vector<std::string> binaries = {"/typedesc_stripped", "/typedesc_386_stripped", "/assert_stripped"};
+  if (std::filesystem::exists(kFixtures + "/assert_newer_stripped"))
+    binaries.push_back("/assert_newer_stripped");
+  for (const std::string &b : binaries) {
+    CAPTURE(b);
+    BinaryImage image = load_binary(kFixtures + b);
+    auto pcln = Pclntab::load(image);
+    REQUIRE(pcln);
+    const GoVersion v = pcln->go_version();
+    const bool go126 = v.major == 1 && v.minor >= 26;
+    DescriptorTypes descriptors(*pcln);
+    TypeTable table;
+    size_t direct = 0, indirect = 0, not_in_heap = 0, zero_size_fields = 0;
+    for (const auto &[address, d] : descriptors.descriptors().all()) {
+      TypeId id = descriptors.convert(address, table);
+      const GoType &t = table.at(id);
+      if (t.kind == TypeKind::Unsupported)
+        continue;
+      INFO(d.name);
+      (d.direct_iface ? direct : indirect) += 1;
+      if (d.direct_iface == direct_iface(table, id))
+        continue;
+      if (!d.direct_iface) { // *runtime.mspan, *runtime.mcache, runtime.xRegPerG{p *xRegState}: the runtime's
+        std::string pointer = t.kind == TypeKind::Pointer ? t.name : table.at(t.fields.at(0).type).name;
+        CHECK((pointer.starts_with("*runtime.") || pointer.starts_with("*internal/runtime/")));
+        ++not_in_heap;
+        continue;
+      }
+      CHECK(go126);
+      CHECK(d.direct_iface);
+      CHECK(t.size == static_cast<uint64_t>(image.ptr_size));
+      ++zero_size_fields;
+    }
+    MESSAGE(b << ": " << direct << " stored in the data word, " << indirect << " behind it; the layout's rule "
+              << "differs for " << not_in_heap << " pointers to not-in-heap types and " << zero_size_fields
+              << " one-pointer structs with zero-size fields");
+    CHECK(direct > 100);
+    CHECK(indirect > 100);
+    CHECK(not_in_heap > 0);
+    CHECK((zero_size_fields > 0) == go126);
+  }
 }

@@ -1,0 +1,3 @@
+module weave.test/direct
+
+go 1.19
