@@ -10,6 +10,7 @@
 // 77 (skipped) and says which is missing.
 #include "arm64_vm.h"
 #include "harness.h"
+#include "spawn_expect.h"
 #include "same_stack.h"
 #include "when_expect.h"
 #include "when_return_expect.h"
@@ -854,22 +855,6 @@ const char *kSpawnSpecStripped = "probes:\n"
                                  "    capture: [req]\n"
                                  "    return: true\n";
 
-struct SpawnTruth {
-  std::map<uint64_t, json> spawns;        // each goroutine the program started -> its record
-  std::map<uint64_t, std::string> runs;   // what it runs: main.Handle (started by main) or main.Work
-};
-
-SpawnTruth spawn_truth(const std::string &truth) {
-  SpawnTruth t;
-  for (const json &r : e2e::json_lines(truth)) {
-    if (r["kind"] == "spawn")
-      t.spawns[r["goid"].get<uint64_t>()] = r;
-    else if (r["kind"] == "call")
-      t.runs[r["goid"].get<uint64_t>()] = r["function"];
-  }
-  return t;
-}
-
 // Where weave put its probe on goroutine creation (probes.json): on arm64, Go 1.19 and 1.20, at
 // runtime.newproc.func1's BL of newproc1 and its BL of runqput, which the kernel simulates (no
 // single-step), found here independently in the Go toolchain's own disassembly of the binary.
@@ -904,114 +889,11 @@ void check_spawn_points(const std::string &out_dir, const std::string &binary, c
   CHECK(spawn["attach"]["return"][0]["vaddr"] == calls["runtime.runqput"][0]);
 }
 
-// Every event of a run with `requests` requests of `spawn` pieces of work: created_by is the
-// goroutine the program saw run the go statement, and that statement's function, file and line.
-void check_spawn_created_by(const JobResult &r, size_t requests, size_t spawn) {
+// A job's run of the spawn fixture: the tracer's exit, and the program's own record.
+spawn_expect::SpawnTruth spawn_job_truth(const JobResult &r) {
   INFO(r.err);
   REQUIRE(r.status == 0);
-  SpawnTruth t = spawn_truth(r.truth);
-  REQUIRE(t.spawns.size() == requests + requests * spawn);
-  size_t checked = 0;
-  std::set<uint64_t> goroutines;
-  for (const json &e : e2e::json_lines(r.out)) {
-    INFO(e.dump());
-    uint64_t goid = e["goid"];
-    REQUIRE(t.spawns.count(goid) == 1); // every traced call runs on a goroutine the program started
-    const json &spawned = t.spawns[goid];
-    REQUIRE(e.contains("created_by"));
-    const json &by = e["created_by"];
-    REQUIRE(by.contains("goid"));
-    CHECK(by["goid"] == spawned["parent"]);
-    CHECK_FALSE(by.contains("goid_unknown"));
-    CHECK(by["line"] == spawned["line"]);
-    CHECK(by["function"] == (t.runs[goid] == "main.Work" ? "main.Handle" : "main.main"));
-    std::string file = by["file"];
-    REQUIRE(file.size() >= 7);
-    CHECK(file.substr(file.size() - 7) == "main.go");
-    goroutines.insert(goid);
-    ++checked;
-  }
-  CHECK(checked == 2 * (requests * spawn * 3 + requests)); // every entry and return
-  CHECK(goroutines.size() == t.spawns.size());
-  MESSAGE(checked << " events' created_by equal to the program's own record of " << goroutines.size()
-                  << " goroutines");
-}
-
-// The early job: goroutines made before the tracer attached (by --pid) have no parent it could have
-// seen (before Go 1.21), and say so; those made after have theirs.
-void check_spawn_early(const JobResult &r, size_t early, size_t requests, size_t spawn) {
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  CHECK(r.fixture_rc == "0\n");
-  std::string v = e2e::matrix_version();
-  const bool recorded = !v.empty() && std::stoi(v.substr(v.find('.') + 1)) >= 21; // g.parentGoid
-  SpawnTruth t = spawn_truth(r.truth);
-  REQUIRE(t.spawns.size() == early + requests + requests * spawn);
-  size_t made_early = 0, later = 0;
-  for (const json &e : e2e::json_lines(r.out)) {
-    INFO(e.dump());
-    uint64_t goid = e["goid"];
-    REQUIRE(t.spawns.count(goid) == 1);
-    const json &spawned = t.spawns[goid];
-    REQUIRE(e.contains("created_by"));
-    const json &by = e["created_by"];
-    CHECK(by["line"] == spawned["line"]);
-    if (spawned["req"] == 0 && !recorded) {
-      CHECK(by["function"] == "main.main");
-      CHECK_FALSE(by.contains("goid")); // never a guess
-      CHECK(by["goid_unknown"] == "made before the tracer attached (its creation was not seen)");
-      ++made_early;
-    } else {
-      REQUIRE(by.contains("goid"));
-      CHECK(by["goid"] == spawned["parent"]);
-      (spawned["req"] == 0 ? made_early : later) += 1;
-    }
-  }
-  CHECK(made_early == 2 * 3 * early); // Work(0, k, 2) nests three calls: entries and returns
-  CHECK(later == 2 * (requests * spawn * 3 + requests));
-}
-
-// --graph: each goroutine's tree is headed by its maker and the go statement, and a piece of work's
-// tree sits inside the main.Handle call that spawned it.
-void check_spawn_graph(const JobResult &r, size_t requests, size_t spawn) {
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  INFO(r.out);
-  SpawnTruth t = spawn_truth(r.truth);
-  REQUIRE(t.spawns.size() == requests + requests * spawn);
-  std::regex header(R"(^( *)goroutine (\d+) \(pid \d+\), created by (goroutine (\d+)|an unknown goroutine) in (\S+) at (\S+):(\d+):$)");
-  std::regex handle_open(R"(^ +[0-9.]+( *)main\.Handle\(req=(\d+)\) \{  #\d+$)");
-  std::set<uint64_t> headed;
-  int open_req = 0; // the main.Handle call whose tree the lines are in, 0 outside one
-  std::istringstream in(r.out);
-  for (std::string line; std::getline(in, line);) {
-    INFO(line);
-    std::smatch m;
-    if (std::regex_match(line, m, handle_open)) {
-      open_req = std::stoi(m[2]);
-      continue;
-    }
-    if (line.rfind("goroutine ", 0) == 0)
-      open_req = 0; // a tree of its own begins
-    if (!std::regex_match(line, m, header))
-      continue;
-    uint64_t goid = std::stoull(m[2]);
-    REQUIRE(t.spawns.count(goid) == 1);
-    const json &spawned = t.spawns[goid];
-    REQUIRE(m[4].matched);
-    CHECK(std::stoull(m[4]) == spawned["parent"].get<uint64_t>());
-    CHECK(std::stoi(m[7]) == spawned["line"].get<int>());
-    if (t.runs[goid] == "main.Work") {
-      CHECK(m[5] == "main.Handle");
-      CHECK(m[1].length() > 0);
-      CHECK(open_req == spawned["req"].get<int>());
-    } else {
-      CHECK(m[5] == "main.main");
-      CHECK(m[1].length() == 0); // main.main is not traced: a tree of its own
-    }
-    CHECK(headed.insert(goid).second);
-  }
-  CHECK(headed.size() == t.spawns.size());
+  return spawn_expect::spawn_truth(e2e::json_lines(r.truth));
 }
 
 } // namespace
@@ -1066,19 +948,25 @@ TEST_CASE("arm64 in qemu (spawn): every event's created_by is the goroutine the 
   VmRun vm = run_in_vm(dir, jobs);
   {
     INFO("job spawn");
-    check_spawn_created_by(vm.jobs["spawn"], kRequests, kSpawn);
+    const JobResult &r = vm.jobs["spawn"];
+    spawn_expect::check_created_by(e2e::json_lines(r.out), spawn_job_truth(r), kRequests, kSpawn);
   }
   {
     INFO("job spawn-stripped");
-    check_spawn_created_by(vm.jobs["spawn-stripped"], kRequests, kSpawn);
+    const JobResult &r = vm.jobs["spawn-stripped"];
+    spawn_expect::check_created_by(e2e::json_lines(r.out), spawn_job_truth(r), kRequests, kSpawn);
   }
   {
     INFO("job early");
-    check_spawn_early(vm.jobs["early"], kEarly, kEarlyRequests, kEarlySpawn);
+    const JobResult &r = vm.jobs["early"];
+    CHECK(r.fixture_rc == "0\n");
+    spawn_expect::check_early(e2e::json_lines(r.out), spawn_job_truth(r), kEarly, kEarlyRequests, kEarlySpawn);
   }
   {
     INFO("job graph");
-    check_spawn_graph(vm.jobs["graph"], 3, 2);
+    const JobResult &r = vm.jobs["graph"];
+    INFO(r.out);
+    spawn_expect::check_graph(r.out, spawn_job_truth(r), 3, 2);
   }
 }
 

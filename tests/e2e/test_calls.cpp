@@ -9,6 +9,7 @@
 // there weave's own probe on goroutine creation (runtime.newproc1) learns it; a goroutine made
 // before the tracer attached has no parent the tracer could know, and it must say so.
 #include "harness.h"
+#include "spawn_expect.h"
 
 #include <doctest/doctest.h>
 
@@ -138,58 +139,10 @@ void check_call_ids(const std::string &fixture) {
   CHECK(joined_handle == handle.size());
 }
 
-// The program's spawns: each started goroutine's id -> its record (parent, line, req, k).
-std::map<uint64_t, json> spawns_of(const Traced &t) {
-  std::map<uint64_t, json> spawns;
-  for (const json &r : t.truth)
-    if (r["kind"] == "spawn")
-      spawns[r["goid"].get<uint64_t>()] = r;
-  return spawns;
-}
-
-// What each goroutine the program started runs: main.Handle (started by main.main) or main.Work
-// (started by main.Handle), from the calls the program recorded on it.
-std::map<uint64_t, std::string> runs_of(const Traced &t) {
-  std::map<uint64_t, std::string> runs;
-  for (const json &r : t.truth)
-    if (r["kind"] == "call")
-      runs[r["goid"].get<uint64_t>()] = r["function"];
-  return runs;
-}
-
 void check_created_by(const std::string &fixture, const char *spec = kSpec) {
   constexpr int kRequests = 5, kSpawn = 3;
   Traced t = trace(fixture, {"--format", "json", "--no-summary"}, kRequests, kSpawn, spec);
-  std::map<uint64_t, json> spawns = spawns_of(t);
-  REQUIRE(spawns.size() == size_t(kRequests + kRequests * kSpawn));
-  // Which goroutines run Handle (started by main.main) and which Work (started by Handle): from
-  // the calls the program recorded on them.
-  std::map<uint64_t, std::string> runs = runs_of(t);
-  size_t checked = 0;
-  std::set<uint64_t> goroutines;
-  for (const json &e : t.events) {
-    INFO(e.dump());
-    uint64_t goid = e["goid"];
-    REQUIRE(spawns.count(goid) == 1); // every traced call runs on a goroutine the program started
-    const json &spawn = spawns[goid];
-    REQUIRE(e.contains("created_by"));
-    const json &by = e["created_by"];
-    // Known for every goroutine made while the tracer traced: g.parentGoid (Go 1.21+), or weave's
-    // probe on goroutine creation before 1.21.
-    REQUIRE(by.contains("goid"));
-    CHECK(by["goid"] == spawn["parent"]);
-    CHECK_FALSE(by.contains("goid_unknown"));
-    CHECK(by["line"] == spawn["line"]);
-    // Work runs on goroutines Handle started; Handle on goroutines main started.
-    CHECK(by["function"] == (runs[goid] == "main.Work" ? "main.Handle" : "main.main"));
-    std::string file = by["file"];
-    CHECK(file.size() >= 7);
-    CHECK(file.substr(file.size() - 7) == "main.go");
-    goroutines.insert(goid);
-    ++checked;
-  }
-  CHECK(checked == size_t(2 * (kRequests * kSpawn * 3 + kRequests))); // every entry and return
-  CHECK(goroutines.size() == spawns.size());
+  spawn_expect::check_created_by(t.events, spawn_expect::spawn_truth(t.truth), kRequests, kSpawn);
 }
 
 } // namespace
@@ -218,8 +171,6 @@ TEST_CASE("ancestry: a goroutine made before the tracer attached has no parent i
   e2e::require_bpf();
   // Before Go 1.21 nothing in the goroutine records its parent: what the tracer knows it learned
   // watching goroutines being made. Go 1.21+ records it, for early goroutines too.
-  std::string v = e2e::matrix_version();
-  const bool recorded = !v.empty() && std::stoi(v.substr(v.find('.') + 1)) >= 21;
   constexpr int kEarly = 3, kRequests = 2, kSpawn = 2;
   std::string dir = e2e::temp_dir("calls-early");
   std::ofstream(dir + "/spec.yaml") << kSpec;
@@ -240,31 +191,7 @@ TEST_CASE("ancestry: a goroutine made before the tracer attached has no parent i
   Traced t;
   t.events = e2e::json_lines(trace.read_out());
   t.truth = e2e::json_lines(e2e::read_file(dir + "/truth.jsonl"));
-  std::map<uint64_t, json> spawns = spawns_of(t);
-  REQUIRE(spawns.size() == size_t(kEarly + kRequests + kRequests * kSpawn));
-  size_t early = 0, later = 0;
-  for (const json &e : t.events) {
-    INFO(e.dump());
-    uint64_t goid = e["goid"];
-    REQUIRE(spawns.count(goid) == 1);
-    const json &spawn = spawns[goid];
-    REQUIRE(e.contains("created_by"));
-    const json &by = e["created_by"];
-    CHECK(by["line"] == spawn["line"]);
-    const bool made_early = spawn["req"] == 0;
-    if (made_early && !recorded) {
-      CHECK(by["function"] == "main.main");
-      CHECK_FALSE(by.contains("goid")); // never a guess
-      CHECK(by["goid_unknown"] == "made before the tracer attached (its creation was not seen)");
-      ++early;
-    } else {
-      REQUIRE(by.contains("goid"));
-      CHECK(by["goid"] == spawn["parent"]);
-      (made_early ? early : later) += 1;
-    }
-  }
-  CHECK(early == size_t(2 * 3 * kEarly)); // Work(0, k, 2) nests three calls: entries and returns
-  CHECK(later == size_t(2 * (kRequests * kSpawn * 3 + kRequests)));
+  spawn_expect::check_early(t.events, spawn_expect::spawn_truth(t.truth), kEarly, kRequests, kSpawn);
 }
 
 TEST_CASE("ancestry: --graph heads each goroutine's tree with its maker, and nests it under the spawning call") {
@@ -272,48 +199,7 @@ TEST_CASE("ancestry: --graph heads each goroutine's tree with its maker, and nes
   constexpr int kRequests = 3, kSpawn = 2;
   Traced t = trace("spawn", {"--graph", "--no-summary"}, kRequests, kSpawn);
   INFO(t.out);
-  std::map<uint64_t, json> spawns = spawns_of(t);
-  REQUIRE(spawns.size() == size_t(kRequests + kRequests * kSpawn));
-  std::map<uint64_t, std::string> runs = runs_of(t);
-  std::regex header(R"(^( *)goroutine (\d+) \(pid \d+\), created by (goroutine (\d+)|an unknown goroutine) in (\S+) at (\S+):(\d+):$)");
-  std::regex handle_open(R"(^ +[0-9.]+( *)main\.Handle\(req=(\d+)\) \{  #\d+$)");
-  std::set<uint64_t> headed;
-  int open_req = 0; // the main.Handle call whose tree the lines are in, 0 outside one
-  std::istringstream in(t.out);
-  for (std::string line; std::getline(in, line);) {
-    INFO(line);
-    std::smatch m;
-    if (std::regex_match(line, m, handle_open)) {
-      open_req = std::stoi(m[2]);
-      continue;
-    }
-    if (line.rfind("goroutine ", 0) == 0)
-      open_req = 0; // a tree of its own begins
-    if (!std::regex_match(line, m, header))
-      continue;
-    uint64_t goid = std::stoull(m[2]);
-    REQUIRE(spawns.count(goid) == 1);
-    const json &spawn = spawns[goid];
-    bool work = runs[goid] == "main.Work";
-    REQUIRE(m[4].matched);
-    CHECK(std::stoull(m[4]) == spawn["parent"].get<uint64_t>());
-    CHECK(std::stoi(m[7]) == spawn["line"].get<int>());
-    std::string file = m[6];
-    CHECK(file.substr(file.size() - 7) == "main.go");
-    // A piece of work's goroutine is made in main.Handle, a request's in main.main.
-    if (work) {
-      CHECK(m[5] == "main.Handle");
-      // Its tree sits inside the tree of the Handle call that spawned it.
-      CHECK(m[1].length() > 0);
-      CHECK(open_req == spawn["req"].get<int>());
-    } else {
-      CHECK(m[5] == "main.main");
-      CHECK(m[1].length() == 0); // main.main is not traced: a tree of its own
-    }
-    CHECK(headed.insert(goid).second);
-  }
-  // Every goroutine's tree is headed once: Handle's goroutines and Work's.
-  CHECK(headed.size() == spawns.size());
+  spawn_expect::check_graph(t.out, spawn_expect::spawn_truth(t.truth), kRequests, kSpawn);
 }
 
 TEST_CASE("ancestry: --perfetto draws a flow from the spawning call's slice to each spawned goroutine") {
@@ -321,8 +207,8 @@ TEST_CASE("ancestry: --perfetto draws a flow from the spawning call's slice to e
   constexpr int kRequests = 3, kSpawn = 3;
   std::string path = e2e::temp_dir("calls-perfetto") + "/trace.json";
   Traced t = trace("spawn", {"--perfetto", path, "--no-summary", "-o", "/dev/null"}, kRequests, kSpawn);
-  std::map<uint64_t, json> spawns = spawns_of(t);
-  std::map<uint64_t, std::string> runs = runs_of(t);
+  spawn_expect::SpawnTruth truth = spawn_expect::spawn_truth(t.truth);
+  std::map<uint64_t, json> &spawns = truth.spawns;
   json trace = json::parse(e2e::read_file(path));
   std::map<uint64_t, json> starts, finishes; // flow id -> event
   std::vector<json> handles;                   // main.Handle's slices
@@ -347,7 +233,7 @@ TEST_CASE("ancestry: --perfetto draws a flow from the spawning call's slice to e
     CHECK(f["bp"] == "e");
     uint64_t child = f["tid"];
     REQUIRE(spawns.count(child) == 1);
-    CHECK(runs[child] == "main.Work");
+    CHECK(spawn_expect::runs(truth, child) == "main.Work");
     const json &spawn = spawns[child];
     CHECK(s["tid"] == spawn["parent"]); // from the goroutine that ran the go statement
     CHECK(s["pid"] == f["pid"]);
