@@ -21,6 +21,29 @@ namespace spawn_expect {
 
 using nlohmann::json;
 
+// The spec its checks are written for: Work's and Handle's entries and returns.
+inline const char *const kSpec = "probes:\n"
+                                 "  - function: main.Work\n"
+                                 "    capture: [req, k, depth]\n"
+                                 "    return: true\n"
+                                 "  - function: main.Handle\n"
+                                 "    capture: [req]\n"
+                                 "    return: true\n";
+
+// The same for a stripped build: no DWARF, so the parameters are declared, and runtime.g's layout
+// (where g.parentGoid and g.gopc are) comes from weave's table for the Go release.
+inline const char *const kSpecStripped = "probes:\n"
+                                         "  - function: main.Work\n"
+                                         "    params: [{name: req, type: int}, {name: k, type: int}, {name: depth, type: int}]\n"
+                                         "    results: [{name: r, type: int}]\n"
+                                         "    capture: [req]\n"
+                                         "    return: true\n"
+                                         "  - function: main.Handle\n"
+                                         "    params: [{name: req, type: int}, {name: spawn, type: int}]\n"
+                                         "    results: [{name: r, type: int}]\n"
+                                         "    capture: [req]\n"
+                                         "    return: true\n";
+
 // The program's record.
 struct SpawnTruth {
   std::map<uint64_t, json> spawns;      // each goroutine the program started -> its record (parent, line, req)

@@ -833,27 +833,8 @@ namespace {
 
 // Goroutine ancestry on arm64 (tests/e2e/spawn, as test_calls.cpp traces it on amd64 and 386): the
 // program records each goroutine it starts (its id from runtime.Stack's header, the goroutine that
-// ran the go statement, known by construction, and the statement's line) and the calls on it.
-const char *kSpawnSpec = "probes:\n"
-                         "  - function: main.Work\n"
-                         "    capture: [req, k, depth]\n"
-                         "    return: true\n"
-                         "  - function: main.Handle\n"
-                         "    capture: [req]\n"
-                         "    return: true\n";
-// Stripped: the parameters declared, runtime.g's layout from weave's table, and runtime.newproc1's
-// and runqput's signatures from the release's source (Go 1.19 and 1.20).
-const char *kSpawnSpecStripped = "probes:\n"
-                                 "  - function: main.Work\n"
-                                 "    params: [{name: req, type: int}, {name: k, type: int}, {name: depth, type: int}]\n"
-                                 "    results: [{name: r, type: int}]\n"
-                                 "    capture: [req]\n"
-                                 "    return: true\n"
-                                 "  - function: main.Handle\n"
-                                 "    params: [{name: req, type: int}, {name: spawn, type: int}]\n"
-                                 "    results: [{name: r, type: int}]\n"
-                                 "    capture: [req]\n"
-                                 "    return: true\n";
+// ran the go statement, known by construction, and the statement's line) and the calls on it;
+// spawn_expect.h's checks compare the traces with that record.
 
 // Where weave put its probe on goroutine creation (probes.json): on arm64, Go 1.19 and 1.20, at
 // runtime.newproc.func1's BL of newproc1 and its BL of runqput, which the kernel simulates (no
@@ -909,8 +890,8 @@ TEST_CASE("arm64 in qemu (spawn): every event's created_by is the goroutine the 
   const std::string go = e2e::matrix_version().empty() ? WEAVE_GO : e2e::fixture("go");
   std::string fixture = e2e::fixture("spawn_arm64"), stripped = e2e::fixture("spawn_arm64_stripped");
   MESSAGE("Go " << version << ": " << fixture << ", " << stripped);
-  std::ofstream(dir + "/spawn.yaml") << kSpawnSpec;
-  std::ofstream(dir + "/spawn-stripped.yaml") << kSpawnSpecStripped;
+  std::ofstream(dir + "/spawn.yaml") << spawn_expect::kSpec;
+  std::ofstream(dir + "/spawn-stripped.yaml") << spawn_expect::kSpecStripped;
   std::string tracer = build_tracer(dir + "/spawn", dir + "/spawn.yaml", fixture);
   std::string tracer_stripped = build_tracer(dir + "/spawn-stripped", dir + "/spawn-stripped.yaml", stripped);
   {

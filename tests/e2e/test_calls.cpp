@@ -25,27 +25,8 @@ using nlohmann::json;
 
 namespace {
 
-const char *kSpec = "probes:\n"
-                    "  - function: main.Work\n"
-                    "    capture: [req, k, depth]\n"
-                    "    return: true\n"
-                    "  - function: main.Handle\n"
-                    "    capture: [req]\n"
-                    "    return: true\n";
-
-// The same for a stripped build: no DWARF, so the parameters are declared, and runtime.g's layout
-// (where g.parentGoid and g.gopc are) comes from weave's table for the Go release.
-const char *kSpecStripped = "probes:\n"
-                            "  - function: main.Work\n"
-                            "    params: [{name: req, type: int}, {name: k, type: int}, {name: depth, type: int}]\n"
-                            "    results: [{name: r, type: int}]\n"
-                            "    capture: [req]\n"
-                            "    return: true\n"
-                            "  - function: main.Handle\n"
-                            "    params: [{name: req, type: int}, {name: spawn, type: int}]\n"
-                            "    results: [{name: r, type: int}]\n"
-                            "    capture: [req]\n"
-                            "    return: true\n";
+using spawn_expect::kSpec;
+using spawn_expect::kSpecStripped;
 
 struct Traced {
   std::vector<json> events; // the tracer's JSON lines, or empty with --graph

@@ -10,6 +10,7 @@
 // Each case skips (exit 77) with the reason when its server cannot be had.
 #include "contents_maps.h"
 #include "harness.h"
+#include "spawn_expect.h"
 #include "http.h"
 
 #include <doctest/doctest.h>
@@ -645,13 +646,7 @@ TEST_CASE("--otlp: a goroutine's root span links to the span of the call that sp
   std::string dir = e2e::temp_dir("fleet_otlp_links");
   std::filesystem::copy_file(e2e::fixture("spawn_newer"), dir + "/spawn",
                              std::filesystem::copy_options::overwrite_existing);
-  std::ofstream(dir + "/spec.yaml") << "probes:\n"
-                                       "  - function: main.Work\n"
-                                       "    capture: [req, k, depth]\n"
-                                       "    return: true\n"
-                                       "  - function: main.Handle\n"
-                                       "    capture: [req]\n"
-                                       "    return: true\n";
+  std::ofstream(dir + "/spec.yaml") << spawn_expect::kSpec;
   auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", dir + "/spawn", "-o", dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
