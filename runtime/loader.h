@@ -110,6 +110,9 @@ public:
 
   // Events the BPF side could not reserve (ring buffer full), per probe id, summed over CPUs.
   bool lost_per_probe(std::vector<uint64_t> &lost, std::string &error) const;
+  // Of those, the events a program could not build because every per-CPU scratch record of its CPU
+  // was busy (weave_scratch_busy; all 0 for an object without it).
+  bool busy_per_probe(std::vector<uint64_t> &busy, std::string &error) const;
   // Probe runs for a traced process (after the pid filter), per probe id, summed over CPUs. False
   // with an empty `error` when the object has no weave_hits map (built by an older weave).
   bool hits_per_probe(std::vector<uint64_t> &hits, std::string &error) const;
@@ -157,6 +160,7 @@ private:
   bpf_map *limited_ = nullptr;  // optional: objects older than limits: have none
   bpf_map *evicted_ = nullptr;  // optional: objects older than min_duration have none
   bpf_map *held_ = nullptr;     // optional, likewise
+  bpf_map *busy_ = nullptr;     // optional, likewise: weave_scratch_busy
   AttachMethod method_ = AttachMethod::Auto;
   std::string method_reason_;
   int stats_fd_ = -1;

@@ -637,7 +637,8 @@ std::string inlined_label(const ManifestProbe &probe) {
 // The exit summary: a line per probe (with many probes, only those that lost events), the total,
 // and the lost and malformed counts.
 void print_summary(const Manifest &m, const EventWriter &writer, uint64_t malformed,
-                   const std::vector<uint64_t> &lost, bool lost_known, uint64_t ring_size) {
+                   const std::vector<uint64_t> &lost, bool lost_known, uint64_t ring_size,
+                   const std::vector<uint64_t> &busy) {
   constexpr size_t kListedProbes = 20;
   uint64_t total_events = 0, total_lost = 0;
   for (size_t i = 0; i < m.probes.size(); ++i) {
@@ -654,8 +655,15 @@ void print_summary(const Manifest &m, const EventWriter &writer, uint64_t malfor
   if (m.probes.size() > 1)
     say("total: {}, {} lost{}", count(total_events, "event"), total_lost,
         m.probes.size() > kListedProbes ? " (each probe's: --stats)" : "");
-  if (total_lost > 0) {
-    say("{} lost (ring buffer full)", count(total_lost, "event"));
+  uint64_t total_busy = 0;
+  for (size_t i = 0; lost_known && i < busy.size() && i < m.probes.size(); ++i)
+    total_busy += busy[i];
+  if (total_busy > 0)
+    say("{} lost because every scratch record of a CPU was busy (runs of the probes preempted "
+        "halfway on it: weave_bpf.h, weave_scratch_begin)",
+        count(total_busy, "event"));
+  if (total_lost > total_busy) {
+    say("{} lost (ring buffer full)", count(total_lost - total_busy, "event"));
     // What holds more of them: the knobs, with their values now.
     uint32_t largest = 0;
     for (size_t i = 0; i < m.probes.size(); ++i)
@@ -992,7 +1000,10 @@ void report_at_exit(const Traced &t, const std::vector<uint64_t> &lost, bool los
     if (sinks.otlp)
       say("  {}", otlp_line(*sinks.otlp));
   }
-  print_summary(t.manifest, sinks.writer, sinks.calls.malformed(), lost, lost_known, t.loader.ring_size());
+  std::vector<uint64_t> busy;
+  if (!t.loader.busy_per_probe(busy, error))
+    busy.clear();
+  print_summary(t.manifest, sinks.writer, sinks.calls.malformed(), lost, lost_known, t.loader.ring_size(), busy);
   // What limits: dropped is part of the summary: the events above are not all the calls there were.
   if (std::vector<uint64_t> limited; t.loader.limited_per_probe(limited, error)) {
     uint64_t dropped = 0;
