@@ -75,10 +75,12 @@ public:
   // kDefaultRingSize. After load(): the size it has.
   void set_ring_size(uint64_t bytes) { ring_size_ = bytes; }
   uint64_t ring_size() const { return ring_size_ ? ring_size_ : kDefaultRingSize; }
-  // 16 MiB: Caddy's 11-value request entry (string_max 300, 2,872-byte records) under 9,000 req/s
-  // lost events with 4 MiB while the tracer shared two busy cores; 16 MiB holds ~5,800 such
-  // records, over half a second of that traffic.
-  static constexpr uint64_t kDefaultRingSize = 16u << 20;
+  // 8 MiB, by measurement (bench/service.sh, README "A real service"): Caddy under hey (20,000
+  // requests, concurrency 20) with 7 probes and their returns, 14 events a request, the tracer on
+  // two cores shared with builds: 0 lost with 4 MiB and more in every run; 2 MiB lost 7,555 events
+  // in one round, a backlog near 4 MB, which 8 MiB holds twice. The mapping costs twice its size in
+  // RSS once the ring has wrapped.
+  static constexpr uint64_t kDefaultRingSize = 8u << 20;
 
   // After load(): Multi or Perf, and why (e.g. "the kernel has it", "forced with --attach perf").
   AttachMethod method() const { return method_; }
