@@ -505,18 +505,21 @@ static __always_inline __u64 weave_call_exit(__u64 g, __u32 ptr_size, __u64 sp, 
  * 0-terminated: `pc` (where the probed function returns to), then the chain from `fp`, the caller's
  * frame pointer, in which [fp] is the next frame pointer and [fp + 8] that frame's return address.
  * Go lays frames out so on amd64 and arm64 alike. `max` is a constant at each call site, which
- * bounds the loop for the verifier. */
+ * bounds the loop for the verifier. The terminator is written, never assumed: a record's memory
+ * holds what an earlier record left there (a per-CPU scratch record, a ring buffer that wrapped). */
 static __always_inline void weave_walk_frames(__u64 *pcs, __u32 max, __u64 pc, __u64 fp)
 {
+	pcs[0] = pc;
 	if (!pc)
 		return;
-	pcs[0] = pc;
 	for (__u32 i = 1; i < max; i++) {
-		if (!fp || weave_load(&pc, fp + 8, 8) || !pc)
-			return;
+		pc = 0;
+		if (fp)
+			weave_load(&pc, fp + 8, 8); /* a fault leaves 0: the terminator */
 		pcs[i] = pc;
-		if (weave_load(&fp, fp, 8))
+		if (!pc)
 			return;
+		weave_load(&fp, fp, 8); /* a fault leaves fp 0: the next slot is the terminator */
 	}
 }
 
@@ -526,8 +529,8 @@ static __always_inline void weave_walk_frames(__u64 *pcs, __u32 max, __u64 pc, _
 static __always_inline void weave_stack_x86_64(__u64 *pcs, __u32 max, __u64 sp, __u64 bp)
 {
 	__u64 pc = 0;
-	if (!weave_load(&pc, sp, 8))
-		weave_walk_frames(pcs, max, pc, bp);
+	weave_load(&pc, sp, 8); /* a fault leaves 0: no frames */
+	weave_walk_frames(pcs, max, pc, bp);
 }
 
 
