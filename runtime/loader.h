@@ -79,7 +79,8 @@ public:
   // requests, concurrency 20) with 7 probes and their returns, 14 events a request, the tracer on
   // two cores shared with builds: 0 lost with 4 MiB and more in every run; 2 MiB lost 7,555 events
   // in one round, a backlog near 4 MB, which 8 MiB holds twice. The mapping costs twice its size in
-  // RSS once the ring has wrapped.
+  // RSS from the attach on. The tracer takes more when 128 of a spec's largest records need it
+  // (main.cpp: default_ring_size).
   static constexpr uint64_t kDefaultRingSize = 8u << 20;
 
   // After load(): Multi or Perf, and why (e.g. "the kernel has it", "forced with --attach perf").

@@ -779,6 +779,19 @@ int resolve_binary(const Options &opt, const Manifest &manifest, Mode mode, std:
   return -1;
 }
 
+// The ring buffer's size when neither --ring-size nor options.ring_size gives one: 8 MiB
+// (Loader::kDefaultRingSize, measured on Caddy), or room for 128 of the largest records when
+// that is more (stack windows of 64 KiB: 16 MiB), at most 64 MiB.
+uint64_t default_ring_size(const Manifest &m) {
+  uint64_t largest = 0;
+  for (const ManifestProbe &p : m.probes)
+    largest = std::max<uint64_t>(largest, p.event_size);
+  uint64_t size = Loader::kDefaultRingSize;
+  while (size < 128 * largest && size < (64u << 20))
+    size <<= 1;
+  return size;
+}
+
 // Loads the object, filters on `tgid` (0: every process) and attaches. False after saying why.
 bool attach_probes(Loader &loader, const Options &opt, std::string &object, const std::string &binary,
                    uint32_t tgid, uint64_t manifest_ring_size) {
@@ -1102,7 +1115,8 @@ int run(int argc, char **argv) {
   uint32_t tgid = mode == Mode::Command ? uint32_t(child.pid)
                   : mode == Mode::Pid   ? uint32_t(opt.pid)
                                         : 0;
-  if (!attach_probes(loader, opt, object, binary, tgid, manifest.ring_size)) {
+  if (!attach_probes(loader, opt, object, binary, tgid,
+                     manifest.ring_size ? manifest.ring_size : default_ring_size(manifest))) {
     abandon_child();
     return kExitSetup;
   }

@@ -574,9 +574,20 @@ constexpr uint32_t kScratchValueMax = 32768;
 // as many events as their data allows instead of as many as string_max allows. Not for records
 // built on the stack (sent whole, and small), nor for those a probe holds in a map until the
 // call returns (min_duration, capture_at_return: built in a reservation, copied whole).
+// The bytes a scratch record must have for its send to verify: the verifier may know the used
+// count only as below the area's next power of two (clang's code for the clamp can lose the
+// exact bound: seen on the random-signature oracle), so the record is padded to cover that too.
+uint64_t scratch_bytes(const EventPlan &event) {
+  uint64_t pow2 = 1;
+  while (pow2 <= event.strings_size)
+    pow2 <<= 1;
+  uint64_t bytes = std::max<uint64_t>(event.event_size, uint64_t{event.strings_offset} + 8 + pow2 - 1);
+  return (bytes + 7) / 8 * 8;
+}
+
 bool builds_in_scratch(const Plan &plan, const EventPlan &event) {
   return event.strings_size && !builds_on_stack(plan, event) && !event.holds &&
-         event.event_size + 8 <= kScratchValueMax;
+         scratch_bytes(event) + 8 <= kScratchValueMax;
 }
 
 // The code of a program and the layout of its record, from the first event it serves (every
@@ -1175,7 +1186,7 @@ Data plan_view(const Plan &plan) {
   for (const ProgramPlan &program : plan.programs) {
     const EventPlan &event = plan.event(program.events.front());
     if (builds_in_scratch(plan, event))
-      scratch_size = std::max(scratch_size, (event.event_size + 7) / 8 * 8);
+      scratch_size = std::max(scratch_size, uint32_t(scratch_bytes(event)));
   }
   Data scratch{Data::type::list};
   if (scratch_size)
