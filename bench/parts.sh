@@ -10,7 +10,8 @@
 # Parts, cut from the generated probes.bpf.c at its comments:
 #   empty     return at once
 #   filter    the cookie, the pid filter and the hits counter (weave_begin)
-#   reserve   + the ring buffer reservation of the whole record, the clock, submit
+#   reserve   + the record (a per-CPU scratch record, or a ring buffer reservation of the whole
+#             record), the clock, and the send (the used bytes copied, or the reservation submitted)
 #   g         + the goroutine id and ancestry reads
 #   regions   + the regions and the captures' values (strings' lengths, not their bytes)
 #   full      + the strings' bytes: the generated program as it is
@@ -61,7 +62,8 @@ body = at("/* A copy of the registers")
 g = at("/* goroutine id")
 regions = at("/* region 0")
 strings = at("/* The strings' bytes")
-submit = at("bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP)")
+# The send: a scratch record's copy of its used bytes, or a reservation's submit.
+submit = at("{ /* into the ring buffer" if "{ /* into the ring buffer" in src else "bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP)")
 end = src.index("\n}", submit)
 head = src[:src.index("__u64 cookie")]
 lens = sorted(set(re.findall(r"e->(c\d+_len) = len;", src)))

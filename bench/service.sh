@@ -30,6 +30,7 @@
 #   SERVICE_CONCURRENCY=N    hey's concurrency (default 20)
 #   SERVICE_ROUNDS=N         interleaved rounds (default 3)
 #   SERVICE_MODES="..."      modes to run (default: untraced weave-1 weave-7 bpftrace floor-sym floor-weave)
+#   SERVICE_RING_SIZE=SIZE   the weave tracers' --ring-size (default: the manifest's, else the tracer's)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,6 +40,8 @@ REQUESTS=${SERVICE_REQUESTS:-20000}
 CONCURRENCY=${SERVICE_CONCURRENCY:-20}
 ROUNDS=${SERVICE_ROUNDS:-3}
 MODES=${SERVICE_MODES:-untraced weave-1 weave-7 bpftrace floor-sym floor-weave}
+RING=()
+[ -n "${SERVICE_RING_SIZE:-}" ] && RING=(--ring-size "$SERVICE_RING_SIZE")
 
 . "$ROOT/bench/lib.sh" # say, median, ratio, run_ns
 die() { say "service-bench: $*"; exit 1; }
@@ -143,7 +146,7 @@ run() {
       [ $mode = weave-7 ] && out=$WORK/seven
       local stats=()
       [ $mode = weave-1 ] && stats=(--stats)
-      "$out/tracer" --pid $caddy_pid "${stats[@]}" --format json -o "$dir/events.jsonl" 2> "$dir/tracer.err" &
+      "$out/tracer" --pid $caddy_pid "${stats[@]}" "${RING[@]}" --format json -o "$dir/events.jsonl" 2> "$dir/tracer.err" &
       tracer_pid=$!
       for _ in $(seq 1 3000); do grep -q "Ctrl-C to stop" "$dir/tracer.err" && break; sleep 0.1; done
       ;;

@@ -41,7 +41,7 @@ inline constexpr TracerOption kTracerOptions[] = {
      "or auto: uprobe_multi when the kernel has it"},
     {"--ring-size", "--ring-size", TracerOption::kValue, "BYTES", "", TracerOption::kPass,
      "bytes of the ring buffer the probes write events into, a power of two with an optional K, M or G "
-     "(e.g. 64M): larger loses fewer events under load (default: the spec's options.ring_size, else 16M)"},
+     "(e.g. 64M): larger loses fewer events under load (default: the spec's options.ring_size, else 8M, or room for 128 of the largest records)"},
     {"--stats", "--stats", TracerOption::kOptionalValue, "SECONDS", "", TracerOption::kPass,
      "print per-probe hits, events, lost events and BPF run time to stderr at exit, and every SECONDS "
      "seconds with --stats=SECONDS"},

@@ -45,7 +45,7 @@ bool Calls::decode(const Manifest &manifest, const void *data, size_t size, Call
   if (size < sizeof h)
     return false;
   std::memcpy(&h, data, sizeof h);
-  if (h.probe_id >= manifest.probes.size() || size < manifest.probes[h.probe_id].event_size ||
+  if (h.probe_id >= manifest.probes.size() || !record_fits(manifest.probes[h.probe_id], data, size) ||
       (h.kind != WEAVE_EVENT_ENTRY && h.kind != WEAVE_EVENT_RETURN))
     return false;
   const ManifestProbe &probe = manifest.probes[h.probe_id];

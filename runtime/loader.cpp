@@ -279,7 +279,8 @@ bool Loader::load(std::string_view object, std::string &error, AttachMethod meth
   }
 
   for (auto [map, name] : {std::pair{&filtered_, "weave_filtered"}, std::pair{&limited_, "weave_limited"},
-                           std::pair{&evicted_, "weave_evicted"}, std::pair{&held_, "weave_held"}}) {
+                           std::pair{&evicted_, "weave_evicted"}, std::pair{&held_, "weave_held"},
+                           std::pair{&busy_, "weave_scratch_busy"}}) {
     *map = bpf_object__find_map_by_name(object_, name);
     if (*map && (bpf_map__type(*map) != BPF_MAP_TYPE_PERCPU_ARRAY ||
                  bpf_map__max_entries(*map) < manifest_.probes.size())) {
@@ -567,8 +568,24 @@ bool Loader::read_counters(bpf_map *map, const char *name, std::vector<uint64_t>
   return true;
 }
 
+// Lost: no room in the ring buffer (weave_lost), or no free scratch record to build the event in
+// (weave_scratch_busy, templates/weave_bpf.h): either way a hit that is not an event.
 bool Loader::lost_per_probe(std::vector<uint64_t> &lost, std::string &error) const {
-  return read_counters(lost_, "weave_lost", lost, error);
+  std::vector<uint64_t> busy;
+  if (!read_counters(lost_, "weave_lost", lost, error) || !busy_per_probe(busy, error))
+    return false;
+  for (size_t i = 0; i < lost.size(); ++i)
+    lost[i] += busy[i];
+  return true;
+}
+
+bool Loader::busy_per_probe(std::vector<uint64_t> &busy, std::string &error) const {
+  error.clear();
+  if (!busy_) {
+    busy.assign(manifest_.probes.size(), 0);
+    return true;
+  }
+  return read_counters(busy_, "weave_scratch_busy", busy, error);
 }
 
 bool Loader::hits_per_probe(std::vector<uint64_t> &hits, std::string &error) const {

@@ -75,10 +75,13 @@ public:
   // kDefaultRingSize. After load(): the size it has.
   void set_ring_size(uint64_t bytes) { ring_size_ = bytes; }
   uint64_t ring_size() const { return ring_size_ ? ring_size_ : kDefaultRingSize; }
-  // 16 MiB: Caddy's 11-value request entry (string_max 300, 2,872-byte records) under 9,000 req/s
-  // lost events with 4 MiB while the tracer shared two busy cores; 16 MiB holds ~5,800 such
-  // records, over half a second of that traffic.
-  static constexpr uint64_t kDefaultRingSize = 16u << 20;
+  // 8 MiB, by measurement (bench/service.sh, README "A real service"): Caddy under hey (20,000
+  // requests, concurrency 20) with 7 probes and their returns, 14 events a request, the tracer on
+  // two cores shared with builds: 0 lost with 4 MiB and more in every run; 2 MiB lost 7,555 events
+  // in one round, a backlog near 4 MB, which 8 MiB holds twice. The mapping costs twice its size in
+  // RSS from the attach on. The tracer takes more when 128 of a spec's largest records need it
+  // (main.cpp: default_ring_size).
+  static constexpr uint64_t kDefaultRingSize = 8u << 20;
 
   // After load(): Multi or Perf, and why (e.g. "the kernel has it", "forced with --attach perf").
   AttachMethod method() const { return method_; }
@@ -110,6 +113,9 @@ public:
 
   // Events the BPF side could not reserve (ring buffer full), per probe id, summed over CPUs.
   bool lost_per_probe(std::vector<uint64_t> &lost, std::string &error) const;
+  // Of those, the events a program could not build because every per-CPU scratch record of its CPU
+  // was busy (weave_scratch_busy; all 0 for an object without it).
+  bool busy_per_probe(std::vector<uint64_t> &busy, std::string &error) const;
   // Probe runs for a traced process (after the pid filter), per probe id, summed over CPUs. False
   // with an empty `error` when the object has no weave_hits map (built by an older weave).
   bool hits_per_probe(std::vector<uint64_t> &hits, std::string &error) const;
@@ -157,6 +163,7 @@ private:
   bpf_map *limited_ = nullptr;  // optional: objects older than limits: have none
   bpf_map *evicted_ = nullptr;  // optional: objects older than min_duration have none
   bpf_map *held_ = nullptr;     // optional, likewise
+  bpf_map *busy_ = nullptr;     // optional, likewise: weave_scratch_busy
   AttachMethod method_ = AttachMethod::Auto;
   std::string method_reason_;
   int stats_fd_ = -1;

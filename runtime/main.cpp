@@ -638,7 +638,8 @@ std::string inlined_label(const ManifestProbe &probe) {
 // The exit summary: a line per probe (with many probes, only those that lost events), the total,
 // and the lost and malformed counts.
 void print_summary(const Manifest &m, const EventWriter &writer, uint64_t malformed,
-                   const std::vector<uint64_t> &lost, bool lost_known, uint64_t ring_size) {
+                   const std::vector<uint64_t> &lost, bool lost_known, uint64_t ring_size,
+                   const std::vector<uint64_t> &busy) {
   constexpr size_t kListedProbes = 20;
   uint64_t total_events = 0, total_lost = 0;
   for (size_t i = 0; i < m.probes.size(); ++i) {
@@ -655,8 +656,15 @@ void print_summary(const Manifest &m, const EventWriter &writer, uint64_t malfor
   if (m.probes.size() > 1)
     say("total: {}, {} lost{}", count(total_events, "event"), total_lost,
         m.probes.size() > kListedProbes ? " (each probe's: --stats)" : "");
-  if (total_lost > 0) {
-    say("{} lost (ring buffer full)", count(total_lost, "event"));
+  uint64_t total_busy = 0;
+  for (size_t i = 0; lost_known && i < busy.size() && i < m.probes.size(); ++i)
+    total_busy += busy[i];
+  if (total_busy > 0)
+    say("{} lost because every scratch record of a CPU was busy (runs of the probes preempted "
+        "halfway on it: weave_bpf.h, weave_scratch_begin)",
+        count(total_busy, "event"));
+  if (total_lost > total_busy) {
+    say("{} lost (ring buffer full)", count(total_lost - total_busy, "event"));
     // What holds more of them: the knobs, with their values now.
     uint32_t largest = 0;
     for (size_t i = 0; i < m.probes.size(); ++i)
@@ -770,6 +778,19 @@ int resolve_binary(const Options &opt, const Manifest &manifest, Mode mode, std:
     return kExitSetup;
   }
   return -1;
+}
+
+// The ring buffer's size when neither --ring-size nor options.ring_size gives one: 8 MiB
+// (Loader::kDefaultRingSize, measured on Caddy), or room for 128 of the largest records when
+// that is more (stack windows of 64 KiB: 16 MiB), at most 64 MiB.
+uint64_t default_ring_size(const Manifest &m) {
+  uint64_t largest = 0;
+  for (const ManifestProbe &p : m.probes)
+    largest = std::max<uint64_t>(largest, p.event_size);
+  uint64_t size = Loader::kDefaultRingSize;
+  while (size < 128 * largest && size < (64u << 20))
+    size <<= 1;
+  return size;
 }
 
 // Loads the object, filters on `tgid` (0: every process) and attaches. False after saying why.
@@ -993,7 +1014,10 @@ void report_at_exit(const Traced &t, const std::vector<uint64_t> &lost, bool los
     if (sinks.otlp)
       say("  {}", otlp_line(*sinks.otlp));
   }
-  print_summary(t.manifest, sinks.writer, sinks.calls.malformed(), lost, lost_known, t.loader.ring_size());
+  std::vector<uint64_t> busy;
+  if (!t.loader.busy_per_probe(busy, error))
+    busy.clear();
+  print_summary(t.manifest, sinks.writer, sinks.calls.malformed(), lost, lost_known, t.loader.ring_size(), busy);
   // What limits: dropped is part of the summary: the events above are not all the calls there were.
   if (std::vector<uint64_t> limited; t.loader.limited_per_probe(limited, error)) {
     uint64_t dropped = 0;
@@ -1092,7 +1116,8 @@ int run(int argc, char **argv) {
   uint32_t tgid = mode == Mode::Command ? uint32_t(child.pid)
                   : mode == Mode::Pid   ? uint32_t(opt.pid)
                                         : 0;
-  if (!attach_probes(loader, opt, object, binary, tgid, manifest.ring_size)) {
+  if (!attach_probes(loader, opt, object, binary, tgid,
+                     manifest.ring_size ? manifest.ring_size : default_ring_size(manifest))) {
     abandon_child();
     return kExitSetup;
   }

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -541,7 +542,10 @@ ManifestProbe parse_probe(const json &p, size_t index, uint32_t header_size) {
     area_size = u32_at(area, path + ".strings", "size", kMaxEventSize);
     if (area_offset < header_size || uint64_t{area_offset} + 8 + area_size > probe.event_size)
       fail(path + ".strings", "outside the event record");
+    probe.strings_offset = area_offset;
   }
+  probe.min_size = area_size && uint64_t{area_offset} + 8 + area_size == probe.event_size ? area_offset + 8
+                                                                                         : probe.event_size;
   const json &captures = array_at(p, path, "captures");
   std::set<uint32_t> bits;
   std::set<std::string> exprs;
@@ -699,6 +703,18 @@ Manifest parse(const json &root) {
 }
 
 } // namespace
+
+bool record_fits(const ManifestProbe &probe, const void *data, size_t size) {
+  if (size < probe.min_size)
+    return false;
+  if (size >= probe.event_size)
+    return true;
+  // A short record: its used bytes, strings_len of them after the word that counts them, must be
+  // all there (the area's readers are bounded by that word).
+  uint64_t used = 0;
+  std::memcpy(&used, static_cast<const char *>(data) + probe.strings_offset, sizeof used);
+  return used <= size - probe.min_size;
+}
 
 size_t Manifest::attach_count() const {
   size_t n = 0;

@@ -133,6 +133,12 @@ struct ManifestAttach {
   uint64_t cookie = 0;
 };
 
+struct ManifestProbe;
+// Whether a record of `size` bytes is whole for its probe: at least its fixed part, and when it is
+// shorter than event_size, no more string bytes counted than it holds. Decoders check this before
+// they read a byte past the header.
+bool record_fits(const ManifestProbe &probe, const void *data, size_t size);
+
 struct ManifestProbe {
   uint32_t id = 0;
   std::string name;
@@ -140,6 +146,11 @@ struct ManifestProbe {
   std::string abi;
   std::string program;
   uint32_t event_size = 0;
+  // The shortest record the probe sends: a probe whose string area ends its record sends only the
+  // used part (the fixed part and strings_len, then the bytes it counts: weave_bpf.h,
+  // weave_scratch_emit), so its records may be this short; else every record is event_size.
+  uint32_t min_size = 0;
+  uint32_t strings_offset = 0; // where strings_len is, when the probe has a string area (else 0)
   uint32_t duration_offset = 0; // return events: where the call's duration (u64 ns) is; 0 if none
   uint64_t min_duration_ns = 0; // min_duration: entries arrive with their returns, late (GraphView)
   bool holds_entry = false;     // min_duration or when_return: the same (min_duration_ns alone in older manifests)

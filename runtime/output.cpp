@@ -353,7 +353,7 @@ bool EventPrinter::format(const void *data, size_t size, std::string &out) {
   if (size < sizeof h)
     return false;
   std::memcpy(&h, data, sizeof h);
-  if (h.probe_id >= manifest_.probes.size() || size < manifest_.probes[h.probe_id].event_size ||
+  if (h.probe_id >= manifest_.probes.size() || !record_fits(manifest_.probes[h.probe_id], data, size) ||
       (h.kind != WEAVE_EVENT_ENTRY && h.kind != WEAVE_EVENT_RETURN))
     return false;
   auto *event = static_cast<const uint8_t *>(data);
@@ -368,7 +368,8 @@ namespace {
 
 // A string slot: the full length, then the bytes that were copied (the manifest guarantees
 // offset + 8 + max_len <= event_size <= the record's size), or, for a string in its probe's string
-// area, their position there (the manifest guarantees the area lies inside the record).
+// area, their position there (the manifest guarantees the area lies inside event_size, and
+// record_fits that a shorter record holds every byte its strings_len counts).
 struct StringSlot {
   std::string_view bytes;
   bool truncated;

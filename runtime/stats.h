@@ -4,7 +4,8 @@
 //   hits    its BPF program ran for it in a traced process: counted in weave_reserve after the pid
 //           filter (weave_hits, templates/weave_bpf.h);
 //   events  records the tracer received from the ring buffer (each one reserved and submitted);
-//   lost    no room in the ring buffer (weave_lost);
+//   lost    no room in the ring buffer (weave_lost), or, for a record built in a per-CPU scratch
+//           record, every one of its CPU busy (weave_scratch_busy: runs preempted halfway);
 //   filtered dropped by the probe's when: condition, or a return whose entry was not emitted
 //           (filtered or limited) (weave_filtered);
 //   limited dropped by limits: events_per_second (weave_limited). Each of the two is a column of

@@ -51,6 +51,7 @@ static long (*bpf_probe_read_user)(void *dst, __u32 size, const void *unsafe_ptr
 static void *(*bpf_ringbuf_reserve)(void *ringbuf, __u64 size, __u64 flags) = (void *)131;
 static void (*bpf_ringbuf_submit)(void *data, __u64 flags) = (void *)132;
 static void (*bpf_ringbuf_discard)(void *data, __u64 flags) = (void *)133;
+static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 flags) = (void *)130;
 static __u64 (*bpf_get_attach_cookie)(void *ctx) = (void *)174;
 static __u64 (*bpf_get_current_task)(void) = (void *)35;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)113;
@@ -206,6 +207,106 @@ static __always_inline void weave_output(struct weave_event_header *h, __u64 siz
 	__builtin_memcpy((__u64 *)r, (__u64 *)h, size); /* 8-byte moves: both are 8-byte aligned */
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
+
+/* ---- Records as long as their data ----------------------------------------------------------
+ * A record with a string area (its strings' bytes packed from the area's start, strings_len of
+ * them used) is built in a per-CPU scratch record and copied into the ring buffer with
+ * bpf_ringbuf_output of its used bytes only: the fixed part, strings_len and the bytes it counts.
+ * The ring then holds as many events as their data allows (Caddy's 11-value request entry: ~300
+ * bytes of a 2,912-byte record), and the tracer decodes a record by its real length.
+ *
+ * A uprobe program can be preempted, and another run of it (or of another program) on this CPU
+ * can start in between, so a scratch record is taken with a busy word: a run adds 1 and owns the
+ * record when the word then reads 1 (while one run owns it, every other run's add makes it read 2
+ * or more; the reads are ordered after the adds on this one CPU, where the program stays). A run
+ * that finds all WEAVE_SCRATCH_SLOTS records of its CPU busy (as many runs preempted halfway on it)
+ * counts its event lost in weave_scratch_busy, never writes into a record another run is building. */
+#ifdef WEAVE_SCRATCH_SIZE
+#define WEAVE_SCRATCH_SLOTS 4
+struct weave_scratch {
+	__u64 busy; /* runs that tried to take it and have not let go */
+	__u64 record[WEAVE_SCRATCH_SIZE / 8];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WEAVE_SCRATCH_SLOTS);
+	__type(key, __u32);
+	__type(value, struct weave_scratch);
+} weave_scratch SEC(".maps");
+
+/* Events not sent because every scratch record of the CPU was busy, per probe id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WEAVE_PROBE_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} weave_scratch_busy SEC(".maps");
+
+/* weave_scratch_take: scratch record `slot` of this CPU if no other run holds it, else 0. */
+static __always_inline struct weave_scratch *weave_scratch_take(__u32 slot)
+{
+	struct weave_scratch *s = bpf_map_lookup_elem(&weave_scratch, &slot);
+	if (!s)
+		return 0;
+	__sync_fetch_and_add(&s->busy, 1);
+	if (*(volatile __u64 *)&s->busy == 1)
+		return s;
+	__sync_fetch_and_add(&s->busy, -1);
+	return 0;
+}
+
+/* weave_scratch_begin: weave_begin straight into a free scratch record of this CPU. Returns 0 when
+ * the process is not traced or no record is free (then counted in weave_scratch_busy). */
+static __always_inline struct weave_event_header *weave_scratch_begin(__u64 cookie, __u64 ip, __u32 kind)
+{
+	struct weave_event_header header;
+	if (weave_begin(&header, cookie, ip, kind, 0))
+		return 0;
+	struct weave_scratch *s = weave_scratch_take(0); /* WEAVE_SCRATCH_SLOTS tries */
+	if (!s)
+		s = weave_scratch_take(1);
+	if (!s)
+		s = weave_scratch_take(2);
+	if (!s)
+		s = weave_scratch_take(3);
+	if (!s) {
+		weave_count(&weave_scratch_busy, header.probe_id);
+		return 0;
+	}
+	struct weave_event_header *h = (struct weave_event_header *)s->record;
+	*h = header;
+	h->ts_ns = bpf_ktime_get_ns();
+	return h;
+}
+
+/* weave_scratch_release: let go of the scratch record h is (its busy word is right before it). */
+static __always_inline void weave_scratch_release(struct weave_event_header *h)
+{
+	__sync_fetch_and_add((__u64 *)h - 1, -1);
+}
+
+/* weave_scratch_emit: copy the record's first `size` bytes into the ring buffer (lost when it is
+ * full) and let go of it. `size` is the fixed part plus strings_len, bounded by the caller. */
+static __always_inline void weave_scratch_emit(struct weave_event_header *h, __u64 size)
+{
+	if (bpf_ringbuf_output(&weave_events, h, size, BPF_RB_NO_WAKEUP))
+		weave_count(&weave_lost, h->probe_id);
+	weave_scratch_release(h);
+}
+
+/* weave_scratch_drop, weave_scratch_drop_limited: as weave_drop for a scratch record. */
+static __always_inline void weave_scratch_drop(struct weave_event_header *h)
+{
+	weave_count(&weave_filtered, h->probe_id);
+	weave_scratch_release(h);
+}
+
+static __always_inline void weave_scratch_drop_limited(struct weave_event_header *h)
+{
+	weave_count(&weave_limited, h->probe_id);
+	weave_scratch_release(h);
+}
+#endif
 
 /* weave_drop, weave_drop_limited: discard a reserved record that its probe's when: condition or
  * its limits rule out, counted. weave_skip, weave_skip_limited: the same for one on the stack. */
@@ -404,18 +505,21 @@ static __always_inline __u64 weave_call_exit(__u64 g, __u32 ptr_size, __u64 sp, 
  * 0-terminated: `pc` (where the probed function returns to), then the chain from `fp`, the caller's
  * frame pointer, in which [fp] is the next frame pointer and [fp + 8] that frame's return address.
  * Go lays frames out so on amd64 and arm64 alike. `max` is a constant at each call site, which
- * bounds the loop for the verifier. */
+ * bounds the loop for the verifier. The terminator is written, never assumed: a record's memory
+ * holds what an earlier record left there (a per-CPU scratch record, a ring buffer that wrapped). */
 static __always_inline void weave_walk_frames(__u64 *pcs, __u32 max, __u64 pc, __u64 fp)
 {
+	pcs[0] = pc;
 	if (!pc)
 		return;
-	pcs[0] = pc;
 	for (__u32 i = 1; i < max; i++) {
-		if (!fp || weave_load(&pc, fp + 8, 8) || !pc)
-			return;
+		pc = 0;
+		if (fp)
+			weave_load(&pc, fp + 8, 8); /* a fault leaves 0: the terminator */
 		pcs[i] = pc;
-		if (weave_load(&fp, fp, 8))
+		if (!pc)
 			return;
+		weave_load(&fp, fp, 8); /* a fault leaves fp 0: the next slot is the terminator */
 	}
 }
 
@@ -425,8 +529,8 @@ static __always_inline void weave_walk_frames(__u64 *pcs, __u32 max, __u64 pc, _
 static __always_inline void weave_stack_x86_64(__u64 *pcs, __u32 max, __u64 sp, __u64 bp)
 {
 	__u64 pc = 0;
-	if (!weave_load(&pc, sp, 8))
-		weave_walk_frames(pcs, max, pc, bp);
+	weave_load(&pc, sp, 8); /* a fault leaves 0: no frames */
+	weave_walk_frames(pcs, max, pc, bp);
 }
 
 
@@ -538,8 +642,6 @@ static __always_inline __u64 weave_tls_g(long offset)
 #define BPF_NOEXIST 1
 #define BPF_F_NO_PREALLOC 1
 #define WEAVE_EEXIST 17
-
-static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 flags) = (void *)130;
 
 /* Held entries that could not be kept, per probe id: the map was full, or a call at the same key
  * never returned (a panic, Goexit) and a new one took its place. */

@@ -552,6 +552,44 @@ Data user_view(const ProbePlan &probe, const EventPlan &event, bool first) {
 // more at compile time).
 uint32_t max_stack_event(const Plan &plan) { return plan.target.arch == "arm64" ? 160 : 256; }
 
+// A call its when: condition, its limits or a missing entry may drop is built on the BPF stack
+// and copied into the ring buffer only once it passes: a dropped call then costs no ring buffer
+// reservation (bench/run.sh, step 6: ~120 ns here) and, for an entry that pairs nothing, no clock
+// read either (another ~120 ns). Only records that fit beside the register copy (512 bytes of
+// stack in all) are built so; larger ones are reserved first and discarded when dropped.
+// min_duration and capture_at_return: the probe holds its calls in flight in a map of its own,
+// and its records are reserved in the ring buffer (program_view).
+bool builds_on_stack(const Plan &plan, const EventPlan &event) {
+  bool limited = event.kind == "entry" && (event.events_per_second || plan.total_events_per_second);
+  bool gated = event.filter || limited;
+  return (gated || event.needs_entry) && event.event_size <= max_stack_event(plan) && !event.holds;
+}
+
+// The largest per-CPU map value the kernel allocates (PCPU_MIN_UNIT_SIZE): a scratch record and
+// its busy word must fit.
+constexpr uint32_t kScratchValueMax = 32768;
+
+// A record with a string area (which ends it) is built in a per-CPU scratch record and sent with
+// only its used bytes (weave_bpf.h: weave_scratch_begin, weave_scratch_emit): the ring then holds
+// as many events as their data allows instead of as many as string_max allows. Not for records
+// built on the stack (sent whole, and small), nor for those a probe holds in a map until the
+// call returns (min_duration, capture_at_return: built in a reservation, copied whole).
+// The bytes a scratch record must have for its send to verify: the verifier may know the used
+// count only as below the area's next power of two (clang's code for the clamp can lose the
+// exact bound: seen on the random-signature oracle), so the record is padded to cover that too.
+uint64_t scratch_bytes(const EventPlan &event) {
+  uint64_t pow2 = 1;
+  while (pow2 <= event.strings_size)
+    pow2 <<= 1;
+  uint64_t bytes = std::max<uint64_t>(event.event_size, uint64_t{event.strings_offset} + 8 + pow2 - 1);
+  return (bytes + 7) / 8 * 8;
+}
+
+bool builds_in_scratch(const Plan &plan, const EventPlan &event) {
+  return event.strings_size && !builds_on_stack(plan, event) && !event.holds &&
+         scratch_bytes(event) + 8 <= kScratchValueMax;
+}
+
 // The code of a program and the layout of its record, from the first event it serves (every
 // other one has the same shape: plan.cpp, program_shape).
 Data program_view(const Plan &plan, const ProgramPlan &program) {
@@ -584,24 +622,23 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
   // With "when:" or limits, the call is remembered for its return only once it has passed them.
   bool limited = event->kind == "entry" && (event->events_per_second || plan.total_events_per_second);
   bool gated = event->filter || limited;
-  // A call its when: condition, its limits or a missing entry may drop is built on the BPF stack
-  // and copied into the ring buffer only once it passes: a dropped call then costs no ring buffer
-  // reservation (bench/run.sh, step 6: ~120 ns here) and, for an entry that pairs nothing, no clock
-  // read either (another ~120 ns). Only records that fit beside the register copy (512 bytes of
-  // stack in all) are built so; larger ones are reserved first and discarded when dropped.
-  // min_duration and capture_at_return: the probe holds its calls in flight in a map of its own,
-  // and its records are reserved in the ring buffer (below).
+  // Where the record is built: on the stack, in a per-CPU scratch record, or in a ring buffer
+  // reservation (builds_on_stack, builds_in_scratch).
   const bool holds = event->holds, is_entry = event->kind == "entry";
   const bool min = event->min_duration_ns > 0;
   const bool keeps_entry = event->holds_entry; // min_duration or when_return: the entry record is held
-  bool on_stack = (gated || event->needs_entry) && event->event_size <= max_stack_event(plan) && !holds;
+  bool on_stack = builds_on_stack(plan, *event);
+  bool scratch = builds_in_scratch(plan, *event);
   bool late_clock = on_stack && event->filter && event->kind == "entry" && !event->pairs_calls;
   ev.set("on_stack", on_stack);
-  ev.set("in_ring", !on_stack);
+  ev.set("in_ring", !on_stack && !scratch);
+  ev.set("in_scratch", scratch);
   ev.set("early_clock", on_stack ? (late_clock ? "0" : "1") : "");
   ev.set("late_clock", late_clock);
-  ev.set("drop", on_stack ? "weave_skip" : "weave_drop");
-  ev.set("drop_limited", on_stack ? "weave_skip_limited" : "weave_drop_limited");
+  ev.set("drop", on_stack ? "weave_skip" : scratch ? "weave_scratch_drop" : "weave_drop");
+  ev.set("drop_limited", on_stack  ? "weave_skip_limited"
+                         : scratch ? "weave_scratch_drop_limited"
+                                   : "weave_drop_limited");
   // Built on the stack, an entry reads what its condition needs, decides, and only then the rest:
   // goroutine id, stack and the other captures cost nothing on a call it drops.
   bool defer_reads = on_stack && event->kind == "entry";
@@ -683,7 +720,15 @@ Data program_view(const Plan &plan, const ProgramPlan &program) {
     keep_checks.push_back(check);
   }
   ev.set("keep_checks", keep_checks);
-  ev.set("submit", !on_stack && !(holds && keeps_entry));
+  ev.set("submit", !on_stack && !scratch && !(holds && keeps_entry));
+  Data emits{Data::type::list};
+  if (scratch) {
+    Data emit;
+    emit.set("fixed", std::to_string(event->strings_offset + 8));
+    emit.set("size", std::to_string(event->strings_size));
+    emits.push_back(emit);
+  }
+  ev.set("emit", emits);
   Data limits{Data::type::list};
   if (limited) {
     std::vector<std::string> checks, what;
@@ -1136,6 +1181,17 @@ Data plan_view(const Plan &plan) {
   for (const ProgramPlan &program : plan.programs)
     programs.push_back(program_view(plan, program));
   view.set("programs", programs);
+  // The per-CPU scratch records (weave_bpf.h): as large as the largest record built there.
+  uint32_t scratch_size = 0;
+  for (const ProgramPlan &program : plan.programs) {
+    const EventPlan &event = plan.event(program.events.front());
+    if (builds_in_scratch(plan, event))
+      scratch_size = std::max(scratch_size, uint32_t(scratch_bytes(event)));
+  }
+  Data scratch{Data::type::list};
+  if (scratch_size)
+    scratch.push_back(Data(std::to_string(scratch_size)));
+  view.set("scratch_size", scratch);
   view.set("spawn", plan.spawn ? spawn_view(plan) : Data(false));
   view.set("target_arch", plan.target.arch == "arm64" ? "arm64" : "x86");
   std::string flags;

@@ -92,7 +92,8 @@ TEST_CASE("ring_size: the spec's size, --ring-size over it, and the knobs named 
   INFO(spec_size.err);
   REQUIRE(spec_size.status == 0);
   CHECK(spec_size.err.find("ring buffer: 128 KiB") != std::string::npos);
-  // 4 KiB holds one of these 2 KiB records: hundreds of calls between two drains (every 5 ms) lose some, on
+  // 4 KiB holds a dozen of these records (sent as the bytes they use, ~300; 2 KiB at most): hundreds
+  // of calls between two drains (every 5 ms) lose some, on
   // any machine but one where the tracer drains faster than the calls come; either way the
   // summary adds up, and names the knobs exactly when something was lost.
   const int rounds = 300;
@@ -119,4 +120,45 @@ TEST_CASE("ring_size: the spec's size, --ring-size over it, and the knobs named 
   auto flag = e2e::run({dir + "/out/tracer", "--ring-size", "3M", "--", "/bin/true"});
   CHECK(flag.status != 0);
   CHECK(flag.err.find("power of two") != std::string::npos);
+}
+
+TEST_CASE("records as long as their data: a record larger than the whole ring arrives as the bytes it uses") {
+  e2e::require_bpf();
+  std::string dir = e2e::temp_dir("ring-short");
+  // Two strings of up to 4,000 bytes: an 8 KiB record, which a 4 KiB ring could never reserve.
+  // Sent as the bytes used (the fixed part and the strings' ~150 bytes), the 6 calls' records
+  // fit in it all at once, drained or not: every call is an event, each string as the program
+  // passed it.
+  std::ofstream(dir + "/spec.yaml") << "probes:\n"
+                                       "  - function: main.Strings\n"
+                                       "    capture: [s, long]\n"
+                                       "options: {string_max: 4000}\n";
+  auto built = e2e::run({e2e::weave(), dir + "/spec.yaml", e2e::fixture("fixture"), "-o", dir + "/out"});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  json manifest = json::parse(e2e::read_file(dir + "/out/probes.json"));
+  REQUIRE(manifest["probes"][0]["event_size"].get<int>() > 8000);
+  auto traced = e2e::run({dir + "/out/tracer", "--ring-size", "4K", "--stats", "--format", "json", "-o",
+                          dir + "/events.jsonl", "--", e2e::fixture("fixture"), "-truth", dir + "/truth.jsonl",
+                          "-rounds", "3"});
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  CHECK(traced.err.find("main.Strings (entry): 6 events, 0 lost") != std::string::npos);
+  CHECK(traced.err.find("stats do not add up") == std::string::npos);
+  std::vector<json> truth;
+  for (const json &t : e2e::json_lines(e2e::read_file(dir + "/truth.jsonl")))
+    if (t["function"] == "main.Strings")
+      truth.push_back(t["args"]);
+  std::vector<json> events = e2e::json_lines(e2e::read_file(dir + "/events.jsonl"));
+  REQUIRE(truth.size() == 6);
+  REQUIRE(events.size() == truth.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    CAPTURE(i);
+    INFO(events[i].dump());
+    CHECK(events[i]["args"]["long"] == truth[i]["long"]);
+    if (truth[i]["s"].is_string()) // else bytes that are not UTF-8 (test_trace compares those)
+      CHECK(events[i]["args"]["s"] == truth[i]["s"]);
+    else
+      CHECK(events[i]["args"]["s"].get<std::string>().rfind("bad<0xff><0xfe>", 0) == 0);
+  }
 }

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "calls.h"
 #include "event.h"
 #include "manifest.h"
 #include "output.h"
@@ -918,6 +919,33 @@ TEST_CASE("output: strings in a probe's string area, read in one span or each in
   e.u64(88, ~uint64_t{0});
   CHECK(format(m, OutputFormat::Text, e) ==
         "0.000000 pid=10 tid=11 goid=1 handle: main.(*Server).Handle(m=\"GET\", u=\"\"...(12 bytes))\n");
+
+  // Records as long as their data (weave_bpf.h: weave_scratch_emit): the fixed part, strings_len,
+  // and the bytes it counts. The same span in a 110-byte record reads as in the whole one.
+  REQUIRE(m.probes[0].min_size == 104);
+  e.u64(64, 3).u64(72, 0).u64(80, 2).u64(88, 4).u64(96, 6);
+  std::memcpy(e.bytes.data() + 104, "GET /a", 6);
+  {
+    EventPrinter printer(m, OutputFormat::Text, kStart);
+    std::string out;
+    CHECK(printer.format(e.bytes.data(), 110, out));
+    CHECK(out == "0.000000 pid=10 tid=11 goid=1 handle: main.(*Server).Handle(m=\"GET\", u=\"/a\")\n");
+    CallEvent ce;
+    CHECK(Calls::decode(m, e.bytes.data(), 104 + 6, ce));
+    // Shorter than its fixed part, or counting more bytes than it holds: malformed, never read.
+    out.clear();
+    CHECK_FALSE(printer.format(e.bytes.data(), 103, out));
+    CHECK_FALSE(printer.format(e.bytes.data(), 109, out));
+    CHECK_FALSE(Calls::decode(m, e.bytes.data(), 109, ce));
+    e.u64(96, ~uint64_t{0});
+    CHECK_FALSE(printer.format(e.bytes.data(), 110, out));
+    CHECK(printer.format(e.bytes.data(), e.bytes.size(), out)); // whole: the area's size bounds it
+    CHECK(out.empty() == false);
+  }
+  // A probe whose area does not end its record sends it whole.
+  json inner = j;
+  inner["probes"][0]["event_size"] = 96 + 8 + 24 + 8;
+  CHECK(parse_ok(inner).probes[0].min_size == 96 + 8 + 24 + 8);
 
   // The manifest's mistakes: no area, an area outside the record, a string larger than the area.
   json no_area = j;
