@@ -182,6 +182,7 @@ public:
   uint64_t gofunc() const { return gofunc_; }         // moduledata.gofunc (1.18+), 0 if unneeded
   int wrapper_func_id() const { return wrapper_id_; } // -1 when this Go version has none to tell
   GoVersion go_version() const { return version_; }   // from .go.buildinfo, else guessed ({1,x})
+  bool go_version_known() const { return version_known_; } // from .go.buildinfo, not guessed
 
   // The runtime's type descriptors (moduledata.types..etypes, Go 1.16+): the dynamic type of an
   // interface value is the address of one (an eface's first word, an itab's _type). 0 when not

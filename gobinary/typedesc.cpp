@@ -115,6 +115,26 @@ std::optional<TypeDescriptor> TypeDescriptors::decode(uint64_t vaddr, std::strin
     if (!type_pointer(body, "the key", d.key) || !type_pointer(body + ps, "the value", d.elem))
       return std::nullopt;
     extra = old_maps ? 4 * ps + 8 : (7 * ps + 4 + ps - 1) / ps * ps;
+    // Then the bucket or group type, the hasher, and the sizes (runtime/type.go maptype up to
+    // 1.23: keysize, elemsize uint8, bucketsize uint16; internal/abi SwissMapType / MapType from
+    // 1.24: GroupSize, SlotSize, ElemOff uintptr). Not a reference of the walk: the compiler's
+    // bucket types are no type of the program's. Read for the walk over a map without DWARF.
+    if (auto group = word(body + 2 * ps); group && *group >= types && *group < etypes && *group % ps == 0) {
+      if (old_maps) {
+        if (const uint8_t *sizes = pcln_.bytes_at(body + 4 * ps, 4)) {
+          d.group = *group;
+          d.slot_key = sizes[0];
+          d.slot_value = sizes[1];
+          d.group_size = le16(sizes + 2);
+        }
+      } else if (auto gsize = word(body + 4 * ps), ssize = word(body + 5 * ps), eoff = word(body + 6 * ps);
+                 gsize && ssize && eoff) {
+        d.group = *group;
+        d.group_size = *gsize;
+        d.slot_size = *ssize;
+        d.elem_offset = *eoff;
+      }
+    }
     break;
   case GoKind::Struct: {
     auto fields = word(body + ps), count = word(body + 2 * ps), cap = word(body + 3 * ps);

@@ -9,8 +9,9 @@
 // says so, the uncommon type (package path, methods). Struct fields are {name, type, offset}: the
 // offset shifted left by one with the embedded bit below it up to Go 1.18, plain since 1.19 (the
 // embedded bit moved to the name's flags). Names are a flag byte, a length (two bytes big-endian
-// up to Go 1.16, a varint since 1.17), the bytes. Maps are described by key and value (the runtime
-// header has no descriptor worth reading: see the plan stage for what a map without DWARF shows).
+// up to Go 1.16, a varint since 1.17), the bytes. Maps are described by key and value, and by the
+// bucket or group type and slot sizes of their maptype (the runtime's header has no descriptor: the
+// debuginfo stage synthesizes it per release).
 //
 // No table lists every descriptor: the reader starts from moduledata.typelinks (every unnamed
 // pointer, slice, array, chan, func, map and struct type of the program, as offsets from
@@ -80,6 +81,13 @@ struct TypeDescriptor {
   bool direct_iface = false;
   uint64_t elem = 0;  // Pointer, Slice, Array, Chan: the element; Map: the value
   uint64_t key = 0;   // Map
+  // Map: what its maptype says of the storage the runtime builds for it. Up to Go 1.23 (hmap)
+  // `group` is the bucket type (struct {topbits [8]uint8; keys [8]K; elems [8]V; overflow}),
+  // slot_key and slot_value the sizes of a key and a value slot and group_size the bucket's; from
+  // 1.24 (swiss tables) `group` is the group type (struct {ctrl uint64; slots [8]struct{key K;
+  // elem V}}), group_size, slot_size and elem_offset its size, a slot's and elem's offset in one.
+  // group is 0 when the pointer does not lead into the module's types.
+  uint64_t group = 0, group_size = 0, slot_key = 0, slot_value = 0, slot_size = 0, elem_offset = 0;
   uint64_t len = 0;   // Array
   int chan_dir = 0;   // Chan: 1 receive, 2 send, 3 both
   struct Field {

@@ -431,12 +431,13 @@ public:
   // addresses below the count. The map the capture names is refused when its pairs cannot be read
   // (a key or value type weave does not copy, a layout unlike the runtime's, too many fields); a
   // map inside a struct keeps its len alone then, and so does a map inside a slice or array,
-  // always (a walk per element would not fit a record), and any map of a binary without DWARF.
+  // always (a walk per element would not fit a record), and a map without a header (a stripped
+  // binary's whose release or descriptors weave cannot vouch for: DescriptorTypes::map_header).
   void emit_map_pairs(const Place &place, const GoType &type, const std::string &field_name,
                       const std::string &path, const SourceLoc &loc, CapturePlan &capture, int depth) {
     const bool named = depth == 0 && field_name.empty();
-    // Without DWARF (a stripped binary, its parameters declared in the spec) there is no layout to
-    // walk: the map keeps the len it always had, as the documentation says.
+    // No header (a stripped binary's map whose layout DescriptorTypes::map_header refused, or a
+    // declared map type the binary has no descriptor of): the map keeps its len alone.
     if (in_list_ || type.header == kNoType)
       return;
     std::string why;
@@ -535,7 +536,7 @@ public:
   // `why` set when there is none or the pairs are not copied.
   std::optional<MapWalk> map_layout(const GoType &type, std::string &why) const {
     if (type.key == kNoType || type.elem == kNoType || type.header == kNoType) {
-      why = "the binary's DWARF describes no buckets or tables for it (a stripped binary?)";
+      why = "neither DWARF nor the type descriptors give its buckets or tables a known layout";
       return std::nullopt;
     }
     for (TypeId t : {type.key, type.elem})

@@ -56,7 +56,8 @@ struct ValueRead {
 // that finds its first `pairs` key/value pairs (templates/weave_bpf.h: weave_map_hmap,
 // weave_map_swiss). It belongs to the hidden field that receives how many it found; the address of
 // pair i's key and value go to the hidden fields first_slot_field + 2i and + 2i + 1, which the
-// pair's fields read through. Every offset and size comes from the binary's DWARF.
+// pair's fields read through. Every offset and size comes from the binary's DWARF, or without it
+// from the header DescriptorTypes::map_header synthesizes (debuginfo/descriptor_types.cpp).
 struct MapWalk {
   std::string layout; // "hmap" or "swiss"
   ValueRead map;      // the map value: a pointer to its header, 0 for a nil map

@@ -113,6 +113,19 @@ private:
       GoType t{TypeKind::Map, fmt::format("map[{}]{}", table_.at(key).name, table_.at(value).name), ptr_, ptr_};
       t.key = key;
       t.elem = value;
+      // The binary's own map type of that name, when the resolver knows one (its descriptor, in a
+      // binary without DWARF), brings the header its pairs are walked through; its key and value
+      // must be laid out as declared. Else the map is what was declared: its len alone.
+      if (resolve_) {
+        std::string why;
+        if (auto id = resolve_(t.name, why)) {
+          const GoType &found = table_.at(*id);
+          if (found.kind == TypeKind::Map && found.header != kNoType && found.key != kNoType &&
+              found.elem != kNoType && table_.at(found.key).size == table_.at(key).size &&
+              table_.at(found.elem).size == table_.at(value).size)
+            return *id;
+        }
+      }
       return table_.add(t);
     }
     for (const char *prefix : {"chan<- ", "<-chan ", "chan "})

@@ -15,9 +15,14 @@ namespace contents_maps {
 
 using ojson = nlohmann::ordered_json; // a struct's fields in the order the tracer printed them
 
-// The spec: slice_max 4, so that the longer values are cut; `returns`: each call a span (OTLP).
-inline std::string spec(bool returns) {
+// The spec: slice_max 4, so that the longer values are cut; `returns`: each call a span (OTLP);
+// `stripped`: the signatures declared, for a binary without DWARF.
+inline std::string spec(bool returns, bool stripped = false) {
   std::string ret = returns ? "    return: true\n" : "";
+  if (stripped)
+    ret = "    params: [{name: v, type: 'interface {}'}, {name: k, type: int}]\n"
+          "    results: [{name: ~r0, type: int}]\n" +
+          ret;
   return "options:\n"
          "  slice_max: 4\n"
          "probes:\n"

@@ -2,11 +2,15 @@
 // and on swiss tables (Go 1.24+, the matrix rows), amd64 and 386. The fixture writes down every pair
 // of every map it passes; the tracer shows the first slice_max of them in the order they lie in
 // memory, so the comparison is as sets: each pair shown is one the program had, with its value,
-// shown once, and as many as the map has up to slice_max.
+// shown once, and as many as the map has up to slice_max. Stripped (-ldflags=-s -w), the same walk
+// runs on a header synthesized from the runtime type descriptors: its trace is checked the same way,
+// and its walk must be the DWARF build's, offset for offset.
 #include "harness.h"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -18,10 +22,30 @@ void write_file(const std::string &path, const std::string &text) { std::ofstrea
 
 constexpr size_t kSliceMax = 15; // tests/e2e/maps.yaml
 
-void trace_maps(const std::string &fixture) {
+struct MapsTrace {
+  std::vector<json> events; // main.Maps's, in call order
+  std::vector<std::string> walks; // the generated walks' calls, offsets and sizes (probes.bpf.c)
+};
+
+// The weave_map_hmap(...) and weave_map_swiss(...) calls of generated C, each as one line.
+std::vector<std::string> walk_calls(const std::string &c) {
+  std::vector<std::string> calls;
+  for (size_t at = c.find("weave_map_"); at != std::string::npos; at = c.find("weave_map_", at + 1)) {
+    if (c.compare(at, 15, "weave_map_hmap(") != 0 && c.compare(at, 16, "weave_map_swiss(") != 0)
+      continue;
+    std::string call;
+    for (size_t i = at; i < c.size() && c[i] != ';'; ++i)
+      if (c[i] != '\n' && c[i] != '\t')
+        call += c[i];
+    calls.push_back(call);
+  }
+  return calls;
+}
+
+MapsTrace trace_maps(const std::string &fixture, const std::string &spec = "tests/e2e/maps.yaml") {
   e2e::require_bpf();
   std::string dir = e2e::temp_dir("maps-" + fixture);
-  auto built = e2e::run({e2e::weave(), e2e::source("tests/e2e/maps.yaml"), e2e::fixture(fixture), "-o",
+  auto built = e2e::run({e2e::weave(), e2e::source(spec), e2e::fixture(fixture), "-o",
                          dir + "/out"});
   INFO(built.err);
   REQUIRE(built.status == 0);
@@ -70,6 +94,43 @@ void trace_maps(const std::string &fixture) {
   }
   MESSAGE(fixture << ": " << compared << " pairs compared");
   CHECK(compared > 0);
+  return {events, walk_calls(e2e::read_file(dir + "/out/probes.bpf.c"))};
+}
+
+// A stripped build against the DWARF build of the same source and toolchain: each checked against
+// its own run's record by trace_maps, the walks generated alike (every offset and size the same),
+// and every map small enough to be shown whole (its len at most slice_max) shown with the same pairs.
+void stripped_as_dwarf(const std::string &stripped_fixture, const std::string &dwarf_fixture) {
+  if (!std::filesystem::exists(e2e::fixture(stripped_fixture))) {
+    MESSAGE("skipped: no " << stripped_fixture);
+    return;
+  }
+  MapsTrace stripped = trace_maps(stripped_fixture, "tests/e2e/maps_stripped.yaml");
+  MapsTrace dwarf = trace_maps(dwarf_fixture);
+  REQUIRE(dwarf.walks.size() == 5);
+  CHECK(stripped.walks == dwarf.walks);
+  REQUIRE(stripped.events.size() == dwarf.events.size());
+  size_t whole = 0;
+  for (size_t i = 0; i < stripped.events.size(); ++i)
+    for (auto &[expr, got] : stripped.events[i]["args"].items()) {
+      CAPTURE(expr);
+      const json &want = dwarf.events[i]["args"][expr];
+      CHECK(got["len"] == want["len"]);
+      if (got["len"].get<size_t>() > kSliceMax)
+        continue; // which 15 pairs lie first depends on each run's hash seed
+      auto sorted = [](json items) {
+        std::vector<std::string> out;
+        for (const json &item : items)
+          out.push_back(item.dump());
+        std::sort(out.begin(), out.end());
+        return out;
+      };
+      CHECK(sorted(got["items"]) == sorted(want["items"]));
+      ++whole;
+    }
+  MESSAGE(stripped_fixture << ": " << stripped.walks.size() << " walks as DWARF's, " << whole
+                           << " maps with the same pairs");
+  CHECK(whole >= 6);
 }
 
 } // namespace
@@ -77,6 +138,14 @@ void trace_maps(const std::string &fixture) {
 TEST_CASE("maps are shown by their pairs, each one the program had: amd64") { trace_maps("maps"); }
 
 TEST_CASE("maps are shown by their pairs, each one the program had: 386") { trace_maps("maps_386"); }
+
+TEST_CASE("stripped, maps are shown by their pairs from the type descriptors, as with DWARF: amd64") {
+  stripped_as_dwarf("maps_stripped", "maps");
+}
+
+TEST_CASE("stripped, maps are shown by their pairs from the type descriptors, as with DWARF: 386") {
+  stripped_as_dwarf("maps_386_stripped", "maps_386");
+}
 
 TEST_CASE("a map of values weave does not copy is refused by name, and inside a struct shows its len") {
   e2e::require_bpf();

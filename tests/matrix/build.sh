@@ -9,7 +9,7 @@
 # What is built (each as its own file in OUTDIR, named as the pinned 1.19 build names it):
 #   fixture fixture_stripped fixture_pie fixture_386 fixture_386_stripped cgo   tests/e2e/*
 #   cgo_stripped                                                               tests/e2e/cgo
-#   zerosize zerosize_386 maps maps_386 failing failing_386                     tests/e2e/*
+#   zerosize zerosize_386 maps maps_386 maps_stripped failing failing_386       tests/e2e/*
 #   spawn spawn_386 spawn_stripped spawn_386_stripped                          tests/e2e/spawn
 #   spawn_arm64 spawn_arm64_stripped (traced in qemu)                           tests/e2e/spawn
 #   inlined inlined_stripped inlined_386 inlined_pie                           tests/e2e/inline
@@ -110,6 +110,7 @@ build initinline "$src/tests/e2e/initinline" --
 build zerosize_386 "$src/tests/e2e/zerosize" GOARCH=386 --
 build maps "$src/tests/e2e/maps" --
 build maps_386 "$src/tests/e2e/maps" GOARCH=386 --
+build maps_stripped "$src/tests/e2e/maps" -- -ldflags='-s -w'
 build spawn "$src/tests/e2e/spawn" --
 build spawn_386 "$src/tests/e2e/spawn" GOARCH=386 --
 build spawn_stripped "$src/tests/e2e/spawn" -- -ldflags='-s -w'
