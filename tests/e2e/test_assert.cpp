@@ -821,7 +821,7 @@ TEST_CASE("contents with maps and slices stripped: pairs walked from the type de
             without_addresses(json::parse(dwarf[i].first["args"].dump())));
       ++same;
     }
-    MESSAGE(p.stripped << ": " << same << " events value for value as DWARF's");
+    MESSAGE(std::string(p.stripped) << ": " << same << " events value for value as DWARF's");
     CHECK(same >= 30);
   }
 }
