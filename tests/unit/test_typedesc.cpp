@@ -213,6 +213,102 @@ Tally decode_all(const std::string &path) {
   return tally;
 }
 
+// What the map walk reads of a map's header (plan/captures.cpp map_layout), in one line: the
+// offsets and sizes of the fields it names, however the header came (DWARF's synthesized types or
+// DescriptorTypes::map_header's). "" when the map has no header.
+std::string walk_layout(const TypeTable &t, TypeId map) {
+  const GoType &m = t.at(map);
+  if (m.header == kNoType)
+    return "";
+  auto field = [](const GoType *s, const char *name) -> const GoField * {
+    if (s)
+      for (const GoField &f : s->fields)
+        if (f.name == name)
+          return &f;
+    return nullptr;
+  };
+  auto deref = [&](const GoField *f) -> const GoType * {
+    if (!f || f->type == kNoType || t.at(f->type).kind != TypeKind::Pointer || t.at(f->type).elem == kNoType)
+      return nullptr;
+    return &t.at(t.at(f->type).elem);
+  };
+  std::string out;
+  auto add = [&](const GoType *s, const char *name) {
+    const GoField *f = field(s, name);
+    out += std::string(name) + "=" + (f ? std::to_string(f->offset) : "none") + " ";
+  };
+  auto size = [&](const char *what, const GoType *s) { out += std::string(what) + "=" + (s ? std::to_string(s->size) : "none") + " "; };
+  const GoType *h = &t.at(m.header);
+  if (field(h, "buckets")) {
+    for (const char *n : {"flags", "B", "buckets", "oldbuckets", "nevacuate"})
+      add(h, n);
+    const GoType *bucket = deref(field(h, "buckets"));
+    size("bucket", bucket);
+    for (const char *n : {"tophash", "keys", "values", "overflow"})
+      add(bucket, n);
+    return out;
+  }
+  for (const char *n : {"dirPtr", "dirLen", "writing"})
+    add(h, n);
+  const GoType *entry = deref(field(h, "dirPtr"));
+  const GoType *table = entry && entry->kind == TypeKind::Pointer && entry->elem != kNoType ? &t.at(entry->elem) : nullptr;
+  add(table, "groups");
+  const GoField *groups = field(table, "groups");
+  const GoType *refs = groups ? &t.at(groups->type) : nullptr;
+  add(refs, "data");
+  add(refs, "lengthMask");
+  const GoType *group = deref(field(refs, "data"));
+  size("group", group);
+  add(group, "ctrl");
+  add(group, "slots");
+  const GoField *slots = field(group, "slots");
+  const GoType *slot = slots && t.at(slots->type).elem != kNoType ? &t.at(t.at(slots->type).elem) : nullptr;
+  size("slot", slot);
+  add(slot, "key");
+  add(slot, "elem");
+  return out;
+}
+
+// Every map type the DWARF twin has a header for: the header synthesized from the stripped build's
+// descriptors must give the walk the same offsets and sizes, or be refused (no header) only where
+// DWARF's walk refuses too (a key or value over 128 bytes, stored through a pointer).
+void compare_map_headers(const std::string &with_dwarf, const std::string &without_dwarf) {
+  BinaryImage image = load_binary(without_dwarf);
+  auto pcln = Pclntab::load(image);
+  REQUIRE(pcln);
+  DescriptorTypes descriptors(*pcln);
+  auto debug = DebugInfo::open(with_dwarf, image.ptr_size);
+  TypeTable desc_table;
+  size_t compared = 0, refused = 0;
+  std::map<std::string, bool> seen;
+  for (const RuntimeType &t : debug->runtime_types()) {
+    if (t.kind != 21 || seen[t.name] || runtime_spelling(t.name) != t.name || !comparable_name(t.name) ||
+        descriptors.descriptors().ambiguous(t.name))
+      continue;
+    seen[t.name] = true;
+    auto dwarf_id = debug->find_type(t.name);
+    std::string why;
+    auto desc_id = descriptors.find(t.name, desc_table, why);
+    if (!dwarf_id || !desc_id || debug->types().at(*dwarf_id).header == kNoType)
+      continue;
+    CAPTURE(t.name);
+    const GoType &m = desc_table.at(*desc_id);
+    if (m.header == kNoType) {
+      ++refused;
+      INFO(descriptors.map_refusal());
+      CHECK((desc_table.at(m.key).size > 128 || desc_table.at(m.elem).size > 128));
+      continue;
+    }
+    ++compared;
+    std::string layout = walk_layout(desc_table, *desc_id);
+    CHECK(layout.find("none") == std::string::npos); // every field the walk reads is there
+    CHECK(layout == walk_layout(debug->types(), *dwarf_id));
+  }
+  MESSAGE(without_dwarf << ": " << compared << " map headers as DWARF's, " << refused
+                        << " refused (a key or value stored through a pointer)");
+  CHECK(compared >= 20);
+}
+
 // Every named struct with a descriptor (most of them from the runtime, net, crypto, reflect).
 const std::vector<std::string> kPackages = {""};
 
@@ -387,4 +483,13 @@ TEST_CASE("every decoded descriptor's KindDirectIface: the layout's rule, or one
     CHECK(not_in_heap > 0);
     CHECK((zero_size_fields > 0) == go126);
   }
+}
+
+TEST_CASE("map headers synthesized for a stripped binary give the walk DWARF's offsets: hmap and swiss, amd64 and 386") {
+  compare_map_headers(kFixtures + "/typedesc", kFixtures + "/typedesc_stripped");
+  compare_map_headers(kFixtures + "/typedesc_386", kFixtures + "/typedesc_386_stripped");
+  if (std::filesystem::exists(kFixtures + "/typedesc_newer"))
+    compare_map_headers(kFixtures + "/typedesc_newer", kFixtures + "/typedesc_newer_stripped");
+  else
+    MESSAGE("skipped the swiss layout: no newer Go on this machine (WEAVE_GO_NEWER)");
 }
