@@ -16,7 +16,10 @@
 
 #include "test_support.h"
 
+#include <elf.h>
+
 #include <algorithm>
+#include <cstring>
 #include <cctype>
 #include <filesystem>
 #include <map>
@@ -493,3 +496,82 @@ TEST_CASE("map headers synthesized for a stripped binary give the walk DWARF's o
   else
     MESSAGE("skipped the swiss layout: no newer Go on this machine (WEAVE_GO_NEWER)");
 }
+
+namespace {
+
+// The file offset of link-time address `vaddr` in a 64-bit ELF file (its PT_LOAD segments).
+size_t file_offset(const std::vector<uint8_t> &file, uint64_t vaddr) {
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, file.data(), sizeof eh);
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, file.data() + eh.e_phoff + i * eh.e_phentsize, sizeof ph);
+    if (ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz)
+      return static_cast<size_t>(ph.p_offset + (vaddr - ph.p_vaddr));
+  }
+  FAIL("no segment holds " << vaddr);
+  return 0;
+}
+
+// The header of map type `name` of the binary at `path`, synthesized; and why not when it is not.
+std::pair<bool, std::string> synthesized(const std::string &path, const std::string &name) {
+  BinaryImage image = load_binary(path);
+  auto pcln = Pclntab::load(image);
+  REQUIRE(pcln);
+  DescriptorTypes descriptors(*pcln);
+  TypeTable table;
+  std::string why;
+  auto id = descriptors.find(name, table, why);
+  REQUIRE_MESSAGE(id, why);
+  return {table.at(*id).header != kNoType, descriptors.map_refusal()};
+}
+
+} // namespace
+
+TEST_CASE("a map header is refused, never guessed, when the maptype's sizes disagree or the release is unknown") {
+  // map[string]bool: in every build of the typedesc fixture (net/http's).
+  const std::string name = "map[string]bool";
+  std::vector<std::string> binaries = {kFixtures + "/typedesc_stripped"};
+  if (std::filesystem::exists(kFixtures + "/typedesc_newer_stripped"))
+    binaries.push_back(kFixtures + "/typedesc_newer_stripped");
+  for (const std::string &path : binaries) {
+    CAPTURE(path);
+    REQUIRE(synthesized(path, name).first);
+    BinaryImage image = load_binary(path);
+    auto pcln = Pclntab::load(image);
+    REQUIRE(pcln);
+    TypeDescriptors descriptors(*pcln);
+    const TypeDescriptor *d = descriptors.find(name);
+    REQUIRE(d);
+    const bool swiss = pcln->go_version().minor >= 24;
+    std::vector<uint8_t> file = read_file(path);
+    TempDir dir;
+    std::string copy = dir.file("stripped");
+    // The bucket's (Go <= 1.23: bucketsize, a uint16 after keysize and elemsize) or the group's
+    // size (GroupSize, a word) 8 bytes off: the descriptor of the bucket or group no longer agrees.
+    const uint64_t body = d->address + 4 * 8 + 16;
+    size_t at = file_offset(file, body + 4 * 8 + (swiss ? 0 : 2));
+    file[at] = static_cast<uint8_t>(file[at] + 8);
+    write_file(copy, file);
+    auto [made, why] = synthesized(copy, name);
+    CHECK_FALSE(made);
+    CHECK(why.find("unlike its maptype's sizes") != std::string::npos);
+    INFO(why);
+    // A release weave has no layout for: the build info's "go1.N" made "go1.99".
+    file = read_file(path);
+    const std::string text = "\xff Go buildinf:";
+    const std::vector<uint8_t> magic(text.begin(), text.end());
+    auto info = std::search(file.begin(), file.end(), magic.begin(), magic.end());
+    REQUIRE(info != file.end());
+    const std::vector<uint8_t> go = {'g', 'o', '1', '.'};
+    auto version = std::search(info, file.end(), go.begin(), go.end());
+    REQUIRE(version != file.end());
+    version[4] = '9';
+    version[5] = '9';
+    write_file(copy, file);
+    auto [made99, why99] = synthesized(copy, name);
+    CHECK_FALSE(made99);
+    CHECK(why99 == "no map layout is known for go1.99");
+  }
+}
+
