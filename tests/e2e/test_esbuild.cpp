@@ -304,6 +304,20 @@ TEST_CASE("esbuild: declared ReadFile signatures that do not add up to .gopclnta
   }
 }
 
+namespace {
+
+// esbuild bundling a project whose entry imports ./bad.js, a symlink to /proc/self/mem: esbuild lists
+// it as a file, and reading it fails with EIO. Traced by DIR/out/tracer, JSON to stdout.
+e2e::Result bundle_unreadable_import(const std::string &dir, const std::string &binary) {
+  fs::create_directories(dir + "/project");
+  std::ofstream(dir + "/project/entry.js") << "import x from './bad.js'; console.log(x)\n";
+  fs::create_symlink("/proc/self/mem", dir + "/project/bad.js");
+  return run_in(dir + "/project", {dir + "/out/tracer", "--format", "json", "--", binary, "entry.js", "--bundle",
+                                   "--outfile=out.js"});
+}
+
+} // namespace
+
 TEST_CASE("esbuild, Go 1.16 to 1.26: a failed ReadFile's error results are named from the type descriptors") {
   // The project imports ./bad.js, a symlink to /proc/self/mem: esbuild lists it as a file, and
   // reading it fails with EIO (esbuild: `Cannot read file "...mem": input/output error`). Its
@@ -319,11 +333,7 @@ TEST_CASE("esbuild, Go 1.16 to 1.26: a failed ReadFile's error results are named
     auto built = weave_build(e2e::source("tests/e2e/esbuild/" + std::string(r.probe_spec)), binary, dir + "/out");
     INFO(built.err);
     REQUIRE(built.status == 0);
-    fs::create_directories(dir + "/project");
-    std::ofstream(dir + "/project/entry.js") << "import x from './bad.js'; console.log(x)\n";
-    fs::create_symlink("/proc/self/mem", dir + "/project/bad.js");
-    auto traced = run_in(dir + "/project", {dir + "/out/tracer", "--format", "json", "--", binary, "entry.js",
-                                            "--bundle", "--outfile=out.js"});
+    auto traced = bundle_unreadable_import(dir, binary);
     INFO(traced.err);
     CHECK(traced.status == 1); // esbuild's own status: the build failed
     CHECK(traced.err.find("input/output error") != std::string::npos);
@@ -374,11 +384,7 @@ TEST_CASE("esbuild, Go 1.17 to 1.26, stripped: contents shows the *io/fs.PathErr
     auto built = weave_build(dir + "/spec.yaml", binary, dir + "/out");
     INFO(built.err);
     REQUIRE(built.status == 0);
-    fs::create_directories(dir + "/project");
-    std::ofstream(dir + "/project/entry.js") << "import x from './bad.js'; console.log(x)\n";
-    fs::create_symlink("/proc/self/mem", dir + "/project/bad.js");
-    auto traced = run_in(dir + "/project", {dir + "/out/tracer", "--format", "json", "--", binary, "entry.js",
-                                            "--bundle", "--outfile=out.js"});
+    auto traced = bundle_unreadable_import(dir, binary);
     INFO(traced.err);
     CHECK(traced.status == 1);
     std::map<uint64_t, std::string> path_of; // call id -> the path its entry was given
