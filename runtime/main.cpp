@@ -37,6 +37,7 @@
 #include "output.h"
 #include "symbolize.h"
 #include "payload.h"
+#include "ring.h"
 #include "stats.h"
 #include "views.h"
 
@@ -523,14 +524,13 @@ struct Sinks final : EventSink {
   const std::string &error() const { return writer.failed() ? writer.error() : views.error(); }
 };
 
-int on_sample(void *ctx, void *data, size_t size) {
+void on_sample(void *ctx, const void *data, size_t size) {
   static_cast<Calls *>(ctx)->on_record(data, size); // a malformed record is counted there
-  return 0;
 }
 
 // EventStream drains the ring buffer in batches. With wakeups (BPF submits with flags 0) it
-// sleeps in ring_buffer__poll until data arrives. With BPF_RB_NO_WAKEUP submits nothing would
-// wake that poll and the buffer would fill, so it calls ring_buffer__consume on a short timer
+// sleeps in RingReader::poll (epoll on the map) until data arrives. With BPF_RB_NO_WAKEUP submits
+// nothing would wake that poll and the buffer would fill, so it calls RingReader::consume on a short timer
 // instead; DESIGN.md measured that to keep up with a million events. The generator chooses by
 // options.ringbuf_wakeup in the manifest.
 class EventStream {
@@ -538,17 +538,17 @@ public:
   static constexpr int kPollTimeoutMs = 50;
   static constexpr long kConsumeIntervalNs = 5'000'000;
 
-  EventStream(ring_buffer *rb, Sinks &writer, bool wakeup)
-      : rb_(rb), writer_(writer), wakeup_(wakeup) {}
+  EventStream(RingReader &ring, Sinks &writer, bool wakeup)
+      : ring_(ring), writer_(writer), wakeup_(wakeup) {}
 
   // Waits up to one interval for events and prints what arrived. Returns a negative errno on
   // failure; an interrupting signal is not one.
   int wait_and_drain() {
     int n;
     if (wakeup_) {
-      n = ring_buffer__poll(rb_, kPollTimeoutMs);
+      n = ring_.poll(kPollTimeoutMs);
     } else {
-      n = ring_buffer__consume(rb_);
+      n = ring_.consume();
       if (n == 0) {
         struct timespec ts = {0, kConsumeIntervalNs};
         nanosleep(&ts, nullptr);
@@ -562,7 +562,7 @@ public:
   // keep writing while we drain.
   void drain_all() {
     for (int round = 0; round < 1000; ++round) {
-      int n = ring_buffer__consume(rb_);
+      int n = ring_.consume();
       if (n == -EINTR)
         continue;
       if (n <= 0)
@@ -571,8 +571,11 @@ public:
     writer_.flush();
   }
 
+  uint64_t malformed() const { return ring_.malformed(); }
+  uint64_t wrapped() const { return ring_.wrapped(); }
+
 private:
-  ring_buffer *rb_;
+  RingReader &ring_;
   Sinks &writer_;
   bool wakeup_;
 };
@@ -1018,6 +1021,11 @@ void report_at_exit(const Traced &t, const std::vector<uint64_t> &lost, bool los
   if (!t.loader.busy_per_probe(busy, error))
     busy.clear();
   print_summary(t.manifest, sinks.writer, sinks.calls.malformed(), lost, lost_known, t.loader.ring_size(), busy);
+  if (t.stream.malformed())
+    say("ring buffer: {} no kernel could have written; the records after each were dropped",
+        count(t.stream.malformed(), "record header"));
+  if (opt.verbosity)
+    say("ring buffer: {} wrapped past its end (read joined)", count(t.stream.wrapped(), "record"));
   // What limits: dropped is part of the summary: the events above are not all the calls there were.
   if (std::vector<uint64_t> limited; t.loader.limited_per_probe(limited, error)) {
     uint64_t dropped = 0;
@@ -1145,14 +1153,14 @@ int run(int argc, char **argv) {
     abandon_child();
     return kExitSetup;
   }
-  ring_buffer *rb = ring_buffer__new(loader.events_fd(), on_sample, &sinks->calls, nullptr);
-  if (!rb) {
-    say("map 'weave_events': cannot open the ring buffer: {}", std::strerror(errno));
-    show_libbpf_backlog();
+  RingReader ring(on_sample, &sinks->calls);
+  std::string ring_error;
+  if (!ring.open(loader.events_fd(), ring_error)) {
+    say("map 'weave_events': cannot open the ring buffer: {}", ring_error);
     abandon_child();
     return kExitSetup;
   }
-  EventStream stream(rb, *sinks, manifest.ringbuf_wakeup);
+  EventStream stream(ring, *sinks, manifest.ringbuf_wakeup);
 
   if (mode == Mode::Command) {
     if (opt.verbosity)
@@ -1161,7 +1169,6 @@ int run(int argc, char **argv) {
     if (write(child.release_fd, "g", 1) != 1) {
       say("cannot start '{}': {}", opt.command[0], std::strerror(errno));
       abandon_child();
-      ring_buffer__free(rb);
       return kExitSetup;
     }
     close(child.release_fd);
@@ -1200,7 +1207,6 @@ int run(int argc, char **argv) {
   bool lost_known = loader.lost_per_probe(lost, error);
   if (!lost_known)
     say("{}", error);
-  ring_buffer__free(rb);
   if (sinks->otlp)
     sinks->otlp->finish(); // the last spans, within its exit timeout
   if (sinks->metrics)
