@@ -11,8 +11,9 @@
 # is started on a free port, the tracer attached with --pid; once it says "Ctrl-C to stop" its CPU
 # (every thread's /proc/PID/task/*/schedstat: time on a CPU) and RSS (VmRSS, RssAnon, RssFile) are
 # read; then hey sends TRACER_REQUESTS requests (default 2000, concurrency 20) and RSS and its peak
-# (VmHWM) are read again. One line per run:
-#   output ring cpu_attach_s rss_attach_kb anon_kb file_kb | rss_load_kb anon_kb file_kb hwm_kb
+# (VmHWM) are read again, and the proportional set size (Pss in /proc/PID/smaps_rollup, each shared
+# page divided among the processes mapping it, each page counted once). One line per run:
+#   output ring cpu_attach_s rss_attach_kb anon_kb file_kb | rss_load_kb anon_kb file_kb hwm_kb | pss_load_kb
 set -euo pipefail
 CADDY=$1 DIR=$2 RUNTIME=${3:-}
 RINGS=${TRACER_RINGS:-16M 4M}
@@ -25,6 +26,7 @@ mkdir -p "$WORK/site" && echo "weave tracer memory" > "$WORK/site/index.html"
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 cpu_ns() { cat /proc/$1/task/*/schedstat 2> /dev/null | awk '{ s += $1 } END { print s }'; }
 status() { awk -v k="$2" '$1 == k ":" { print $2 }' /proc/$1/status; }
+pss() { awk '$1 == "Pss:" { print $2 }' /proc/$1/smaps_rollup; }
 
 for output in text json; do
   for ring in $RINGS; do
@@ -48,7 +50,7 @@ for output in text json; do
     line+=" $(status $tracer VmRSS) $(status $tracer RssAnon) $(status $tracer RssFile)"
     "$HEY" -n "$REQUESTS" -c 20 "http://127.0.0.1:$port/" > /dev/null
     sleep 0.5
-    line+=" | $(status $tracer VmRSS) $(status $tracer RssAnon) $(status $tracer RssFile) $(status $tracer VmHWM)"
+    line+=" | $(status $tracer VmRSS) $(status $tracer RssAnon) $(status $tracer RssFile) $(status $tracer VmHWM) | $(pss $tracer)"
     kill -INT $tracer && wait $tracer || true
     kill $caddy && wait $caddy 2> /dev/null || true
     echo "$line"

@@ -202,7 +202,7 @@ struct Manifest {
   uint32_t string_max = 0;
   uint64_t ring_size = 0; // options.ring_size: bytes of the events ring buffer, 0 for the default
   // false when the BPF side submits with BPF_RB_NO_WAKEUP: nothing wakes a poller then, so the
-  // tracer must drain with ring_buffer__consume on a timer (DESIGN.md, "Measured on this machine").
+  // tracer must drain with RingReader::consume on a timer (DESIGN.md, "Measured on this machine").
   bool ringbuf_wakeup = true;
   uint32_t event_header_size = 0;
   std::optional<uint32_t> goid_offset;

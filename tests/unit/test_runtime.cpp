@@ -22,6 +22,9 @@
 #include "manifest.h"
 #include "output.h"
 #include "payload.h"
+#include "ring.h"
+
+#include <linux/bpf.h> // BPF_RINGBUF_*: the kernel's record header
 #include "stats.h"
 #include "symbolize.h"
 #include "gobinary/elf_notes.h"
@@ -1018,4 +1021,111 @@ TEST_CASE("output: a map's pairs print sorted by key, and a list cut by its boun
   g_count_allocations = false;
   CHECK(ok);
   CHECK(g_allocations == 0);
+}
+
+// RingReader on a ring laid out in memory as the kernel lays it out: the paths a live ring reaches
+// only by chance (a record still being written at the drain) or never (a header no kernel writes).
+// The live ring's wraps are tested end to end (tests/e2e/test_limits.cpp).
+namespace {
+
+struct FakeRing {
+  static constexpr size_t kSize = 64;
+  unsigned long consumer = 0, producer = 0;
+  std::vector<uint8_t> data = std::vector<uint8_t>(kSize, 0xee);
+  std::vector<std::vector<uint8_t>> got;
+
+  // Writes a record at producer_pos as bpf_ringbuf_reserve + submit would: header, then data
+  // wrapping past the end, then producer_pos advanced by the 8-rounded total.
+  void put(const std::vector<uint8_t> &bytes, uint32_t flags = 0) {
+    size_t at = producer & (kSize - 1);
+    uint32_t word = static_cast<uint32_t>(bytes.size()) | flags;
+    std::memcpy(&data[at], &word, 4);
+    for (size_t i = 0; i < bytes.size(); ++i)
+      data[(at + 8 + i) & (kSize - 1)] = bytes[i];
+    producer += (bytes.size() + 8 + 7) & ~size_t(7);
+  }
+  static void on_record(void *ctx, const void *record, size_t size) {
+    auto *ring = static_cast<FakeRing *>(ctx);
+    const auto *p = static_cast<const uint8_t *>(record);
+    ring->got.emplace_back(p, p + size);
+  }
+};
+
+std::vector<uint8_t> bytes(size_t n, uint8_t first) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<uint8_t>(first + i);
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("ring reader: records in order, one wrapping past the end joined, the busy bit waits, "
+          "discarded records skipped") {
+  FakeRing ring;
+  weave::RingReader reader(FakeRing::on_record, &ring);
+  reader.use_memory(&ring.consumer, &ring.producer, ring.data.data(), FakeRing::kSize);
+  CHECK(reader.consume() == 0);
+  ring.put(bytes(13, 1));                     // [0, 24)
+  ring.put(bytes(4, 50), BPF_RINGBUF_DISCARD_BIT); // [24, 40)
+  ring.put(bytes(5, 60));                     // [40, 56)
+  CHECK(reader.consume() == 2);
+  CHECK(ring.consumer == 56);
+  ring.put(bytes(30, 100)); // header at 56, data at 0..30: starts at the ring's start, no wrap
+  CHECK(reader.consume() == 1);
+  REQUIRE(ring.got.size() == 3);
+  CHECK(ring.got[0] == bytes(13, 1));
+  CHECK(ring.got[1] == bytes(5, 60));
+  CHECK(ring.got[2] == bytes(30, 100));
+  CHECK(reader.wrapped() == 0);
+  // At 96 (offset 32): header, then 24 bytes at 40..64 and 16 more at 0..16: joined.
+  ring.consumer = ring.producer; // 96
+  ring.put(bytes(40, 7));
+  ring.put(bytes(1, 9));
+  // Committed but the second still busy: the first is read, the second waits for it.
+  uint32_t busy;
+  std::memcpy(&busy, &ring.data[(96 + 48) & 63], 4);
+  busy |= BPF_RINGBUF_BUSY_BIT;
+  std::memcpy(&ring.data[(96 + 48) & 63], &busy, 4);
+  CHECK(reader.consume() == 1);
+  CHECK(ring.consumer == 96 + 48);
+  CHECK(reader.wrapped() == 1);
+  REQUIRE(ring.got.size() == 4);
+  CHECK(ring.got[3] == bytes(40, 7));
+  busy &= ~BPF_RINGBUF_BUSY_BIT;
+  std::memcpy(&ring.data[(96 + 48) & 63], &busy, 4);
+  CHECK(reader.consume() == 1);
+  REQUIRE(ring.got.size() == 5);
+  CHECK(ring.got[4] == bytes(1, 9));
+  CHECK(ring.consumer == ring.producer);
+  CHECK(reader.malformed() == 0);
+}
+
+TEST_CASE("ring reader: a header claiming more than the ring, or past producer_pos, is malformed: "
+          "counted, the rest dropped, nothing read out of bounds, no loop") {
+  for (uint32_t claimed : {uint32_t(57), uint32_t(64), uint32_t(1000), uint32_t(0x3fffffff)}) {
+    CAPTURE(claimed);
+    FakeRing ring;
+    weave::RingReader reader(FakeRing::on_record, &ring);
+    reader.use_memory(&ring.consumer, &ring.producer, ring.data.data(), FakeRing::kSize);
+    ring.put(bytes(3, 1));
+    ring.put(bytes(8, 1));
+    std::memcpy(&ring.data[16], &claimed, 4); // the second header lies
+    CHECK(reader.consume() == 1);
+    CHECK(reader.malformed() == 1);
+    CHECK(ring.consumer == ring.producer);
+    CHECK(reader.consume() == 0);
+    REQUIRE(ring.got.size() == 1);
+    CHECK(ring.got[0] == bytes(3, 1));
+  }
+  // A length inside the ring but past what the producer published.
+  FakeRing ring;
+  weave::RingReader reader(FakeRing::on_record, &ring);
+  reader.use_memory(&ring.consumer, &ring.producer, ring.data.data(), FakeRing::kSize);
+  ring.put(bytes(8, 1)); // [0, 16)
+  uint32_t longer = 16;  // 24 bytes with the header: 8 past producer_pos
+  std::memcpy(&ring.data[0], &longer, 4);
+  CHECK(reader.consume() == 0);
+  CHECK(reader.malformed() == 1);
+  CHECK(ring.got.empty());
 }
