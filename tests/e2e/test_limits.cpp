@@ -163,8 +163,7 @@ TEST_CASE("records as long as their data: a record larger than the whole ring ar
   }
 }
 
-TEST_CASE("a 4 KiB ring whose records wrap past its end: every event that arrives is the program's call, "
-          "byte for byte") {
+TEST_CASE("records that wrap past the ring's end: each one that arrives is the program's, byte for byte") {
   e2e::require_bpf();
   // Only the calls whose `long` is over 2,100 bytes (rounds 201..379): records of 2.2 to 4 KiB, each
   // more than half the ring. The ring then holds one at a time, and of any two records read one
