@@ -15,11 +15,17 @@
 #   g         + the goroutine id and ancestry reads
 #   regions   + the regions and the captures' values (strings' lengths, not their bytes)
 #   full      + the strings' bytes: the generated program as it is
+# and two programs that add to the full one what it would cost to do more (their + ns are against
+# full), which tells what cutting could still win:
+#   reads+2   every string read on its own read twice (here Host and RemoteAddr): what a helper
+#             call to bpf_probe_read_user costs when the memory it reads is already warm
+#   insns+200 200 more instructions, straight-line register moves before the regions: what the
+#             program's own instructions cost
 # Programs that stop before the strings' bytes send records with every string empty.
 #
 # Environment (all optional): WEAVE_BUILD=DIR (default ./build), BENCH_ROUNDS (default 24, a
-# multiple of 6), BENCH_REQUESTS per round (default 4000), BENCH_DIR (default /tmp/weave-bench-parts),
-# CADDY (default ~/.cache/weave/services/bin/default/caddy).
+# multiple of 8, the number of programs), BENCH_REQUESTS per round (default 4000), BENCH_DIR
+# (default /tmp/weave-bench-parts), CADDY (default ~/.cache/weave/services/bin/default/caddy).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -79,11 +85,16 @@ parts = {
     "g": program(regions),
     "regions": program(strings),
     "full": src,
+    "reads+2": re.sub(r"long err = (weave_read_string\([^;]*\));", r"\1; long err = \1;", src),
+    "insns+200": src[:regions] + "\tasm volatile(" + " ".join(f'"r0 = {i}\\n"' for i in range(200))
+                 + ' ::: "r0");\n' + src[regions:],
 }
+if parts["reads+2"] == src:
+    sys.exit("bench: no string read on its own in the generated program: cut it again")
 for name, text in parts.items():
     open(f"{sys.argv[2]}/{name}.bpf.c", "w").write(text)
 EOF2
-PARTS="empty filter reserve g regions full"
+PARTS="empty filter reserve g regions full reads+2 insns+200"
 for p in $PARTS; do
   cp "$WORK/$p.bpf.c" "$WORK/out/part.bpf.c"
   clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I"$WORK/out" -c "$WORK/out/part.bpf.c" -o "$WORK/$p.bpf.o" ||
@@ -128,6 +139,6 @@ pick() { awk -v w="$1" -v p="$2" '$1 == w && $3 == p { print $2 }' "$WORK/runs.t
     df=$([ -n "$pf" ] && awk -v x="$f" -v y="$pf" 'BEGIN { printf "%+.0f", x - y }' || true)
     da=$([ -n "$pa" ] && awk -v x="$a" -v y="$pa" 'BEGIN { printf "%+.0f", x - y }' || true)
     printf '%-10s %14s %8s %16s %8s\n' "$p" "$f" "$df" "$a" "$da"
-    pf=$f pa=$a
+    case $p in reads+* | insns+*) ;; *) pf=$f pa=$a ;; esac # the probes after full: against full
   done
 } | tee "$WORK/report.txt"
