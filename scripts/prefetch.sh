@@ -29,8 +29,9 @@ step() {
   fi
 }
 
-# The matrix toolchains: the list tests/matrix/matrix.cmake declares, fetched as its build.sh does.
-toolchains=$(sed -n 's/^set(WEAVE_MATRIX_TOOLCHAINS \([0-9. ]*\) CACHE.*/\1/p' "$src/tests/matrix/matrix.cmake")
+# The matrix toolchains: the lists tests/matrix/matrix.cmake declares (the rows', then the Go before
+# 1.21 whose spawn fixtures it builds), fetched as its build.sh does.
+toolchains=$(sed -n 's/^set(WEAVE_MATRIX_\(ANCESTRY_\)\{0,1\}TOOLCHAINS\{0,1\} \([0-9. ]*\) CACHE.*/\2/p' "$src/tests/matrix/matrix.cmake")
 for version in $toolchains; do
   [ -x "$cache/gomod/golang.org/toolchain@v0.0.1-go$version.linux-amd64/bin/go" ] && continue
   step "go$version" env -C "$cache" GOMODCACHE="$cache/gomod" GOCACHE="$cache/gocache" GOPATH="$cache/gopath" \

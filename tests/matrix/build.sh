@@ -22,7 +22,9 @@
 #   newgo newgo_386 newgo_pgo                                                   tests/matrix/newgo
 #   compile_amd64 compile_arm64 (only with --compile)                           cmd/compile
 # (with --spawn-only, the six spawn fixtures alone),
-# and OUTDIR/go, a link to the toolchain's go command, OUTDIR/objdump (cmd/objdump), OUTDIR/GOROOT.
+# and OUTDIR/go, a link to the toolchain's go command, OUTDIR/objdump (cmd/objdump: the toolchain's
+# own up to Go 1.24, built from Go 1.25 on), OUTDIR/GOROOT, and OUTDIR/gocache, a link to the Go build
+# cache these builds fill, where the row's oracle builds too (its standard packages are then built).
 set -euo pipefail
 version=$1
 out=$(realpath -m "$2")
@@ -63,6 +65,7 @@ fi
 go=$goroot/bin/go
 ln -sfn "$go" "$out/go"
 echo "$goroot" >"$out/GOROOT" # test_abi_crosscheck reads the compiler's sources there
+ln -sfn "$GOCACHE" "$out/gocache" # the row's oracle (matrix.cmake) builds with the same flags there
 export GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod
 got=$("$go" env GOVERSION)
 [[ $got == go$version ]] || { echo "go$version: $go says $got" >&2; exit 1; }
@@ -88,8 +91,15 @@ if ((spawn_only)); then
   echo "go$version: spawn fixtures in $out"
   exit 0
 fi
-# test_cgo reads the runtime's code with the toolchain's objdump (not prebuilt from Go 1.25 on).
-(cd "$cache" && CGO_ENABLED=0 "$go" build -o "$out/objdump" cmd/objdump)
+# test_cgo reads the runtime's code with the toolchain's objdump: the one it ships up to Go 1.24
+# (what `go tool objdump` runs), built from its sources from Go 1.25 on, which ship none. -trimpath
+# as for the fixtures, so the standard packages it shares with them compile once.
+rm -f "$out/objdump"
+if [[ -x $goroot/pkg/tool/linux_amd64/objdump ]]; then
+  ln -s "$goroot/pkg/tool/linux_amd64/objdump" "$out/objdump"
+else
+  (cd "$cache" && CGO_ENABLED=0 "$go" build -trimpath -o "$out/objdump" cmd/objdump)
+fi
 e2e=$src/tests/e2e/fixture
 build fixture "$e2e" --
 build fixture_stripped "$e2e" -- -ldflags='-s -w'
@@ -124,7 +134,10 @@ build generics "$generics" --
 build generics_stripped "$generics" -- -ldflags='-s -w'
 build generics_pie "$generics" -- -buildmode=pie
 build generics_386 "$generics" GOARCH=386 --
-build generics_debug "$generics" -- -gcflags='all=-N -l'
+# -N -l for the main package, whose generic functions test_generics probes (the pinned build's
+# all=-N -l recompiles the standard library for nothing they run: the main.* code and DWARF are the
+# same, checked with go1.21.13 to go1.26.11).
+build generics_debug "$generics" -- -gcflags='-N -l'
 dyntypes=$src/tests/e2e/dyntypes
 build dyntypes "$dyntypes" --
 build dyntypes_stripped "$dyntypes" -- -ldflags='-s -w'

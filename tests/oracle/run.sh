@@ -71,9 +71,10 @@ export GOCACHE=${WEAVE_GOCACHE:-${GOCACHE:-$build/gocache}} GOFLAGS=-mod=mod GOT
 mkdir -p "$work"
 work=$(cd "$work" && pwd) # the builds below run in other directories
 
-# The generator and the comparator run on this machine, whatever the target.
-(cd "$here" && GOARCH= "$go" build -o "$work/gen" ./gen)
-(cd "$here" && GOARCH= "$go" build -o "$work/compare" ./compare)
+# The generator and the comparator run on this machine, whatever the target. -trimpath as the
+# fixtures and the programs below are built: the standard packages they share compile once per cache.
+(cd "$here" && GOARCH= "$go" build -trimpath -o "$work/gen" ./gen)
+(cd "$here" && GOARCH= "$go" build -trimpath -o "$work/compare" ./compare)
 
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
