@@ -769,16 +769,23 @@ static __always_inline long weave_map_hmap(__u64 *count, __u64 *slots, __u32 max
 					   __u32 tophash_off, __u32 keys_off, __u32 key_size, __u32 values_off,
 					   __u32 value_size, __u32 overflow_off)
 {
-	__u64 flags = 0, log2 = 0, buckets = 0, old = 0, nevacuate = 0;
+	__u64 total = 0, flags = 0, log2 = 0, buckets = 0, old = 0, nevacuate = 0;
 	long err = 0;
 	*count = 0;
 	if (!h)
 		return 0; /* a nil map has no pairs */
+	/* count (an int at +0): the walk stops once it has found that many pairs, before the last
+	 * bucket's overflow pointer or the next bucket. Those words are often ones the program never
+	 * wrote: a fresh span's memory is zero without being touched, and where such a word lies on a
+	 * page of its own the page is not there yet, and reading it faults (a 386 bucket of 108 bytes
+	 * can straddle two pages in its 112-byte size class). */
+	err |= weave_load(&total, h, ptr_size);
 	err |= weave_load(&flags, h + flags_off, 1);
 	err |= weave_load(&log2, h + b_off, 1);
 	err |= weave_load(&buckets, h + buckets_off, ptr_size);
 	err |= weave_load(&old, h + oldbuckets_off, ptr_size);
-	err |= weave_load(&nevacuate, h + nevacuate_off, ptr_size);
+	if (old) /* hashGrow writes nevacuate; read it only then, for the same reason */
+		err |= weave_load(&nevacuate, h + nevacuate_off, ptr_size);
 	if (err || (flags & 4) || log2 > 62) /* hashWriting: another goroutine is writing the map */
 		return -1;
 	__u64 new_count = buckets ? 1ULL << log2 : 0;
@@ -797,6 +804,8 @@ static __always_inline long weave_map_hmap(__u64 *count, __u64 *slots, __u32 max
 		then_end = buckets + new_count * bucket_size;
 	}
 	for (__u32 visit = 0; visit < visits; visit++) {
+		if (*(volatile __u64 *)count >= total) /* every pair found */
+			return 0;
 		if (!bucket) { /* the next bucket of the array, after the previous one's overflow chain */
 			if (cursor >= end) { /* the old buckets are done: the new ones */
 				if (!then)
@@ -823,6 +832,8 @@ static __always_inline long weave_map_hmap(__u64 *count, __u64 *slots, __u32 max
 			slots[2 * n + 1] = bucket + values_off + s * value_size;
 			*(volatile __u64 *)count = n + 1;
 		}
+		if (*(volatile __u64 *)count >= total) /* every pair found: no overflow pointer to read */
+			return 0;
 		if (weave_load(&bucket, bucket + overflow_off, ptr_size))
 			return -1;
 	}
