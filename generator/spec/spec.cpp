@@ -241,8 +241,9 @@ UserError syntax_error(const YAML::Exception &e, const std::string &text, const 
     return error(msg, loc, "write a backslash as \\\\ in a double-quoted string");
   }
   if (msg.starts_with(YAML::ErrorMsg::INVALID_UNICODE)) {
-    // An escape that names no character ("\ud800", half of a surrogate pair): yaml-cpp refuses it,
-    // so every scalar it returns is UTF-8 when the file is. Point at the escape's backslash.
+    // An escape that names no character ("\ud800", half of a surrogate pair): yaml-cpp refuses it
+    // (\N and \_, which it decodes to one byte, are caught in load()). Point at the escape's
+    // backslash.
     size_t backslash = text.rfind('\\', pos);
     if (backslash != std::string::npos && text.find('\n', backslash) >= pos)
       loc = loc_at(text, backslash, path);
@@ -271,9 +272,16 @@ public:
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark &, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark &mark, YAML::anchor_t) override { note(mark); }
+  // The first scalar whose decoded text is not UTF-8 although the file is: yaml-cpp decodes the
+  // escapes \N and \_ (U+0085, U+00A0) to a lone Latin-1 byte, which nlohmann::json would refuse
+  // when probes.json is written.
+  std::optional<YAML::Mark> not_utf8;
+
   void OnScalar(const YAML::Mark &mark, const std::string &, YAML::anchor_t,
-                const std::string &) override {
+                const std::string &value) override {
     note(mark);
+    if (!not_utf8 && invalid_utf8(value) != std::string::npos)
+      not_utf8 = mark;
   }
   void OnSequenceStart(const YAML::Mark &mark, const std::string &, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {
@@ -314,6 +322,11 @@ YAML::Node load(const std::string &text, const std::string &path) {
                         loc_at(text, static_cast<size_t>(pos), path));
       }
     }
+    if (scan.not_utf8 && invalid_utf8(text) == std::string::npos) // else utf8_errors said it
+      throw UserError("spec-encoding", "an escape in this string gives a byte that is not UTF-8",
+                      SourceLoc{path, scan.not_utf8->line + 1, scan.not_utf8->column + 1},
+                      "write U+0085 as \\u0085 and U+00A0 as \\u00A0 (the YAML escapes \\N and \\_ "
+                      "are read as a lone byte), or the character itself");
     std::vector<size_t> with_content;
     for (size_t i = 0; i < scan.documents.size(); ++i)
       if (scan.documents[i].content)

@@ -691,6 +691,19 @@ TEST_CASE("bytes that are not UTF-8 are a located error, never a JSON exception 
   CHECK_NOTHROW((void)nlohmann::json(spec.probes[0].captures[0].expr).dump());
 }
 
+TEST_CASE("the escapes yaml-cpp decodes to a lone byte (\\N, \\_) are a located error, never a JSON exception") {
+  // Found by fuzz_spec: {"function": "main.handle\NULL"} in a UTF-8 file.
+  for (std::string escape : {"\\N", "\\_"}) {
+    UserError e = text_error("{\n  \"probes\": [\n    {\"function\": \"main.handle" + escape + "x\"}\n  ]\n}\n");
+    CHECK(e.id == "spec-encoding");
+    CHECK(where(e) == "spec.yaml:3:18"); // the string's opening quote
+  }
+  // The same characters written as \u escapes parse, and are UTF-8 all through.
+  Spec spec = parse_spec_text("probes:\n  - function: \"main.a\\u0085b\\u00a0c\"\n", "s");
+  CHECK(spec.probes[0].function == "main.a\xc2\x85" "b\xc2\xa0" "c");
+  CHECK_NOTHROW((void)nlohmann::json(spec.probes[0].function).dump());
+}
+
 TEST_CASE("format_error shows a source line's stray bytes as '?', keeping the caret in place") {
   TempDir dir;
   std::string path = dir.write("bad.yaml", "probes:\n  - function: main.F\n    name: a\xffz\n");
