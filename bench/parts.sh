@@ -112,6 +112,8 @@ def grab(pattern, what):
     return m
 gm = grab(r"bpf_probe_read_user\(gbuf, (\d+), \(const void \*\)\(g \+ (\d+)\)\)", "read of g's span")
 parent = grab(r"e->hdr.parent_goid = gbuf\[(\d+)\]", "parent goid word").group(1)
+if int(gm.group(1)) > 144:
+    sys.exit("bench: g's span is larger than the bare program's room: cut it again")
 bare = ["\t__u64 cookie = bpf_get_attach_cookie(ctx);",
         "\tstruct weave_event_header h;",
         "\tif (weave_begin(&h, cookie, ctx->ip, WEAVE_EVENT_ENTRY, 0))",
@@ -136,8 +138,8 @@ for rm in re.finditer(r"/\* region (\d+): .*?\*/\n(.*?)\n\t}\n", src, re.S):
     rd = re.search(r"bpf_probe_read_user\(buf, (\d+), \(const void \*\)\(base \+ (\d+)\)\)", text)
     if not base or not rd:
         sys.exit(f"bench: region {k} has no base or read: cut it again")
-    if int(gm.group(1)) > 144 or int(rd.group(1)) > 240:
-        sys.exit("bench: g's span or a region is larger than the bare program's room: cut it again")
+    if int(rd.group(1)) > 240:
+        sys.exit(f"bench: region {k} is larger than the bare program's room: cut it again")
     decl = f"\t__u64 *b{k} = (__u64 *)(e->strings + 144);" if k == "0" else f"\t__u64 b{k}[{int(rd.group(1)) // 8}];"
     bare += [decl,
              f"\tbpf_probe_read_user(b{k}, {rd.group(1)}, (const void *)({base.group(1)} + {rd.group(2)}));"]
@@ -148,18 +150,19 @@ def v(label):
     if label not in var:
         sys.exit(f"bench: no region value {label} in the generated program: cut it again")
     return var[label]
-for cm in re.finditer(r"e->(c\d+)_len = len;", src):
+# Each capture's slot from its region value: a string's length (its bytes' place left 0), or the value.
+for cm in re.finditer(r"e->(c\d+)(_len = len|\s*= \(__s64\)v);", src):
     label = re.search(r"/\* (\S+) \*/", src[src.rfind("{ /* capture", 0, cm.start()):]).group(1)
-    bare += [f"\te->{cm.group(1)}_len = {v(label + '.len')};", f"\te->{cm.group(1)}_at = 0;"]
-for cm in re.finditer(r"e->(c\d+) = \(__s64\)v;", src):
-    label = re.search(r"/\* (\S+) \*/", src[src.rfind("{ /* capture", 0, cm.start()):]).group(1)
-    bare.append(f"\te->{cm.group(1)} = {v(label)};")
-line = ["r.Method", "r.Proto", "r.RequestURI"] # the request line's strings
-bare += ["\t__u64 lo = " + v("r.Method.ptr") + ", hi = " + v("r.Method.ptr") + " + " + v("r.Method.len") + ";"]
-for s_ in line[1:]:
-    bare += [f"\tif ({v(s_ + '.ptr')} < lo) lo = {v(s_ + '.ptr')};",
-             f"\tif ({v(s_ + '.ptr')} + {v(s_ + '.len')} > hi) hi = {v(s_ + '.ptr')} + {v(s_ + '.len')};"]
-bare += ["\t__u64 n = hi - lo;",
+    if cm.group(2).startswith("_len"):
+        bare += [f"\te->{cm.group(1)}_len = {v(label + '.len')};", f"\te->{cm.group(1)}_at = 0;"]
+    else:
+        bare.append(f"\te->{cm.group(1)} = {v(label)};")
+# The request line's strings as one span, from the lowest start to the highest end.
+bare.append("\t__u64 lo = ~0ULL, hi = 0;")
+for s_ in ["r.Method", "r.Proto", "r.RequestURI"]:
+    at, end = v(s_ + ".ptr"), f"{v(s_ + '.ptr')} + {v(s_ + '.len')}"
+    bare += [f"\tif ({at} < lo)", f"\t\tlo = {at};", f"\tif ({end} > hi)", f"\t\thi = {end};"]
+bare += ["\t__u64 n = hi > lo ? hi - lo : 0;",
          "\tif (n > 256)",
          "\t\tn = 256;",
          "\tbpf_probe_read_user(e->strings, n, (const void *)lo);",
@@ -234,12 +237,10 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 pick() { awk -v w="$1" -v p="$2" '$1 == w && $3 == p { print $2 }' "$WORK/runs.txt" | median; }
+delta() { [ -n "$2" ] && awk -v x="$1" -v y="$2" 'BEGIN { printf "%+.0f", x - y }' || true; }
 {
-  if [ -n "${BENCH_ALONE:-}" ]; then
-    echo "## Caddy ServeHTTP entry, 11 values: BPF ns/run by part ($ROUNDS rounds of $REQUESTS requests, each program attached alone)"
-  else
-    echo "## Caddy ServeHTTP entry, 11 values: BPF ns/run by part ($ROUNDS rounds of $REQUESTS requests, all attached at once)"
-  fi
+  how=$([ -n "${BENCH_ALONE:-}" ] && echo "each program attached alone" || echo "all attached at once")
+  echo "## Caddy ServeHTTP entry, 11 values: BPF ns/run by part ($ROUNDS rounds of $REQUESTS requests, $how)"
   if [ -n "${BENCH_ALONE:-}" ]; then
     printf '%-10s %14s %8s\n' part "running alone" "+ ns"
   else
@@ -249,15 +250,11 @@ pick() { awk -v w="$1" -v p="$2" '$1 == w && $3 == p { print $2 }' "$WORK/runs.t
   for p in $PARTS; do
     f=$(pick "$p" first) a=$(pick "$p" after)
     if [ -n "${BENCH_ALONE:-}" ]; then
-      df=$([ -n "$pf" ] && awk -v x="$f" -v y="$pf" 'BEGIN { printf "%+.0f", x - y }' || true)
-      printf '%-10s %14s %8s\n' "$p" "$f" "$df"
-      case $p in before | reads+* | insns+* | bare) ;; *) pf=$f ;; esac
-      continue
+      printf '%-10s %14s %8s\n' "$p" "$f" "$(delta "$f" "$pf")"
+    else
+      printf '%-10s %14s %8s %16s %8s\n' "$p" "$f" "$(delta "$f" "$pf")" "$a" "$(delta "$a" "$pa")"
     fi
-    df=$([ -n "$pf" ] && awk -v x="$f" -v y="$pf" 'BEGIN { printf "%+.0f", x - y }' || true)
-    da=$([ -n "$pa" ] && awk -v x="$a" -v y="$pa" 'BEGIN { printf "%+.0f", x - y }' || true)
-    printf '%-10s %14s %8s %16s %8s\n' "$p" "$f" "$df" "$a" "$da"
-    case $p in before) ;; reads+* | insns+* | bare) ;; *) pf=$f pa=$a ;; esac # those after full: against full
+    case $p in before | reads+* | insns+* | bare) ;; *) pf=$f pa=$a ;; esac # those after full: against full
   done
   full=$(pick full first) bare=$(pick bare first)
   echo "running first: full / bare $(ratio "$full" "$bare")$([ -n "${WEAVE_BEFORE:-}" ] && echo ", before / full $(ratio "$(pick before first)" "$full")")"
